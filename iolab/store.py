@@ -1,0 +1,210 @@
+"""The result store: ``data/<host>/<run_id>/``, written atomically, never overwritten.
+
+A run directory holds::
+
+    manifest.json      provenance and status (running, completed, failed, interrupted)
+    recipe.yaml        the recipe as it was run (overrides applied)
+    jobs/<test>.fio    the exact job files (re-runnable with plain fio)
+    raw/<test>-<rep>.json  fio's own output, untouched
+    results.csv        one row per test x repetition x direction (contract columns)
+
+Every file is written to a temporary name and renamed into place, so a reader
+(or a crash) never sees half a file; results.csv is rewritten after every
+repetition so an interrupted run keeps everything it measured.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import os
+import re
+import secrets
+import socket
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from .columns import EXTRA_COLUMNS, RESULT_COLUMNS
+from .errors import IolabError
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+RESULTS = "results.csv"
+
+
+def hostname() -> str:
+    """This machine's short host name, safe as a directory name."""
+    return safe_name(socket.gethostname().split(".")[0] or "localhost")
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "unnamed"
+
+
+def utcnow() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode() if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Run:
+    """One run directory being written."""
+
+    def __init__(self, path: Path, manifest: dict):
+        self.path = Path(path)
+        self.manifest = manifest
+        self._results: list[pd.DataFrame] = []
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest["run_id"]
+
+    @classmethod
+    def create(cls, data_dir: str | os.PathLike, *, recipe: str, label: str | None = None,
+               host: str | None = None, **manifest) -> "Run":
+        """Make a new, unique run directory under ``data_dir/<host>/``.
+
+        The directory is created with ``mkdir`` (which fails if it exists), so
+        two runs started in the same second never share a directory.
+        """
+        host = safe_name(host or hostname())
+        parent = Path(data_dir) / host
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IolabError(f"cannot create the data directory: {exc.strerror}", context=str(parent)) from exc
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        for _ in range(100):
+            run_id = f"{stamp}-{safe_name(recipe)}-{secrets.token_hex(2)}"
+            path = parent / run_id
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:  # pragma: no cover - 100 collisions of 16 random bits in one second
+            raise IolabError("could not find a free run directory name", context=str(parent))
+        base = {"schema": 1, "run_id": run_id, "host": host, "label": label or host,
+                "recipe": recipe, "status": "running", "started": utcnow(), "ended": None}
+        run = cls(path, {**base, **manifest})
+        run.save_manifest()
+        return run
+
+    def save_manifest(self) -> None:
+        atomic_write(self.path / MANIFEST, json.dumps(self.manifest, indent=2, sort_keys=False, default=str) + "\n")
+
+    def update(self, **fields) -> None:
+        """Merge ``fields`` into the manifest and write it."""
+        self.manifest.update(fields)
+        self.save_manifest()
+
+    def write(self, relpath: str, data: str | bytes) -> Path:
+        target = self.path / relpath
+        atomic_write(target, data)
+        return target
+
+    def add_results(self, frame: pd.DataFrame) -> None:
+        """Append rows and rewrite results.csv (so nothing measured is lost)."""
+        self._results.append(frame)
+        table = pd.concat(self._results, ignore_index=True)
+        table = order_columns(table)
+        atomic_write(self.path / RESULTS, table.to_csv(index=False))
+
+    @property
+    def results(self) -> pd.DataFrame:
+        if not self._results:
+            return order_columns(pd.DataFrame(columns=RESULT_COLUMNS))
+        return order_columns(pd.concat(self._results, ignore_index=True))
+
+    def finish(self, status: str, reason: str | None = None) -> None:
+        self.update(status=status, reason=reason, ended=utcnow())
+
+
+def order_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Contract columns first (added as empty if missing), extras after."""
+    for column in RESULT_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = pd.NA
+    known = RESULT_COLUMNS + [c for c in EXTRA_COLUMNS if c in frame.columns]
+    rest = [c for c in frame.columns if c not in known]
+    return frame[known + rest]
+
+
+def run_dirs(path: str | os.PathLike) -> list[Path]:
+    """Every run directory (one holding a manifest.json) at or below ``path``."""
+    root = Path(path)
+    if not root.exists():
+        raise IolabError("no such file or directory", context=str(root))
+    if (root / MANIFEST).is_file():
+        return [root]
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        if MANIFEST in filenames:
+            found.append(Path(dirpath))
+            dirnames[:] = []  # a run directory holds no runs
+        else:
+            dirnames.sort()
+    return sorted(found)
+
+
+def read_manifest(run_dir: str | os.PathLike) -> dict:
+    path = Path(run_dir) / MANIFEST
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise IolabError(f"unreadable manifest: {exc}", context=str(path)) from exc
+
+
+def load(path: str | os.PathLike = "data") -> pd.DataFrame:
+    """Every run at or below ``path`` as one tidy DataFrame.
+
+    One row per test x repetition x direction, with the contract columns
+    (:data:`iolab.columns.RESULT_COLUMNS`) first. Runs without results (a
+    failed start) contribute no rows; their manifests are still readable with
+    :func:`manifests`.
+    """
+    frames = []
+    for run_dir in run_dirs(path):
+        csv = run_dir / RESULTS
+        if not csv.is_file() or csv.stat().st_size == 0:
+            continue
+        try:
+            frame = pd.read_csv(csv, keep_default_na=True)
+        except (ValueError, OSError) as exc:
+            raise IolabError(f"unreadable results: {exc}", context=str(csv)) from exc
+        if frame.empty:
+            continue
+        frame["run_dir"] = str(run_dir)
+        frames.append(frame)
+    if not frames:
+        empty = order_columns(pd.DataFrame(columns=RESULT_COLUMNS))
+        return empty
+    table = pd.concat(frames, ignore_index=True)
+    return order_columns(table)
+
+
+def manifests(path: str | os.PathLike = "data") -> pd.DataFrame:
+    """One row per run with the manifest's flat fields (nested ones as dicts)."""
+    rows = []
+    for run_dir in run_dirs(path):
+        manifest = read_manifest(run_dir)
+        manifest["run_dir"] = str(run_dir)
+        rows.append(manifest)
+    return pd.DataFrame(rows)
