@@ -1,0 +1,365 @@
+"""Recipes: declarative benchmark suites in YAML, validated on load.
+
+A recipe file (``recipes/<name>.yaml``)::
+
+    name: quick
+    description: one line for `iolab recipes`
+    about: |                     # longer text a report can print
+      ...
+    tool: CrystalDiskMark 8      # the tool it emulates
+    statistic: best              # how repeats combine for that tool: best | mean
+    isolation: direct            # default cache isolation: cgroup | hugepages | direct | none
+    defaults: {size: 1G, runtime: 5, repeat: 5, ramp_time: 0, pause: 5, warmup: true}
+    fio: {ioengine: libaio, direct: 1}     # [global] options for every test
+    tests:
+      - name: SEQ1M-Q8T1
+        rw: [read, write]        # one fio job per direction, run in this order
+        bs: 1M
+        iodepth: 8
+
+Each test expands to one :class:`Step` per ``rw`` value; a step is one fio job
+file. Errors name the file and the field (``recipes/x.yaml: tests[2].bs: ...``).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+from pathlib import Path
+
+import yaml
+
+from .errors import IolabError
+from .units import parse_seconds, parse_size
+
+ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
+STATISTICS = ("best", "mean", "median")
+RECIPE_KEYS = {"name", "description", "about", "tool", "statistic", "isolation", "defaults",
+               "fio", "tests", "filesystem", "output_format", "notes", "presets"}
+REQUIRED_KEYS = ("name", "description", "tests")
+DEFAULT_KEYS = {"size", "runtime", "repeat", "ramp_time", "pause", "warmup", "mem_limit"}
+TEST_KEYS = {"name", "description", "rw", "bs", "iodepth", "numjobs", "rwmixread", "fio",
+             "runtime", "size"}
+RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
+             "randtrim", "trimwrite")
+#: fio options iolab sets itself; a recipe that sets them would be ignored silently.
+RESERVED_FIO = {"filename", "directory", "output", "output-format", "name"}
+
+
+def recipes_dir() -> Path:
+    """Where the built-in recipes live (``IOLAB_RECIPES`` overrides)."""
+    env = os.environ.get("IOLAB_RECIPES")
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "recipes"
+
+
+@dataclasses.dataclass
+class Test:
+    name: str
+    description: str = ""
+    rw: list = dataclasses.field(default_factory=list)
+    bs: str | None = None
+    iodepth: int = 1
+    numjobs: int = 1
+    rwmixread: int | None = None
+    fio: dict = dataclasses.field(default_factory=dict)
+    runtime: float | None = None
+    size: int | None = None
+
+
+@dataclasses.dataclass
+class Step:
+    """One fio job file: a test in one direction (or one mix)."""
+    id: str          # file-name stem: test name, plus "-<rw>" when the test has several
+    test: str
+    rw: str
+    options: dict    # fio options of the job section, in order
+
+    @property
+    def buffered(self) -> bool:
+        return str(self.options.get("direct", "0")) in ("0", "false", "")
+
+
+@dataclasses.dataclass
+class Recipe:
+    name: str
+    description: str
+    tests: list
+    about: str = ""
+    tool: str = ""
+    statistic: str = "best"
+    isolation: str = "direct"
+    defaults: dict = dataclasses.field(default_factory=dict)
+    fio: dict = dataclasses.field(default_factory=dict)
+    filesystem: str | None = None
+    output_format: str = "json"
+    notes: str = ""
+    presets: dict = dataclasses.field(default_factory=dict)
+    preset: str | None = None  # the preset chosen, when the recipe has presets
+    source: str = ""          # file it was loaded from
+    jobfile: str | None = None  # text of a plain .fio job file run as is
+
+    # -- values after defaults and overrides --------------------------------------
+    @property
+    def size(self) -> int:
+        return self.defaults["size"]
+
+    @property
+    def runtime(self) -> float | None:
+        return self.defaults.get("runtime")
+
+    @property
+    def repeat(self) -> int:
+        return self.defaults.get("repeat", 1)
+
+    @property
+    def buffered(self) -> bool:
+        return any(step.buffered for step in self.steps())
+
+    def with_overrides(self, *, size=None, runtime=None, repeat=None, isolation=None,
+                       preset=None) -> "Recipe":
+        """A copy with command-line overrides applied and validated."""
+        recipe = copy.deepcopy(self)
+        ctx = "command line"
+        if preset is None and "default" in recipe.presets:
+            preset = "default"
+        if preset is not None:
+            if preset not in recipe.presets:
+                known = ", ".join(sorted(recipe.presets)) or "none"
+                raise IolabError(f"unknown preset {preset!r} (known: {known})", context=f"{recipe.name}: --preset")
+            keep = recipe.presets[preset]
+            by_name = {t.name: t for t in recipe.tests}
+            recipe.tests = [by_name[name] for name in keep]
+            recipe.preset = preset
+        if size is not None:
+            recipe.defaults["size"] = parse_size(size, context=f"{ctx}: --size")
+        if runtime is not None:
+            recipe.defaults["runtime"] = parse_seconds(runtime, context=f"{ctx}: --runtime")
+        if repeat is not None:
+            if int(repeat) < 1:
+                raise IolabError(f"must be at least 1, got {repeat}", context=f"{ctx}: --repeat")
+            recipe.defaults["repeat"] = int(repeat)
+        if isolation is not None:
+            recipe.isolation = _choice(isolation, ISOLATION_MODES, f"{ctx}: --isolation")
+        return recipe
+
+    def steps(self) -> list:
+        """The fio jobs this recipe runs, in order."""
+        if self.jobfile is not None:
+            return [Step(id=self.name, test=self.name, rw="", options={})]
+        steps = []
+        for test in self.tests:
+            for rw in test.rw:
+                options = {"rw": rw}
+                if test.bs:
+                    options["bs"] = test.bs
+                options["iodepth"] = test.iodepth
+                options["numjobs"] = test.numjobs
+                if test.numjobs > 1:
+                    options["group_reporting"] = 1
+                if test.rwmixread is not None and rw in ("rw", "readwrite", "randrw"):
+                    options["rwmixread"] = test.rwmixread
+                if test.runtime or self.runtime:
+                    options["runtime"] = _fmt_seconds(test.runtime or self.runtime)
+                    options["time_based"] = 1
+                if test.size:
+                    options["size"] = test.size
+                options.update(test.fio)
+                step_id = test.name if len(test.rw) == 1 else f"{test.name}-{rw}"
+                steps.append(Step(id=step_id, test=test.name, rw=rw, options=options))
+        return steps
+
+    def to_dict(self) -> dict:
+        """The recipe as it was run (for recipe.yaml in the run directory)."""
+        data = {"name": self.name, "description": self.description}
+        for key in ("about", "tool", "statistic", "isolation", "filesystem", "notes", "preset"):
+            value = getattr(self, key)
+            if value:
+                data[key] = value
+        data["output_format"] = self.output_format
+        data["defaults"] = dict(self.defaults)
+        if self.fio:
+            data["fio"] = dict(self.fio)
+        tests = []
+        for test in self.tests:
+            entry = {k: v for k, v in dataclasses.asdict(test).items() if v not in (None, {}, "")}
+            tests.append(entry)
+        data["tests"] = tests
+        if self.jobfile is not None:
+            data["jobfile"] = self.jobfile
+        data["source"] = self.source
+        return data
+
+
+def _fmt_seconds(seconds: float) -> str:
+    return f"{int(seconds)}s" if float(seconds).is_integer() else f"{int(seconds * 1000)}ms"
+
+
+def _choice(value, allowed, ctx) -> str:
+    if value not in allowed:
+        raise IolabError(f"must be one of {', '.join(allowed)}, got {value!r}", context=ctx)
+    return value
+
+
+def _positive_int(value, ctx) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise IolabError(f"must be a whole number >= 1, got {value!r}", context=ctx)
+    return value
+
+
+def _unknown(data: dict, allowed: set, ctx: str) -> None:
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})", context=ctx)
+
+
+def parse_recipe(data, source: str) -> Recipe:
+    """Validate a recipe mapping; every error names ``source`` and the field."""
+    if not isinstance(data, dict):
+        raise IolabError("a recipe must be a YAML mapping", context=source)
+    _unknown(data, RECIPE_KEYS, source)
+    for key in REQUIRED_KEYS:
+        if key not in data:
+            raise IolabError(f"missing required field {key!r}", context=source)
+    for key in ("name", "description", "about", "tool", "notes"):
+        if key in data and not isinstance(data[key], str):
+            raise IolabError(f"must be text, got {data[key]!r}", context=f"{source}: {key}")
+    statistic = _choice(data.get("statistic", "best"), STATISTICS, f"{source}: statistic")
+    isolation = _choice(data.get("isolation", "direct"), ISOLATION_MODES, f"{source}: isolation")
+    output_format = _choice(data.get("output_format", "json"), ("json", "json+"), f"{source}: output_format")
+    filesystem = data.get("filesystem")
+    if filesystem is not None:
+        _choice(filesystem, ("ext4", "xfs"), f"{source}: filesystem")
+
+    defaults_in = data.get("defaults") or {}
+    if not isinstance(defaults_in, dict):
+        raise IolabError("must be a mapping", context=f"{source}: defaults")
+    _unknown(defaults_in, DEFAULT_KEYS, f"{source}: defaults")
+    defaults = {"size": parse_size(defaults_in.get("size", "1G"), context=f"{source}: defaults.size"),
+                "repeat": _positive_int(defaults_in.get("repeat", 1), f"{source}: defaults.repeat"),
+                "ramp_time": 0.0, "pause": 0.0, "warmup": False, "runtime": None}
+    for key in ("runtime", "ramp_time", "pause"):
+        value = defaults_in.get(key)
+        if value not in (None, 0):
+            defaults[key] = parse_seconds(value, context=f"{source}: defaults.{key}")
+    if "warmup" in defaults_in:
+        if not isinstance(defaults_in["warmup"], bool):
+            raise IolabError(f"must be true or false, got {defaults_in['warmup']!r}", context=f"{source}: defaults.warmup")
+        defaults["warmup"] = defaults_in["warmup"]
+    if "mem_limit" in defaults_in:
+        defaults["mem_limit"] = parse_size(defaults_in["mem_limit"], context=f"{source}: defaults.mem_limit")
+
+    fio_global = _fio_options(data.get("fio") or {}, f"{source}: fio")
+    tests_in = data["tests"]
+    if not isinstance(tests_in, list) or not tests_in:
+        raise IolabError("must be a non-empty list of tests", context=f"{source}: tests")
+    tests, seen = [], set()
+    for index, raw in enumerate(tests_in):
+        ctx = f"{source}: tests[{index}]"
+        if not isinstance(raw, dict):
+            raise IolabError("a test must be a mapping", context=ctx)
+        _unknown(raw, TEST_KEYS, ctx)
+        if "name" not in raw:
+            raise IolabError("missing required field 'name'", context=ctx)
+        name = str(raw["name"])
+        ctx = f"{source}: tests[{index}] ({name})"
+        if name in seen:
+            raise IolabError("duplicate test name", context=ctx)
+        seen.add(name)
+        if "rw" not in raw:
+            raise IolabError("missing required field 'rw'", context=ctx)
+        rws = raw["rw"] if isinstance(raw["rw"], list) else [raw["rw"]]
+        for rw in rws:
+            _choice(rw, RW_VALUES, f"{ctx}.rw")
+        test = Test(name=name, description=str(raw.get("description", "")), rw=list(rws))
+        if "bs" in raw:
+            parse_size(raw["bs"], context=f"{ctx}.bs")
+            test.bs = str(raw["bs"])
+        test.iodepth = _positive_int(raw.get("iodepth", 1), f"{ctx}.iodepth")
+        test.numjobs = _positive_int(raw.get("numjobs", 1), f"{ctx}.numjobs")
+        if "rwmixread" in raw:
+            mix = raw["rwmixread"]
+            if isinstance(mix, bool) or not isinstance(mix, int) or not 0 <= mix <= 100:
+                raise IolabError(f"must be a percentage 0-100, got {mix!r}", context=f"{ctx}.rwmixread")
+            test.rwmixread = mix
+        if "runtime" in raw:
+            test.runtime = parse_seconds(raw["runtime"], context=f"{ctx}.runtime")
+        if "size" in raw:
+            test.size = parse_size(raw["size"], context=f"{ctx}.size")
+        test.fio = _fio_options(raw.get("fio") or {}, f"{ctx}.fio")
+        tests.append(test)
+
+    presets = data.get("presets") or {}
+    if not isinstance(presets, dict):
+        raise IolabError("must be a mapping of preset name to test names", context=f"{source}: presets")
+    for preset, names in presets.items():
+        if not isinstance(names, list) or not names:
+            raise IolabError("must be a non-empty list of test names", context=f"{source}: presets.{preset}")
+        for test_name in names:
+            if test_name not in seen:
+                raise IolabError(f"names unknown test {test_name!r}", context=f"{source}: presets.{preset}")
+
+    return Recipe(name=data["name"], description=data["description"], tests=tests,
+                  about=data.get("about", ""), tool=data.get("tool", ""), statistic=statistic,
+                  isolation=isolation, defaults=defaults, fio=fio_global, filesystem=filesystem,
+                  output_format=output_format, notes=data.get("notes", ""), presets=presets,
+                  source=source)
+
+
+def _fio_options(options, ctx) -> dict:
+    if not isinstance(options, dict):
+        raise IolabError("must be a mapping of fio options", context=ctx)
+    for key, value in options.items():
+        if key in RESERVED_FIO:
+            raise IolabError(f"{key!r} is set by iolab (use --target)", context=f"{ctx}.{key}")
+        if isinstance(value, (dict, list)):
+            raise IolabError(f"fio option values must be scalars, got {value!r}", context=f"{ctx}.{key}")
+    return {str(k): v for k, v in options.items()}
+
+
+def load_file(path: str | os.PathLike) -> Recipe:
+    """Load a recipe YAML file or a plain fio job file (``.fio``)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise IolabError(f"cannot read: {exc.strerror}", context=str(path)) from exc
+    if path.suffix == ".fio":
+        return jobfile_recipe(path, text)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise IolabError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", context=str(path)) from exc
+    return parse_recipe(data, str(path))
+
+
+def jobfile_recipe(path: Path, text: str) -> Recipe:
+    """A plain fio job file run as is: one step, the job file's own jobs."""
+    recipe = Recipe(name=path.stem, description=f"fio job file {path.name}, run as is",
+                    tests=[], tool="fio", isolation="direct", source=str(path), jobfile=text,
+                    defaults={"size": 0, "repeat": 1, "runtime": None, "ramp_time": 0.0,
+                              "pause": 0.0, "warmup": False})
+    return recipe
+
+
+def available() -> dict:
+    """Built-in recipe names -> file paths."""
+    directory = recipes_dir()
+    if not directory.is_dir():
+        return {}
+    return {p.stem: p for p in sorted(directory.glob("*.yaml"))}
+
+
+def load(name_or_path: str) -> Recipe:
+    """A built-in recipe by name, or a recipe / .fio file by path."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml", ".fio") or os.sep in name_or_path:
+        if not candidate.exists():
+            raise IolabError("no such recipe file", context=name_or_path)
+        return load_file(candidate)
+    known = available()
+    if name_or_path not in known:
+        raise IolabError(f"unknown recipe {name_or_path!r}", context="recipe",
+                         hint=f"known recipes: {', '.join(known) or 'none'}; see `iolab recipes`")
+    return load_file(known[name_or_path])

@@ -1,0 +1,68 @@
+"""The result store: unique run directories, atomic files, load() over many runs."""
+import json
+import os
+
+import pandas as pd
+import pytest
+
+import iolab
+from iolab.columns import RESULT_COLUMNS
+from iolab.errors import IolabError
+from iolab.store import Run, atomic_write, run_dirs
+
+
+def rows(run, n=2, **extra):
+    return pd.DataFrame([{"run_id": run.run_id, "host": run.manifest["host"], "label": run.manifest["label"],
+                          "recipe": "r", "test": f"T{i}", "rep": 1, "direction": "read",
+                          "bw_mbps": 100.0 + i, "iops": 10.0, "error": None, **extra} for i in range(n)])
+
+
+def test_runs_never_share_a_directory(tmp_path):
+    made = {Run.create(tmp_path, recipe="quick", host="h").path for _ in range(50)}
+    assert len(made) == 50
+    assert all(p.parent == tmp_path / "h" for p in made)
+
+
+def test_manifest_and_results_survive_a_failed_run(tmp_path):
+    run = Run.create(tmp_path, recipe="quick", host="h", label="ssd")
+    run.add_results(rows(run))
+    run.finish("failed", "fio exited with 1")
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and manifest["reason"] == "fio exited with 1"
+    assert manifest["ended"] and manifest["label"] == "ssd"
+    table = iolab.load(tmp_path)
+    assert list(table.columns[: len(RESULT_COLUMNS)]) == RESULT_COLUMNS
+    assert len(table) == 2 and set(table["label"]) == {"ssd"}
+
+
+def test_load_merges_hosts_and_skips_runs_without_results(tmp_path):
+    for host in ("a", "b"):
+        run = Run.create(tmp_path, recipe="quick", host=host)
+        run.add_results(rows(run, 3))
+        run.finish("completed")
+    Run.create(tmp_path, recipe="quick", host="c")  # started, never measured
+    table = iolab.load(tmp_path)
+    assert sorted(table["host"].unique()) == ["a", "b"] and len(table) == 6
+    assert len(run_dirs(tmp_path)) == 3
+    assert len(iolab.manifests(tmp_path)) == 3
+    one = iolab.load(run.path)
+    assert len(one) == 3
+
+
+def test_load_errors_name_the_path(tmp_path):
+    with pytest.raises(IolabError, match="no-such"):
+        iolab.load(tmp_path / "no-such")
+    run = Run.create(tmp_path, recipe="quick", host="h")
+    (run.path / "manifest.json").write_text("{broken")
+    with pytest.raises(IolabError, match="manifest.json"):
+        iolab.manifests(tmp_path)
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "x.txt"
+    atomic_write(target, "one")
+
+    with pytest.raises(TypeError):
+        atomic_write(target, 12345)  # not text or bytes: the write fails midway
+    assert target.read_text() == "one"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]
