@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make demo`: benchmark something that every machine has and write the HTML report.
+# As root: two emulated devices with known limits (an HDD-like and a SATA-SSD-like
+# throttled loop device), so the first report already compares two systems.
+# Otherwise: a scratch directory in this checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+IOLAB=.venv/bin/iolab
+DATA=${IOLAB_DEMO_DATA:-data}
+RECIPE=${IOLAB_DEMO_RECIPE:-quick}
+runs=()
+if [ "$(id -u)" -eq 0 ] && [ -z "${IOLAB_DEMO_NO_EMULATION:-}" ]; then
+  for profile in hdd sata-ssd; do
+    echo "== $RECIPE on emulated:$profile" >&2
+    runs+=("$($IOLAB run "$RECIPE" --target "emulated:$profile" --label "emulated $profile" --data "$DATA" | tail -n 1)")
+  done
+else
+  mkdir -p scratch
+  echo "== $RECIPE on ./scratch (not root: no emulated devices)" >&2
+  runs+=("$($IOLAB run "$RECIPE" --target scratch --label "scratch directory" --data "$DATA" | tail -n 1)")
+fi
+echo "== report" >&2
+$IOLAB report "${runs[@]}" --out reports/demo

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install the distro packages iolab needs, only those missing, so a second run is
+# quick and works offline. Debian/Ubuntu (apt). Run as root, or with sudo available.
+set -euo pipefail
+
+# command -> Debian package
+declare -A NEED=(
+  [fio]=fio
+  [losetup]=mount
+  [findmnt]=util-linux
+  [wipefs]=util-linux
+  [mkfs.ext4]=e2fsprogs
+  [mkfs.xfs]=xfsprogs
+  [sgdisk]=gdisk
+  [mdadm]=mdadm
+  [hdparm]=hdparm
+  [bonnie++]=bonnie++
+  [chromium]=chromium
+)
+missing=()
+for cmd in "${!NEED[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEED[$cmd]}")
+done
+# python3 -m venv needs ensurepip (python3-venv on Debian) unless python3 already has it
+if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+else
+  echo "iolab setup: these packages are missing and I am not root: ${missing[*]}" >&2
+  echo "install them with: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+echo "iolab setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
