@@ -479,17 +479,20 @@ def flag_results(results: pd.DataFrame, *, cpu_count: int | None = None, min_run
                  mem_limit=None, file_size=None, cov_threshold: float = 0.03,
                  cpu_bound_pct: float = 90.0, variance_metric: str = "bw_mbps",
                  by: Sequence[str] = DEFAULT_BY, file_factor: float = 4.0,
-                 buffered=None) -> pd.DataFrame:
+                 buffered=None, cpu_is_total: bool = True) -> pd.DataFrame:
     """Return a copy of ``results`` with a ``flags`` column (``;``-joined).
 
     Flags computed here (recomputed on every call, so changing a threshold
     takes effect); any other flag already present, such as the engine's
     ``cache_suspect``, is kept:
 
-    * ``cpu_bound``: ``cpu_usr_pct + cpu_sys_pct`` >= ``cpu_bound_pct`` of the
-      CPU one job can have. fio reports CPU per job (with group_reporting, the
-      average over jobs) as a percentage of one core, so the ceiling is 100 %,
-      or ``100 * cpu_count / numjobs`` when there are more jobs than CPUs.
+    * ``cpu_bound``: the fio jobs' CPU (``cpu_usr_pct + cpu_sys_pct``, percent
+      of one core) reaches ``cpu_bound_pct`` % of what they could get:
+      ``100 x numjobs`` (each job near a full core), or ``100 x cpu_count``
+      when there are more jobs than CPUs. With ``cpu_is_total=True`` (the
+      convention of :mod:`iolab.fioparse`, which sums the jobs' CPU) the
+      values are totals over the row's ``numjobs`` jobs; with False they are
+      per-job averages (what fio itself prints with ``group_reporting``).
     * ``too_short``: ``runtime_s < min_runtime_s``.
     * ``high_variance``: the CoV of ``variance_metric`` over the row's group
       (``by``: the repetitions of one measurement) exceeds ``cov_threshold``.
@@ -513,14 +516,14 @@ def flag_results(results: pd.DataFrame, *, cpu_count: int | None = None, min_run
             return pd.to_numeric(out[column], errors="coerce")
         return pd.Series(math.nan, index=out.index)
 
-    # cpu_bound
+    # cpu_bound: compare the jobs' total CPU with the cores they could use
     cpu = numeric("cpu_usr_pct").fillna(0) + numeric("cpu_sys_pct").fillna(0)
     cpu[numeric("cpu_usr_pct").isna() & numeric("cpu_sys_pct").isna()] = math.nan
-    ceiling = pd.Series(100.0, index=out.index)
-    if cpu_count is not None:
-        jobs = numeric("numjobs").fillna(1).clip(lower=1)
-        ceiling = (100.0 * cpu_count / jobs).clip(upper=100.0)
-    for index in out.index[cpu >= cpu_bound_pct / 100.0 * ceiling]:
+    jobs = numeric("numjobs").fillna(1).clip(lower=1)
+    if not cpu_is_total:
+        cpu = cpu * jobs
+    usable = jobs if cpu_count is None else jobs.clip(upper=cpu_count)
+    for index in out.index[cpu >= cpu_bound_pct / 100.0 * 100.0 * usable]:
         new[index].append(FLAG_CPU_BOUND)
 
     # too_short

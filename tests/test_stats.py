@@ -242,11 +242,16 @@ def test_flag_results_recomputes_its_own_flags():
     assert has_flag(again, "cache_suspect").sum() == 2
 
 
-def test_flag_results_cpu_bound_with_more_jobs_than_cpus():
-    frame = results({"rnd": [1.0]}, cpu_usr_pct=30.0, cpu_sys_pct=20.0, numjobs=8)
+def test_flag_results_cpu_bound_counts_jobs_and_cpus():
+    # iolab.fioparse sums the jobs' CPU: 8 jobs at 50 % of a core each = 400 %
+    frame = results({"rnd": [1.0]}, cpu_usr_pct=300.0, cpu_sys_pct=100.0, numjobs=8)
     assert not has_flag(flag_results(frame), "cpu_bound").any()
-    # 8 jobs on 4 CPUs: each job can have at most 50 % of a core
+    # ... but on 4 CPUs, 400 % is all the machine has
     assert has_flag(flag_results(frame, cpu_count=4), "cpu_bound").all()
+    # fio's own group_reporting prints the per-job average
+    frame = results({"rnd": [1.0]}, cpu_usr_pct=60.0, cpu_sys_pct=35.0, numjobs=8)
+    assert has_flag(flag_results(frame, cpu_is_total=False), "cpu_bound").all()
+    assert not has_flag(flag_results(frame, cpu_is_total=True), "cpu_bound").any()
 
 
 def test_flag_results_small_file_only_for_buffered_tests():
