@@ -1,0 +1,320 @@
+"""Run a recipe on one or more targets and keep everything in a run directory.
+
+This is the engine behind ``iolab run`` and the measure notebook::
+
+    run_dir = iolab.runner.run("quick", ["/mnt/scratch"], label="ssd")
+
+Order of work: check the recipe, the targets and fio *before* anything runs;
+create the run directory (manifest, recipe as run, job files checked with
+``fio --parse-only``); then run every step (test x direction), repetition and
+target, interleaved per step so drift hits all targets alike, inside the
+chosen cache isolation. Each repetition's raw fio output and the growing
+results.csv are written as soon as they exist; the manifest ends as
+``completed``, ``failed`` (with the reason) or ``interrupted``.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from . import fio, recipes, sysinfo, targets as targets_mod
+from .errors import IolabError
+from .fioparse import parse_output
+from .store import Run, utcnow
+from .units import fio_size, parse_size
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MEM_LIMIT = 512 * 1024**2
+#: How long fio gets to stop after SIGINT before it is killed.
+STOP_GRACE_S = 10
+
+
+@dataclasses.dataclass
+class RunResult:
+    path: Path
+    manifest: dict
+    results: pd.DataFrame
+
+
+def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
+         preset=None, confirm=None):
+    """Load and check the recipe and targets; nothing is created or run."""
+    if not isinstance(recipe, recipes.Recipe):
+        recipe = recipes.load(recipe)
+    recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
+                                   isolation=isolation, preset=preset)
+    fio.fio_binary()  # fio missing: say how to install it, before anything else
+    writes = recipe.jobfile is not None or any(
+        "write" in step.rw or step.rw in ("rw", "readwrite", "randrw", "trimwrite") for step in recipe.steps())
+    resolved = targets_mod.resolve(list(target_specs), size=recipe.size, writes=writes, confirm=confirm)
+    return recipe, resolved
+
+
+def job_options(recipe, step, target, *, force_direct: bool) -> tuple[dict, dict]:
+    """The [global] and job options of one step on one target."""
+    global_options = dict(recipe.fio)
+    if recipe.jobfile is None:
+        global_options["filename"] = target.filename
+        global_options["size"] = fio_size(recipe.size)
+        if recipe.defaults.get("ramp_time"):
+            global_options["ramp_time"] = f"{int(recipe.defaults['ramp_time'])}s"
+    options = dict(step.options)
+    if force_direct and step.buffered:
+        options["direct"] = 1
+    return global_options, options
+
+
+def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
+    return f"{kind}/{target.name}/{step_id}{suffix}" if multi else f"{kind}/{step_id}{suffix}"
+
+
+def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
+        runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
+        argv=None, scratch_dir=None) -> RunResult:
+    """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
+    recipe, targets = plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
+                           isolation=isolation, preset=preset, confirm=confirm)
+    mem_limit = parse_size(mem_limit, context="--mem-limit") if mem_limit else \
+        recipe.defaults.get("mem_limit", DEFAULT_MEM_LIMIT)
+    steps = recipe.steps()
+    run_ = Run.create(data_dir, recipe=recipe.name, label=label,
+                      recipe_description=recipe.description, tool=recipe.tool,
+                      system=sysinfo.system(), versions=sysinfo.versions(), argv=argv,
+                      options={"size": recipe.size, "runtime": recipe.runtime, "repeat": recipe.repeat,
+                               "preset": recipe.preset, "mem_limit": mem_limit,
+                               "warmup": recipe.defaults.get("warmup"), "pause": recipe.defaults.get("pause")},
+                      targets=[{"spec": t.spec, "kind": t.kind} for t in targets],
+                      tests=[{"name": s.id, "test": s.test, "rw": s.rw, "status": "pending", "reps": 0}
+                             for s in steps])
+    run_.write("recipe.yaml", yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True))
+    log.info("run directory %s", run_.path)
+    engine = _Engine(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
+                     scratch_dir=scratch_dir or tempfile.gettempdir())
+    try:
+        engine.execute()
+    except KeyboardInterrupt:
+        run_.finish("interrupted", "interrupted by the user (Ctrl-C); results so far are kept")
+        raise
+    except IolabError as exc:
+        run_.finish("failed", str(exc))
+        raise
+    except Exception as exc:  # keep the evidence, then let it surface
+        run_.finish("failed", f"internal error: {exc!r}")
+        raise
+    failed = [t for t in run_.manifest["tests"] if t["status"] != "completed"]
+    if failed:
+        run_.finish("failed", "; ".join(f"{t['name']}: {t.get('error') or t['status']}" for t in failed))
+    else:
+        run_.finish("completed")
+    return RunResult(run_.path, run_.manifest, run_.results)
+
+
+class _Engine:
+    def __init__(self, recipe, targets, run_, *, mem_limit, progress, scratch_dir):
+        self.recipe, self.targets, self.run = recipe, targets, run_
+        self.mem_limit, self.progress, self.scratch_dir = mem_limit, progress, scratch_dir
+        self.multi = len(targets) > 1
+
+    def execute(self) -> None:
+        from .isolation import open_sandbox
+        with contextlib.ExitStack() as stack:
+            for target in self.targets:
+                stack.enter_context(targets_mod.opened(
+                    target, run_id=self.run.run_id, size=self.recipe.size,
+                    filesystem=self.recipe.filesystem, scratch_dir=self.scratch_dir))
+            self.run.update(targets=[t.describe() for t in self.targets])
+            throttles = [th for t in self.targets if t.emulated is not None for th in t.emulated.throttles]
+            sandbox = stack.enter_context(open_sandbox(
+                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles,
+                buffered=self.recipe.buffered))
+            force_direct = sandbox.mode == "direct" and self.recipe.isolation != "direct"
+            self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
+            jobs = self._write_jobs(force_direct)
+            self._steps(sandbox, jobs)
+
+    def _write_jobs(self, force_direct: bool) -> dict:
+        """Render and check every job file before anything runs."""
+        jobs, commands = {}, {}
+        for step in self.recipe.steps():
+            for target in self.targets:
+                rel = _relpath("jobs", step.id, target, self.multi, ".fio")
+                if self.recipe.jobfile is not None:
+                    text = self.recipe.jobfile
+                else:
+                    global_options, options = job_options(self.recipe, step, target, force_direct=force_direct)
+                    text = fio.render_job(step.id, options, global_options)
+                path = self.run.write(rel, text)
+                fio.check_job(path)
+                jobs[(step.id, target.name)] = path
+                commands[rel] = self._argv(path, target)
+        self.run.update(commands=commands)
+        return jobs
+
+    def _argv(self, path, target) -> list[str]:
+        extra = []
+        if self.recipe.jobfile is not None:
+            extra = [f"--{k}={v}" for k, v in fio.REPORTING_OPTIONS.items()]
+            if target.kind in ("dir", "emulated") and target.path:
+                extra.append(f"--directory={os.path.dirname(target.test_file) if target.test_file else target.path}")
+        return fio.command(path, output_format=self.recipe.output_format, extra=extra)
+
+    def _steps(self, sandbox, jobs) -> None:
+        pause = self.recipe.defaults.get("pause") or 0
+        warmup = self.recipe.defaults.get("warmup")
+        steps = self.recipe.steps()
+        for index, step in enumerate(steps):
+            record = self.run.manifest["tests"][index]
+            record.update(status="running", started=utcnow())
+            self.run.save_manifest()
+            if index and pause:
+                time.sleep(pause)
+            reps = ([0] if warmup else []) + list(range(1, self.recipe.repeat + 1))
+            errors = []
+            for rep in reps:
+                for target in self.targets:  # interleaved: drift hits every target alike
+                    frame = self._one(sandbox, step, target, rep, jobs[(step.id, target.name)])
+                    if rep == 0:
+                        continue
+                    self.run.add_results(frame)
+                    errors += [e for e in frame["error"].dropna().unique() if e]
+                record["reps"] = rep
+                self.run.save_manifest()
+            record.update(status="failed" if errors else "completed", ended=utcnow(),
+                          error="; ".join(dict.fromkeys(errors)) or None)
+            self.run.save_manifest()
+
+    def _one(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
+        from .blockstat import BlockCounter
+        argv = self._argv(jobfile, target)
+        suffix = "-warmup.json" if rep == 0 else f"-{rep}.json"
+        raw = self.run.path / _relpath("raw", step.id, target, self.multi, suffix)
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        sandbox.prepare_test()
+        counter = BlockCounter.for_path(target.filename) if target.filename else None
+        before = counter.snapshot() if counter else None
+        label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
+        started = time.monotonic()
+        with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
+            proc = fio.start(argv, stdout=out, stderr=err, popen=sandbox.popen)
+            try:
+                self._wait(proc, label, self._expected_seconds(step))
+            except KeyboardInterrupt:
+                _stop(proc)
+                raise
+            err.seek(0)
+            stderr = err.read().decode(errors="replace")
+        elapsed = time.monotonic() - started
+        device = counter.delta(before) if counter else {}
+        evidence = sandbox.test_evidence()
+        text = raw.read_text(errors="replace")
+        frame = self._parse(text, stderr, proc.returncode, step)
+        return self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox)
+
+    def _expected_seconds(self, step) -> float | None:
+        runtime = step.options.get("runtime")
+        if runtime is None:
+            return None
+        seconds = float(str(runtime).rstrip("s")) if not str(runtime).endswith("ms") else float(str(runtime)[:-2]) / 1000
+        return seconds + float(self.recipe.defaults.get("ramp_time") or 0)
+
+    def _wait(self, proc, label, expected) -> None:
+        from tqdm.auto import tqdm
+        disable = not sys.stderr.isatty() if self.progress is None else not self.progress
+        with tqdm(total=round(expected, 1) if expected else None, desc=label, unit="s", leave=True,
+                  disable=disable, bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s"
+                  if expected else "{desc}: {elapsed}") as bar:
+            started = time.monotonic()
+            while proc.poll() is None:
+                time.sleep(0.2)
+                if expected:
+                    bar.n = min(expected, time.monotonic() - started)
+                bar.refresh()
+
+    def _parse(self, text, stderr, returncode, step) -> pd.DataFrame:
+        try:
+            frame = parse_output(text + "\n" + stderr)
+        except IolabError as exc:
+            lines = fio.error_lines(stderr) or fio.error_lines(text)
+            detail = "; ".join(lines) or str(exc)
+            frame = pd.DataFrame([{"job": step.id, "direction": None, "error": f"fio exited with {returncode}: {detail}"}])
+            return frame
+        if returncode != 0:
+            extra = "; ".join(fio.error_lines(stderr)) or f"fio exited with {returncode}"
+            frame["error"] = frame["error"].where(frame["error"].notna(), extra)
+        return frame
+
+    def _annotate(self, frame, step, target, rep, device, evidence, elapsed, sandbox) -> pd.DataFrame:
+        from .isolation import flag_cache_suspect
+        m = self.run.manifest
+        frame = frame.copy()
+        frame.insert(0, "run_id", m["run_id"])
+        frame["host"] = frame["host"].where(frame["host"].notna(), m["host"]) if "host" in frame else m["host"]
+        frame["label"] = m["label"]
+        frame["recipe"] = self.recipe.name
+        frame["test"] = frame["job"] if self.recipe.jobfile is not None else step.test
+        frame["rep"] = rep
+        frame["isolation"] = sandbox.mode
+        frame["target"] = target.name
+        frame["tool"] = "fio"
+        frame["dev_read_bytes"] = device.get("read_bytes")
+        frame["dev_write_bytes"] = device.get("write_bytes")
+        frame["cg_peak_bytes"] = evidence.get("cg_peak_bytes")
+        frame["cg_cache_bytes"] = evidence.get("cg_cache_bytes")
+        frame["wall_s"] = round(elapsed, 3)
+        flags = []
+        read_bytes = frame.loc[frame["direction"] == "read", "io_bytes"].sum()
+        if device and read_bytes and flag_cache_suspect(read_bytes, device.get("read_bytes") or 0):
+            flags.append("cache_suspect")
+        if evidence.get("oom_killed"):
+            flags.append("oom_killed")
+            reason = evidence.get("oom_reason") or "fio was killed by the OOM killer in the memory-limited cgroup"
+            frame["error"] = frame["error"].where(frame["error"].notna(), reason)
+        frame["flags"] = ";".join(flags) or None
+        frame["valid"] = frame["error"].isna() & ("oom_killed" not in flags)
+        return frame
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Ask fio to stop (it writes what it has on SIGINT), kill it if it does not."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def dry_run(recipe, target_specs, **kwargs) -> str:
+    """The job files and commands a run would use, as text; nothing is created."""
+    recipe, targets = plan(recipe, target_specs, **{k: v for k, v in kwargs.items()
+                                                     if k in ("size", "runtime", "repeat", "isolation", "preset", "confirm")})
+    lines = [f"# recipe {recipe.name}: {recipe.description}",
+             f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
+    for step in recipe.steps():
+        for target in targets:
+            if target.kind == "dir":
+                target.test_file = os.path.join(target.path, "iolab-<run_id>.dat")
+            elif target.kind == "emulated":
+                target.test_file = f"<emulated {target.spec[len(targets_mod.EMULATED_PREFIX):]} device>"
+            if recipe.jobfile is not None:
+                text = recipe.jobfile
+            else:
+                global_options, options = job_options(recipe, step, target, force_direct=False)
+                text = fio.render_job(step.id, options, global_options)
+            lines += [f"# --- {step.id} on {target.spec}: fio --output-format={recipe.output_format} <job file>", text]
+    return "\n".join(lines)

@@ -1,0 +1,146 @@
+"""What ``--target`` names: a directory, a file, a block device or ``emulated:NAME``.
+
+:func:`resolve` checks the target before anything runs (exists, enough free
+space, a block device allowed by the safety rules) and :class:`Target` knows
+which path fio gets and what iolab must clean up afterwards.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import stat
+from pathlib import Path
+
+from . import sysinfo
+from .errors import IolabError
+from .units import human_size
+
+log = logging.getLogger(__name__)
+
+EMULATED_PREFIX = "emulated:"
+#: Space left free beyond the test file, so a test never fills a file system.
+FREE_SPACE_MARGIN = 64 * 1024**2
+
+
+@dataclasses.dataclass
+class Target:
+    spec: str                    # what the user wrote
+    kind: str                    # dir | file | block | emulated
+    path: str | None = None      # directory, file or device; for emulated set on open()
+    name: str = ""               # short name used in file names and results
+    test_file: str | None = None  # the file fio uses (None: fio gets the device)
+    created_file: bool = False   # iolab made test_file and removes it afterwards
+    emulated: object = None      # the open emulated device (iolab.emulated)
+
+    @property
+    def filename(self) -> str:
+        """What fio's ``filename=`` gets."""
+        return self.test_file or self.path
+
+    def describe(self) -> dict:
+        info = {"spec": self.spec, "kind": self.kind, "name": self.name, "path": self.path,
+                "test_file": self.test_file}
+        if self.path:
+            info.update(sysinfo.mount_of(self.path))
+        info["device"] = _provenance(self.path) if self.path else None
+        info["emulated"] = self.emulated.describe() if self.emulated is not None else None
+        return info
+
+
+def _provenance(path: str) -> dict | None:
+    try:
+        from .devices import device_provenance
+    except ImportError:  # devices support not built into this checkout
+        return None
+    try:
+        return device_provenance(path)
+    except IolabError as exc:
+        log.warning("no device provenance for %s: %s", path, exc)
+        return {"error": str(exc)}
+
+
+def _name(spec: str, used: set) -> str:
+    base = spec[len(EMULATED_PREFIX):] if spec.startswith(EMULATED_PREFIX) else (Path(spec).name or "root")
+    base = "".join(c if c.isalnum() or c in "._-" else "-" for c in base) or "target"
+    name, n = base, 2
+    while name in used:
+        name, n = f"{base}-{n}", n + 1
+    used.add(name)
+    return name
+
+
+def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = None) -> list[Target]:
+    """Check every ``--target`` and describe it; raises :class:`IolabError` naming it."""
+    if not specs:
+        raise IolabError("no target given", context="--target", hint="e.g. --target /mnt/scratch")
+    targets, used = [], set()
+    for spec in specs:
+        name = _name(spec, used)
+        if spec.startswith(EMULATED_PREFIX):
+            profile = spec[len(EMULATED_PREFIX):]
+            if not profile:
+                raise IolabError("name a profile, e.g. emulated:hdd", context=f"--target {spec}")
+            if os.geteuid() != 0:
+                raise IolabError("emulated devices need root (loop devices and block cgroups)", context=f"--target {spec}")
+            targets.append(Target(spec=spec, kind="emulated", name=name))
+            continue
+        path = Path(spec)
+        if not path.exists():
+            raise IolabError("no such file or directory", context=f"--target {spec}")
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            _check_space(path, size, spec)
+            targets.append(Target(spec=spec, kind="dir", path=str(path.resolve()), name=name))
+        elif stat.S_ISBLK(mode):
+            if writes:
+                from .devices import check_writable
+                check_writable(str(path), confirm=confirm)
+            targets.append(Target(spec=spec, kind="block", path=str(path.resolve()), name=name))
+        elif stat.S_ISREG(mode):
+            missing = max(0, size - path.stat().st_size)
+            if missing:
+                _check_space(path.parent, missing, spec)
+            targets.append(Target(spec=spec, kind="file", path=str(path.resolve()), name=name,
+                                  test_file=str(path.resolve())))
+        else:
+            raise IolabError("not a directory, regular file or block device", context=f"--target {spec}")
+    return targets
+
+
+def _check_space(directory: Path, needed: int, spec: str) -> None:
+    st = os.statvfs(directory)
+    free = st.f_bavail * st.f_frsize
+    if free < needed + FREE_SPACE_MARGIN:
+        raise IolabError(
+            f"not enough free space: the test needs {human_size(needed)} (+{human_size(FREE_SPACE_MARGIN)} margin), "
+            f"{human_size(free)} free", context=f"--target {spec}", hint="use a smaller --size or another target")
+
+
+@contextlib.contextmanager
+def opened(target: Target, *, run_id: str, size: int, filesystem: str | None, scratch_dir: str):
+    """Make the target usable for a run (test file name, emulated device) and clean up after."""
+    try:
+        if target.kind == "emulated":
+            from .emulated import emulated_device
+            profile = target.spec[len(EMULATED_PREFIX):]
+            # room for the file system's own metadata around the test file
+            device_size = size + max(size // 4, 128 * 1024**2) if filesystem else size
+            with emulated_device(profile, size=device_size, scratch_dir=scratch_dir,
+                                 filesystem=filesystem) as device:
+                target.emulated = device
+                target.path = device.target
+                if device.mountpoint:
+                    target.test_file = os.path.join(device.mountpoint, f"iolab-{run_id}.dat")
+                yield target
+            return
+        if target.kind == "dir":
+            target.test_file = os.path.join(target.path, f"iolab-{run_id}.dat")
+            target.created_file = True
+        yield target
+    finally:
+        if target.created_file and target.test_file:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target.test_file)
+                log.info("removed test file %s", target.test_file)

@@ -1,0 +1,178 @@
+"""A real fio run through the engine and the CLI: run directory, errors, interruption."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import iolab
+from iolab import runner
+from iolab.columns import RESULT_COLUMNS
+
+from .conftest import IOLAB, ROOT, needs_fio
+
+pytestmark = needs_fio
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One real `quick` run on a directory target, shared by the tests below."""
+    target = tmp_path_factory.mktemp("target")
+    data = tmp_path_factory.mktemp("data")
+    proc = subprocess.run(IOLAB + ["run", "quick", "--target", str(target), "--size", "16M", "--runtime", "1",
+                                   "--label", "tmp dir", "--data", str(data)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return Path(proc.stdout.strip().splitlines()[-1]), target, data
+
+
+def test_run_directory_layout(quick_run):
+    run_dir, target, data = quick_run
+    assert run_dir.parent.parent == data
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "completed", manifest.get("reason")
+    for key in ("host", "run_id", "started", "ended", "system", "versions", "targets", "isolation", "options"):
+        assert manifest[key], key
+    assert manifest["versions"]["fio"].startswith("fio-")
+    assert manifest["targets"][0]["kind"] == "dir" and manifest["targets"][0]["filesystem"]
+    assert manifest["isolation"]["mode"] == "direct"
+    assert (run_dir / "recipe.yaml").read_text().startswith("name: quick")
+    jobs = sorted(p.name for p in (run_dir / "jobs").iterdir())
+    assert len(jobs) == 8 and "SEQ1M-Q8T1-read.fio" in jobs
+    raws = sorted(p.name for p in (run_dir / "raw").iterdir())
+    assert raws == sorted(j.replace(".fio", "-1.json") for j in jobs)
+    raw = json.loads((run_dir / "raw" / "SEQ1M-Q8T1-read-1.json").read_text())
+    assert raw["jobs"][0]["read"]["io_bytes"] > 0  # fio's own JSON, untouched
+    # the test file iolab laid out in the directory is gone
+    assert list(target.iterdir()) == []
+
+
+def test_job_files_rerun_with_plain_fio(quick_run, tmp_path):
+    run_dir, _, _ = quick_run
+    text = (run_dir / "jobs" / "RND4K-Q1T1-randread.fio").read_text()
+    assert "rw=randread" in text and "bs=4k" in text and "direct=1" in text and "lat_percentiles=1" in text
+    rerun = text.replace(next(line for line in text.splitlines() if line.startswith("filename=")),
+                         f"filename={tmp_path / 'again.dat'}").replace("runtime=1s", "runtime=1s")
+    job = tmp_path / "again.fio"
+    job.write_text(rerun)
+    proc = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert iolab.fio.parse_output(proc.stdout)["iops"].iloc[0] > 0
+
+
+def test_results_have_the_contract_columns(quick_run):
+    run_dir, _, data = quick_run
+    table = iolab.load(data)
+    assert list(table.columns[: len(RESULT_COLUMNS)]) == RESULT_COLUMNS
+    assert len(table) == 8
+    assert set(table["test"]) == {"SEQ1M-Q8T1", "SEQ1M-Q1T1", "RND4K-Q32T1", "RND4K-Q1T1"}
+    assert set(table["direction"]) == {"read", "write"}
+    assert (table["bw_mbps"] > 0).all() and (table["iops"] > 0).all()
+    assert table["error"].isna().all() and table["label"].eq("tmp dir").all()
+    seq = table[(table.test == "SEQ1M-Q8T1") & (table.direction == "read")].iloc[0]
+    assert seq["bs"] == 1024**2 and seq["iodepth"] == 8 and seq["numjobs"] == 1
+    # MB/s x 10^6 / block size = IOPS (decimal MB/s, as in the articles)
+    assert seq["bw_mbps"] * 1e6 / seq["bs"] == pytest.approx(seq["iops"], rel=0.02)
+    assert (table["lat_p50_us"] <= table["lat_p99_us"]).all()
+    assert (table["lat_p99_us"] <= table["lat_max_us"]).all()
+
+
+def test_cli_errors_are_one_line_with_exit_2(iolab, tmp_path):
+    cases = [
+        (["run", "no-such-recipe", "--target", tmp_path], "unknown recipe 'no-such-recipe'"),
+        (["run", "quick", "--target", tmp_path / "missing"], "missing: no such file or directory"),
+        (["run", "quick", "--target", tmp_path, "--size", "900T"], "not enough free space"),
+        (["run", "quick", "--target", tmp_path, "--size", "lots"], "--size: not a size"),
+    ]
+    for args, expected in cases:
+        proc = iolab(*args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("iolab: error:") and expected in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fio_missing_says_how_to_install(tmp_path):
+    env = {**os.environ, "PATH": str(tmp_path)}  # no fio on this PATH
+    proc = subprocess.run(IOLAB + ["run", "quick", "--target", str(tmp_path)], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+    assert proc.returncode == 2
+    assert "fio is not installed" in proc.stderr and "apt-get install fio" in proc.stderr
+
+
+def test_dry_run_prints_jobs_and_creates_nothing(iolab, tmp_path):
+    data = tmp_path / "data"
+    proc = iolab("run", "quick", "--target", tmp_path, "--dry-run", "--data", data)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("[SEQ1M-Q8T1-read]") == 1 and "rw=randwrite" in proc.stdout
+    assert not data.exists()
+
+
+FAILING = """
+name: halfbad
+description: a good buffered read, then an O_DIRECT read that tmpfs refuses
+isolation: none
+defaults: {size: 8M, runtime: 1}
+fio: {ioengine: psync}
+tests:
+  - name: GOOD
+    rw: read
+    bs: 1M
+  - name: BAD
+    rw: read
+    bs: 1M
+    fio: {direct: 1}
+"""
+
+
+def test_a_failed_step_keeps_the_rest_and_says_so(tmp_path):
+    recipe = tmp_path / "halfbad.yaml"
+    recipe.write_text(FAILING)
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm tmpfs to refuse O_DIRECT")
+    target = Path(os.environ.get("TMPDIR_SHM", shm)) / f"iolab-test-{os.getpid()}"
+    target.mkdir()
+    try:
+        result = runner.run(str(recipe), [str(target)], data_dir=tmp_path / "data", progress=False)
+    finally:
+        for p in target.iterdir():
+            p.unlink()
+        target.rmdir()
+    assert result.manifest["status"] == "failed"
+    assert "BAD" in result.manifest["reason"]
+    table = iolab.load(result.path)
+    good = table[table.test == "GOOD"]
+    bad = table[table.test == "BAD"]
+    assert len(good) == 1 and good["bw_mbps"].iloc[0] > 0 and good["error"].isna().all()
+    assert len(bad) == 1
+    assert "Invalid argument" in bad["error"].iloc[0] or "err=22" in bad["error"].iloc[0]
+    tests = {t["name"]: t["status"] for t in result.manifest["tests"]}
+    assert tests == {"GOOD": "completed", "BAD": "failed"}
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path):
+    data = tmp_path / "data"
+    proc = subprocess.Popen(IOLAB + ["run", "quick", "--target", str(tmp_path), "--size", "16M", "--runtime", "3",
+                                     "--data", str(data), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(data.glob("*/*/results.csv")):
+        time.sleep(0.2)
+    time.sleep(1)  # now inside the second step
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    run_dir = next(data.glob("*/*"))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    table = pd.read_csv(run_dir / "results.csv")
+    assert len(table) >= 1 and (table["bw_mbps"] > 0).all()
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]  # test file removed
+    # no fio of this run is left behind (its command line names the run directory)
+    assert subprocess.run(["pgrep", "-f", str(data)], capture_output=True).returncode == 1
