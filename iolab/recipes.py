@@ -35,7 +35,9 @@ from .units import parse_seconds, parse_size
 ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
 STATISTICS = ("best", "mean", "median")
 RECIPE_KEYS = {"name", "description", "about", "tool", "statistic", "isolation", "defaults",
-               "fio", "tests", "filesystem", "output_format", "notes", "presets"}
+               "fio", "tests", "filesystem", "output_format", "notes", "presets", "engine", "options"}
+#: What runs a recipe's tests: fio job files, or an engine of its own (iolab.engines).
+ENGINES = ("fio", "pgbench")
 REQUIRED_KEYS = ("name", "description", "tests")
 DEFAULT_KEYS = {"size", "runtime", "repeat", "ramp_time", "pause", "warmup", "mem_limit"}
 TEST_KEYS = {"name", "description", "rw", "bs", "iodepth", "numjobs", "rwmixread", "fio",
@@ -94,6 +96,8 @@ class Recipe:
     output_format: str = "json"
     notes: str = ""
     presets: dict = dataclasses.field(default_factory=dict)
+    engine: str = "fio"
+    options: dict = dataclasses.field(default_factory=dict)  # engine-specific settings, checked by the engine
     preset: str | None = None  # the preset chosen, when the recipe has presets
     source: str = ""          # file it was loaded from
     jobfile: str | None = None  # text of a plain .fio job file run as is
@@ -171,7 +175,7 @@ class Recipe:
     def to_dict(self) -> dict:
         """The recipe as it was run (for recipe.yaml in the run directory)."""
         data = {"name": self.name, "description": self.description}
-        for key in ("about", "tool", "statistic", "isolation", "filesystem", "notes", "preset"):
+        for key in ("engine", "options", "about", "tool", "statistic", "isolation", "filesystem", "notes", "preset"):
             value = getattr(self, key)
             if value:
                 data[key] = value
@@ -226,6 +230,10 @@ def parse_recipe(data, source: str) -> Recipe:
     statistic = _choice(data.get("statistic", "best"), STATISTICS, f"{source}: statistic")
     isolation = _choice(data.get("isolation", "direct"), ISOLATION_MODES, f"{source}: isolation")
     output_format = _choice(data.get("output_format", "json"), ("json", "json+"), f"{source}: output_format")
+    engine = _choice(data.get("engine", "fio"), ENGINES, f"{source}: engine")
+    engine_options = data.get("options") or {}
+    if not isinstance(engine_options, dict):
+        raise IolabError("must be a mapping", context=f"{source}: options")
     filesystem = data.get("filesystem")
     if filesystem is not None:
         _choice(filesystem, ("ext4", "xfs"), f"{source}: filesystem")
@@ -302,7 +310,7 @@ def parse_recipe(data, source: str) -> Recipe:
                   about=data.get("about", ""), tool=data.get("tool", ""), statistic=statistic,
                   isolation=isolation, defaults=defaults, fio=fio_global, filesystem=filesystem,
                   output_format=output_format, notes=data.get("notes", ""), presets=presets,
-                  source=source)
+                  engine=engine, options=engine_options, source=source)
 
 
 def _fio_options(options, ctx) -> dict:

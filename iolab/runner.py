@@ -101,8 +101,8 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
                              for s in steps])
     run_.write("recipe.yaml", yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True))
     log.info("run directory %s", run_.path)
-    engine = _Engine(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
-                     scratch_dir=scratch_dir or tempfile.gettempdir())
+    engine = engine_class(recipe.engine)(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
+                                         scratch_dir=scratch_dir or tempfile.gettempdir())
     try:
         engine.execute()
     except KeyboardInterrupt:
@@ -122,7 +122,20 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
     return RunResult(run_.path, run_.manifest, run_.results)
 
 
-class _Engine:
+def engine_class(name: str):
+    """The class that runs a recipe's steps: fio (here) or an engine module's ``Engine``.
+
+    An engine is built as ``Engine(recipe, targets, run, mem_limit=, progress=,
+    scratch_dir=)`` and its ``execute()`` fills the run directory; :func:`run`
+    handles the manifest's final status, errors and Ctrl-C for all engines.
+    """
+    if name == "fio":
+        return FioEngine
+    import importlib
+    return importlib.import_module(f"iolab.{name}").Engine
+
+
+class FioEngine:
     def __init__(self, recipe, targets, run_, *, mem_limit, progress, scratch_dir):
         self.recipe, self.targets, self.run = recipe, targets, run_
         self.mem_limit, self.progress, self.scratch_dir = mem_limit, progress, scratch_dir
