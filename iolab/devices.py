@@ -314,15 +314,14 @@ def signatures(device: str) -> list[dict]:
 
 
 def describe_signature(sig: dict) -> str:
-    """``an ext4 file-system signature (label 'data')``, ``a gpt partition-table signature``."""
-    kind = sig.get("kind") or _kind(sig.get("type") or "")
+    """``a file-system signature (ext4, label 'data')``, ``a partition-table signature (gpt)``."""
     sigtype = sig.get("type") or "unknown"
-    what = "signature" if kind == sigtype else f"{kind.replace(' ', '-')} signature"
-    article = "an" if sigtype[:1].lower() in "aeiou" else "a"
-    text = f"{article} {sigtype} {what}"
+    kind = sig.get("kind") or _kind(sigtype)
+    details = [] if kind == sigtype else [sigtype]
     if sig.get("label"):
-        text += f" (label {sig['label']!r})"
-    return text
+        details.append(f"label {sig['label']!r}")
+    text = f"a {kind.replace(' ', '-')} signature"
+    return f"{text} ({', '.join(details)})" if details else text
 
 
 def _kind(sigtype: str) -> str:
@@ -615,7 +614,7 @@ def inventory_records() -> list[dict]:
             "holders": sorted({h for m in family for h in holders(m)}),
             "swap": any(_devno_of_name(m) in swaps for m in family),
             "root_chain": name in chain,
-            "signatures": [s["type"] for s in verdict.signatures],
+            "signatures": list(dict.fromkeys(s["type"] for s in verdict.signatures)),
             "writable": verdict.writable, "why_not": verdict.why_not,
             "confirmable": bool(verdict.reasons) and verdict.allowed(True),
         })
