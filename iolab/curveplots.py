@@ -14,7 +14,6 @@ costs nothing where no plot is drawn.
 """
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np

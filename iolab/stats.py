@@ -421,7 +421,9 @@ def repeat_until_stable(measure: Callable[[], float], *, cov_target: float = 0.0
     optional ``on_result(rep, value)`` is called after each repetition (rep
     counts from 1) so a caller can save results as they come. An exception
     from ``measure`` propagates; what was measured before it is whatever
-    ``on_result`` saved.
+    ``on_result`` saved. An engine that interleaves several targets per
+    repetition calls :func:`needs_more` on each target's values instead and
+    goes on while any of them needs more.
     """
     _check_repeat_args(cov_target, min_n, max_n)
     values: list[float] = []

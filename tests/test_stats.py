@@ -78,6 +78,23 @@ def test_summarize_exact_ci_for_known_sample():
     assert out.loc[0, "host"] == "h1" and out.loc[0, "label"] == "box"
 
 
+def test_confidence_interval_levels():
+    x = [10.0, 12.0, 11.0, 13.0]
+    mean, sem = 11.5, float(np.std(x, ddof=1)) / 2
+    low, high = confidence_interval(x, 0.99)
+    assert (low, high) == pytest.approx((mean - t_quantile(0.995, 3) * sem, mean + t_quantile(0.995, 3) * sem))
+    assert t_quantile(0.995, 3) == pytest.approx(5.841, abs=5e-4)  # printed table
+    assert all(math.isnan(v) for v in confidence_interval([1.0]))
+    out = summarize(results({"a": x}), metrics=["bw_mbps"], confidence=0.99)
+    assert (out.loc[0, "ci_low"], out.loc[0, "ci_high"]) == pytest.approx((low, high))
+
+
+def test_summarize_empty_results_keeps_columns():
+    empty = results({}).reindex(columns=["run_id", "test", "direction", "rep", "bw_mbps"])
+    out = summarize(empty, metrics=["bw_mbps"])
+    assert out.empty and {"metric", "mean", "ci_low", "best"} <= set(out.columns)
+
+
 def test_summarize_latency_best_is_minimum_and_tidy_shape():
     frame = results({"rnd": [100.0, 90.0, 110.0]}, metric="lat_mean_us")
     frame["bw_mbps"] = [10.0, 12.0, 11.0]
