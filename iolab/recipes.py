@@ -30,16 +30,17 @@ from pathlib import Path
 import yaml
 
 from .errors import IolabError
-from .units import parse_seconds, parse_size
+from .units import fio_size, parse_seconds, parse_size
 
 ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
 STATISTICS = ("best", "mean", "median")
 RECIPE_KEYS = {"name", "description", "about", "tool", "statistic", "isolation", "defaults",
                "fio", "tests", "filesystem", "output_format", "notes", "presets", "engine", "options"}
 #: What runs a recipe's tests: fio job files, or an engine of its own (iolab.engines).
-ENGINES = ("fio", "pgbench")
+ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks")
 REQUIRED_KEYS = ("name", "description", "tests")
-DEFAULT_KEYS = {"size", "runtime", "repeat", "ramp_time", "pause", "warmup", "mem_limit"}
+DEFAULT_KEYS = {"size", "runtime", "repeat", "max_repeat", "cov_target", "ramp_time", "pause", "warmup",
+                "mem_limit"}
 TEST_KEYS = {"name", "description", "rw", "bs", "iodepth", "numjobs", "rwmixread", "fio",
              "runtime", "size"}
 RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
@@ -60,8 +61,8 @@ class Test:
     description: str = ""
     rw: list = dataclasses.field(default_factory=list)
     bs: str | None = None
-    iodepth: int = 1
-    numjobs: int = 1
+    iodepth: list = dataclasses.field(default_factory=lambda: [1])   # several values: a sweep
+    numjobs: list = dataclasses.field(default_factory=lambda: [1])
     rwmixread: int | None = None
     fio: dict = dataclasses.field(default_factory=dict)
     runtime: float | None = None
@@ -72,9 +73,10 @@ class Test:
 class Step:
     """One fio job file: a test in one direction (or one mix)."""
     id: str          # file-name stem: test name, plus "-<rw>" when the test has several
-    test: str
+    test: str        # the test name in results (a sweep point is named <test>-Q<depth>T<jobs>)
     rw: str
     options: dict    # fio options of the job section, in order
+    sweep: str | None = None  # the recipe test a sweep point belongs to
 
     @property
     def buffered(self) -> bool:
@@ -142,6 +144,8 @@ class Recipe:
             if int(repeat) < 1:
                 raise IolabError(f"must be at least 1, got {repeat}", context=f"{ctx}: --repeat")
             recipe.defaults["repeat"] = int(repeat)
+            # an explicit --repeat N means exactly N passes
+            recipe.defaults["max_repeat"] = int(repeat)
         if isolation is not None:
             recipe.isolation = _choice(isolation, ISOLATION_MODES, f"{ctx}: --isolation")
         return recipe
@@ -152,24 +156,29 @@ class Recipe:
             return [Step(id=self.name, test=self.name, rw="", options={})]
         steps = []
         for test in self.tests:
+            swept = len(test.iodepth) > 1 or len(test.numjobs) > 1
             for rw in test.rw:
-                options = {"rw": rw}
-                if test.bs:
-                    options["bs"] = test.bs
-                options["iodepth"] = test.iodepth
-                options["numjobs"] = test.numjobs
-                if test.numjobs > 1:
-                    options["group_reporting"] = 1
-                if test.rwmixread is not None and rw in ("rw", "readwrite", "randrw"):
-                    options["rwmixread"] = test.rwmixread
-                if test.runtime or self.runtime:
-                    options["runtime"] = _fmt_seconds(test.runtime or self.runtime)
-                    options["time_based"] = 1
-                if test.size:
-                    options["size"] = test.size
-                options.update(test.fio)
-                step_id = test.name if len(test.rw) == 1 else f"{test.name}-{rw}"
-                steps.append(Step(id=step_id, test=test.name, rw=rw, options=options))
+                for numjobs in test.numjobs:
+                    for iodepth in test.iodepth:
+                        name = f"{test.name}-Q{iodepth}T{numjobs}" if swept else test.name
+                        options = {"rw": rw}
+                        if test.bs:
+                            options["bs"] = test.bs
+                        options["iodepth"] = iodepth
+                        options["numjobs"] = numjobs
+                        if numjobs > 1:
+                            options["group_reporting"] = 1
+                        if test.rwmixread is not None and rw in ("rw", "readwrite", "randrw"):
+                            options["rwmixread"] = test.rwmixread
+                        if test.runtime or self.runtime:
+                            options["runtime"] = _fmt_seconds(test.runtime or self.runtime)
+                            options["time_based"] = 1
+                        if test.size:
+                            options["size"] = test.size
+                        options.update(test.fio)
+                        step_id = name if len(test.rw) == 1 else f"{name}-{rw}"
+                        steps.append(Step(id=step_id, test=name, rw=rw, options=options,
+                                          sweep=test.name if swept else None))
         return steps
 
     def to_dict(self) -> dict:
@@ -208,6 +217,14 @@ def _positive_int(value, ctx) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise IolabError(f"must be a whole number >= 1, got {value!r}", context=ctx)
     return value
+
+
+def _int_list(value, ctx) -> list:
+    """One whole number, or a list of them (a sweep)."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise IolabError("must not be an empty list", context=ctx)
+    return [_positive_int(v, ctx) for v in values]
 
 
 def _unknown(data: dict, allowed: set, ctx: str) -> None:
@@ -249,6 +266,15 @@ def parse_recipe(data, source: str) -> Recipe:
         value = defaults_in.get(key)
         if value not in (None, 0):
             defaults[key] = parse_seconds(value, context=f"{source}: defaults.{key}")
+    defaults["max_repeat"] = _positive_int(defaults_in.get("max_repeat", defaults["repeat"]),
+                                           f"{source}: defaults.max_repeat")
+    if defaults["max_repeat"] < defaults["repeat"]:
+        raise IolabError(f"must be >= repeat ({defaults['repeat']})", context=f"{source}: defaults.max_repeat")
+    cov_target = defaults_in.get("cov_target", 0.03)
+    if isinstance(cov_target, bool) or not isinstance(cov_target, (int, float)) or not 0 < cov_target < 1:
+        raise IolabError(f"must be a fraction between 0 and 1 (0.03 = 3%), got {cov_target!r}",
+                         context=f"{source}: defaults.cov_target")
+    defaults["cov_target"] = float(cov_target)
     if "warmup" in defaults_in:
         if not isinstance(defaults_in["warmup"], bool):
             raise IolabError(f"must be true or false, got {defaults_in['warmup']!r}", context=f"{source}: defaults.warmup")
@@ -280,10 +306,10 @@ def parse_recipe(data, source: str) -> Recipe:
             _choice(rw, RW_VALUES, f"{ctx}.rw")
         test = Test(name=name, description=str(raw.get("description", "")), rw=list(rws))
         if "bs" in raw:
-            parse_size(raw["bs"], context=f"{ctx}.bs")
-            test.bs = str(raw["bs"])
-        test.iodepth = _positive_int(raw.get("iodepth", 1), f"{ctx}.iodepth")
-        test.numjobs = _positive_int(raw.get("numjobs", 1), f"{ctx}.numjobs")
+            # written back in fio's own notation: fio reads "4KiB" as 4000 bytes
+            test.bs = fio_size(parse_size(raw["bs"], context=f"{ctx}.bs"))
+        test.iodepth = _int_list(raw.get("iodepth", 1), f"{ctx}.iodepth")
+        test.numjobs = _int_list(raw.get("numjobs", 1), f"{ctx}.numjobs")
         if "rwmixread" in raw:
             mix = raw["rwmixread"]
             if isinstance(mix, bool) or not isinstance(mix, int) or not 0 <= mix <= 100:

@@ -38,6 +38,8 @@ from .units import fio_size, parse_size
 log = logging.getLogger(__name__)
 
 DEFAULT_MEM_LIMIT = 512 * 1024**2
+#: Repetitions of one test whose coefficient of variation exceeds this are flagged.
+HIGH_VARIANCE_COV = 0.05
 #: How long fio gets to stop after SIGINT before it is killed.
 STOP_GRACE_S = 10
 
@@ -83,7 +85,7 @@ def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
 
 def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
         runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
-        argv=None, scratch_dir=None) -> RunResult:
+        argv=None, scratch_dir=None, with_original=False) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
     recipe, targets = plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
                            isolation=isolation, preset=preset, confirm=confirm)
@@ -94,7 +96,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
                       recipe_description=recipe.description, tool=recipe.tool,
                       system=sysinfo.system(), versions=sysinfo.versions(), argv=argv,
                       options={"size": recipe.size, "runtime": recipe.runtime, "repeat": recipe.repeat,
-                               "preset": recipe.preset, "mem_limit": mem_limit,
+                               "preset": recipe.preset, "mem_limit": mem_limit, "with_original": with_original,
                                "warmup": recipe.defaults.get("warmup"), "pause": recipe.defaults.get("pause")},
                       targets=[{"spec": t.spec, "kind": t.kind} for t in targets],
                       tests=[{"name": s.id, "test": s.test, "rw": s.rw, "status": "pending", "reps": 0}
@@ -185,29 +187,53 @@ class FioEngine:
         return fio.command(path, output_format=self.recipe.output_format, extra=extra)
 
     def _steps(self, sandbox, jobs) -> None:
+        from .stats import needs_more
         pause = self.recipe.defaults.get("pause") or 0
         warmup = self.recipe.defaults.get("warmup")
-        steps = self.recipe.steps()
-        for index, step in enumerate(steps):
+        min_n, max_n = self.recipe.repeat, self.recipe.defaults.get("max_repeat", self.recipe.repeat)
+        cov_target = self.recipe.defaults.get("cov_target", 0.03)
+        for index, step in enumerate(self.recipe.steps()):
             record = self.run.manifest["tests"][index]
             record.update(status="running", started=utcnow())
             self.run.save_manifest()
             if index and pause:
                 time.sleep(pause)
-            reps = ([0] if warmup else []) + list(range(1, self.recipe.repeat + 1))
-            errors = []
-            for rep in reps:
+            if warmup:  # one unrecorded pass, as CrystalDiskMark's "Preparing..."
+                for target in self.targets:
+                    self._one(sandbox, step, target, 0, jobs[(step.id, target.name)])
+            errors, values, rep = [], {t.name: [] for t in self.targets}, 0
+            # adaptive repeats: at least `repeat` passes, more while any target's CoV is high
+            while rep < max_n and (rep < min_n or any(
+                    needs_more(v, cov_target=cov_target, min_n=min_n, max_n=max_n) for v in values.values())):
+                rep += 1
                 for target in self.targets:  # interleaved: drift hits every target alike
                     frame = self._one(sandbox, step, target, rep, jobs[(step.id, target.name)])
-                    if rep == 0:
-                        continue
                     self.run.add_results(frame)
                     errors += [e for e in frame["error"].dropna().unique() if e]
+                    values[target.name].append(frame["bw_mbps"].sum(min_count=1))
                 record["reps"] = rep
                 self.run.save_manifest()
+                if errors:  # a failing step does not get better by repeating it
+                    break
             record.update(status="failed" if errors else "completed", ended=utcnow(),
                           error="; ".join(dict.fromkeys(errors)) or None)
             self.run.save_manifest()
+        self._flag()
+
+    def _flag(self) -> None:
+        """Mark CPU-bound, too short, high-variance and small-file results."""
+        from .stats import flag_results
+        table = self.run.results
+        if table.empty:
+            return
+        buffered = table["direct"].eq(0) if "direct" in table else None
+        isolated = self.run.manifest.get("isolation", {}).get("mode") in ("cgroup", "hugepages")
+        flagged = flag_results(table, cpu_count=os.cpu_count(), min_runtime_s=1.0,
+                               mem_limit=self.mem_limit if isolated else None,
+                               file_size=self.recipe.size or None, cov_threshold=HIGH_VARIANCE_COV,
+                               buffered=buffered)
+        flagged["flags"] = flagged["flags"].replace("", None)
+        self.run.set_results(flagged)
 
     def _one(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
         from .blockstat import BlockCounter
@@ -278,6 +304,12 @@ class FioEngine:
         frame["label"] = m["label"]
         frame["recipe"] = self.recipe.name
         frame["test"] = frame["job"] if self.recipe.jobfile is not None else step.test
+        if step.sweep:
+            frame["sweep"] = step.sweep
+        if self.recipe.jobfile is None:  # fio's default is buffered I/O (direct=0)
+            direct = str(step.options.get("direct", self.recipe.fio.get("direct", 0)))
+            frame["direct"] = int(bool(self.run.manifest["isolation"].get("forced_o_direct"))
+                                  or direct not in ("0", "false"))
         frame["rep"] = rep
         frame["isolation"] = sandbox.mode
         frame["target"] = target.name

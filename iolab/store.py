@@ -127,6 +127,11 @@ class Run:
         table = order_columns(table)
         atomic_write(self.path / RESULTS, table.to_csv(index=False))
 
+    def set_results(self, frame: pd.DataFrame) -> None:
+        """Replace all rows (e.g. after flags were computed over the whole run)."""
+        self._results = [frame]
+        atomic_write(self.path / RESULTS, order_columns(frame.copy()).to_csv(index=False))
+
     @property
     def results(self) -> pd.DataFrame:
         if not self._results:

@@ -21,6 +21,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", help="recipe preset (e.g. crystaldiskmark: default, nvme, peak, real-world, mix)")
     parser.add_argument("--data", default="data", metavar="DIR", help="result store (default: ./data)")
     parser.add_argument("--confirm", metavar="DEVICE", help="allow writing to this exact block device")
+    parser.add_argument("--with-original", action="store_true",
+                        help="also run the original tool (bonnie++, hdparm) where the recipe emulates one")
     parser.add_argument("--dry-run", action="store_true", help="print the job files and commands; run nothing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -35,7 +37,7 @@ def run(args) -> int:
         return 0
     result = runner.run(args.recipe, args.target, label=args.label, mem_limit=args.mem_limit,
                         data_dir=args.data, progress=False if args.no_progress else None,
-                        argv=sys.argv, **options)
+                        argv=sys.argv, with_original=args.with_original, **options)
     status = result.manifest["status"]
     if status != "completed":
         print(f"iolab: run {status}: {result.manifest.get('reason')}", file=sys.stderr)
