@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -33,16 +34,20 @@ from .errors import IolabError
 from .units import fio_size, parse_seconds, parse_size
 
 ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
+#: The page cache a buffered test may use when nobody says otherwise (the articles' mem=512M).
+DEFAULT_MEM_LIMIT = 512 * 1024**2
 STATISTICS = ("best", "mean", "median")
 RECIPE_KEYS = {"name", "description", "about", "tool", "statistic", "isolation", "defaults",
                "fio", "tests", "filesystem", "output_format", "notes", "presets", "engine", "options"}
 #: What runs a recipe's tests: fio job files, or an engine of its own (iolab.engines).
 ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks")
 REQUIRED_KEYS = ("name", "description", "tests")
-DEFAULT_KEYS = {"size", "runtime", "repeat", "max_repeat", "cov_target", "ramp_time", "pause", "warmup",
+DEFAULT_KEYS = {"size", "size_mem_factor", "runtime", "repeat", "max_repeat", "cov_target", "ramp_time", "pause", "warmup",
                 "mem_limit"}
 TEST_KEYS = {"name", "description", "rw", "bs", "iodepth", "numjobs", "rwmixread", "fio",
-             "runtime", "size"}
+             "runtime", "size", "cache"}
+#: cache state a test starts from: dropped by the isolation (default), always cold, or left warm
+CACHE_STATES = ("isolation", "cold", "warm")
 RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
              "randtrim", "trimwrite")
 #: fio options iolab sets itself; a recipe that sets them would be ignored silently.
@@ -67,6 +72,7 @@ class Test:
     fio: dict = dataclasses.field(default_factory=dict)
     runtime: float | None = None
     size: int | None = None
+    cache: str = "isolation"
 
 
 @dataclasses.dataclass
@@ -77,6 +83,7 @@ class Step:
     rw: str
     options: dict    # fio options of the job section, in order
     sweep: str | None = None  # the recipe test a sweep point belongs to
+    cache: str = "isolation"  # see CACHE_STATES
 
     @property
     def buffered(self) -> bool:
@@ -122,10 +129,16 @@ class Recipe:
         return any(step.buffered for step in self.steps())
 
     def with_overrides(self, *, size=None, runtime=None, repeat=None, isolation=None,
-                       preset=None) -> "Recipe":
+                       preset=None, mem_limit=None) -> "Recipe":
         """A copy with command-line overrides applied and validated."""
         recipe = copy.deepcopy(self)
         ctx = "command line"
+        if mem_limit is not None:
+            recipe.defaults["mem_limit"] = parse_size(mem_limit, context=f"{ctx}: --mem-limit")
+        if "size_mem_factor" in recipe.defaults and size is None:
+            # e.g. cachecheck: a file 4x the memory the page cache may use
+            limit = recipe.defaults.get("mem_limit", DEFAULT_MEM_LIMIT)
+            recipe.defaults["size"] = int(recipe.defaults["size_mem_factor"] * limit)
         if preset is None and "default" in recipe.presets:
             preset = "default"
         if preset is not None:
@@ -174,11 +187,11 @@ class Recipe:
                             options["runtime"] = _fmt_seconds(test.runtime or self.runtime)
                             options["time_based"] = 1
                         if test.size:
-                            options["size"] = test.size
+                            options["size"] = fio_size(test.size)
                         options.update(test.fio)
                         step_id = name if len(test.rw) == 1 else f"{name}-{rw}"
                         steps.append(Step(id=step_id, test=name, rw=rw, options=options,
-                                          sweep=test.name if swept else None))
+                                          sweep=test.name if swept else None, cache=test.cache))
         return steps
 
     def to_dict(self) -> dict:
@@ -279,6 +292,11 @@ def parse_recipe(data, source: str) -> Recipe:
         if not isinstance(defaults_in["warmup"], bool):
             raise IolabError(f"must be true or false, got {defaults_in['warmup']!r}", context=f"{source}: defaults.warmup")
         defaults["warmup"] = defaults_in["warmup"]
+    if "size_mem_factor" in defaults_in:
+        factor = defaults_in["size_mem_factor"]
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0:
+            raise IolabError(f"must be a positive number, got {factor!r}", context=f"{source}: defaults.size_mem_factor")
+        defaults["size_mem_factor"] = float(factor)
     if "mem_limit" in defaults_in:
         defaults["mem_limit"] = parse_size(defaults_in["mem_limit"], context=f"{source}: defaults.mem_limit")
 
@@ -295,6 +313,9 @@ def parse_recipe(data, source: str) -> Recipe:
         if "name" not in raw:
             raise IolabError("missing required field 'name'", context=ctx)
         name = str(raw["name"])
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", name):
+            raise IolabError(f"test names become file names: use letters, digits and . _ + - only, got {name!r}",
+                             context=f"{ctx}.name")
         ctx = f"{source}: tests[{index}] ({name})"
         if name in seen:
             raise IolabError("duplicate test name", context=ctx)
@@ -319,6 +340,7 @@ def parse_recipe(data, source: str) -> Recipe:
             test.runtime = parse_seconds(raw["runtime"], context=f"{ctx}.runtime")
         if "size" in raw:
             test.size = parse_size(raw["size"], context=f"{ctx}.size")
+        test.cache = _choice(raw.get("cache", "isolation"), CACHE_STATES, f"{ctx}.cache")
         test.fio = _fio_options(raw.get("fio") or {}, f"{ctx}.fio")
         tests.append(test)
 

@@ -37,7 +37,6 @@ from .units import fio_size, parse_size
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MEM_LIMIT = 512 * 1024**2
 #: Repetitions of one test whose coefficient of variation exceeds this are flagged.
 HIGH_VARIANCE_COV = 0.05
 #: How long fio gets to stop after SIGINT before it is killed.
@@ -52,12 +51,12 @@ class RunResult:
 
 
 def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
-         preset=None, confirm=None):
+         preset=None, confirm=None, mem_limit=None):
     """Load and check the recipe and targets; nothing is created or run."""
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(recipe)
     recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
-                                   isolation=isolation, preset=preset)
+                                   isolation=isolation, preset=preset, mem_limit=mem_limit)
     fio.fio_binary()  # fio missing: say how to install it, before anything else
     writes = recipe.jobfile is not None or any(
         "write" in step.rw or step.rw in ("rw", "readwrite", "randrw", "trimwrite") for step in recipe.steps())
@@ -88,9 +87,8 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
         argv=None, scratch_dir=None, with_original=False) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
     recipe, targets = plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
-                           isolation=isolation, preset=preset, confirm=confirm)
-    mem_limit = parse_size(mem_limit, context="--mem-limit") if mem_limit else \
-        recipe.defaults.get("mem_limit", DEFAULT_MEM_LIMIT)
+                           isolation=isolation, preset=preset, confirm=confirm, mem_limit=mem_limit)
+    mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
     steps = recipe.steps()
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
                       recipe_description=recipe.description, tool=recipe.tool,
@@ -236,13 +234,15 @@ class FioEngine:
         self.run.set_results(flagged)
 
     def _one(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
-        from .blockstat import BlockCounter
         argv = self._argv(jobfile, target)
         suffix = "-warmup.json" if rep == 0 else f"-{rep}.json"
         raw = self.run.path / _relpath("raw", step.id, target, self.multi, suffix)
         raw.parent.mkdir(parents=True, exist_ok=True)
-        sandbox.prepare_test()
-        counter = BlockCounter.for_path(target.filename) if target.filename else None
+        if step.cache == "cold":
+            sandbox.drop_caches()  # whatever the isolation: this test must start cold
+        elif step.cache == "isolation":
+            sandbox.prepare_test()
+        counter = _counter(target)
         before = counter.snapshot() if counter else None
         label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
         started = time.monotonic()
@@ -332,6 +332,19 @@ class FioEngine:
         return frame
 
 
+def _counter(target):
+    """Byte counters of the block device serving the target (None: no block device, e.g. tmpfs)."""
+    from .blockstat import BlockCounter
+    path = target.filename
+    if path and not os.path.exists(path):  # fio lays the test file out itself
+        path = os.path.dirname(path)
+    try:
+        return BlockCounter.for_path(path) if path else None
+    except IolabError as exc:
+        log.info("no block device counters for %s: %s", path, exc)
+        return None
+
+
 def _stop(proc: subprocess.Popen) -> None:
     """Ask fio to stop (it writes what it has on SIGINT), kill it if it does not."""
     if proc.poll() is not None:
@@ -347,7 +360,8 @@ def _stop(proc: subprocess.Popen) -> None:
 def dry_run(recipe, target_specs, **kwargs) -> str:
     """The job files and commands a run would use, as text; nothing is created."""
     recipe, targets = plan(recipe, target_specs, **{k: v for k, v in kwargs.items()
-                                                     if k in ("size", "runtime", "repeat", "isolation", "preset", "confirm")})
+                                                     if k in ("size", "runtime", "repeat", "isolation", "preset",
+                                                              "confirm", "mem_limit")})
     lines = [f"# recipe {recipe.name}: {recipe.description}",
              f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
     for step in recipe.steps():

@@ -30,12 +30,12 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from .. import runner
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
-                   preset=args.preset, confirm=args.confirm)
+                   preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit)
     if args.dry_run:
         print(runner.dry_run(args.recipe, args.target, **options))
         print("dry run: nothing was created or run")
         return 0
-    result = runner.run(args.recipe, args.target, label=args.label, mem_limit=args.mem_limit,
+    result = runner.run(args.recipe, args.target, label=args.label,
                         data_dir=args.data, progress=False if args.no_progress else None,
                         argv=sys.argv, with_original=args.with_original, **options)
     status = result.manifest["status"]
