@@ -562,3 +562,40 @@ def parse_file(path: str | os.PathLike) -> pd.DataFrame:
     except IolabError as exc:
         raise IolabError(exc.message, context=f"{path} ({exc.context})" if exc.context else str(path),
                          hint=exc.hint) from exc
+
+
+def latency_over(text: str, thresholds_s: Iterable[float] = (2.0, 10.0)) -> pd.DataFrame:
+    """Share of I/Os slower than each threshold, per job and direction (tiotest's "% > 2 s").
+
+    Needs ``--output-format=json+`` (the latency histogram ``bins`` of
+    ``lat_ns``, or ``clat_ns`` without ``lat_percentiles``); returns columns
+    ``job, direction`` and ``over_<N>s_pct`` for each threshold. Entries of one
+    job (numjobs without group_reporting) are added up. Empty when the output
+    has no histogram.
+    """
+    thresholds = list(thresholds_s)
+    docs = documents(text)
+    if not docs:
+        return pd.DataFrame(columns=["job", "direction"])
+    entries, _ = _entries(docs[-1])
+    counts: dict[tuple[str, str], dict[int, int]] = {}
+    for entry in entries:
+        for direction in ("read", "write", "trim"):
+            stats = entry.get(direction) or {}
+            table = stats.get("lat_ns", {}) if "bins" in stats.get("lat_ns", {}) else stats.get("clat_ns", {})
+            if "bins" not in table:
+                continue
+            merged = counts.setdefault((entry.get("jobname"), direction), {})
+            for value, count in table["bins"].items():
+                merged[int(value)] = merged.get(int(value), 0) + int(count)
+    rows = []
+    for (job, direction), bins in counts.items():
+        total = sum(bins.values())
+        if not total:
+            continue
+        row = {"job": job, "direction": direction}
+        for limit in thresholds:
+            slow = sum(count for value, count in bins.items() if value > limit * 1e9)
+            row[f"over_{limit:g}s_pct"] = 100.0 * slow / total
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["job", "direction"] + [f"over_{t:g}s_pct" for t in thresholds])

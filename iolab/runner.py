@@ -31,7 +31,7 @@ import yaml
 
 from . import fio, recipes, sysinfo, targets as targets_mod
 from .errors import IolabError
-from .fioparse import parse_output
+from .fioparse import latency_over, parse_output
 from .store import Run, utcnow
 from .units import fio_size, parse_size
 
@@ -293,6 +293,10 @@ class FioEngine:
         if returncode != 0:
             extra = "; ".join(fio.error_lines(stderr)) or f"fio exited with {returncode}"
             frame["error"] = frame["error"].where(frame["error"].notna(), extra)
+        if self.recipe.output_format == "json+":  # tiotest's share of slow operations
+            slow = latency_over(text)
+            if not slow.empty:
+                frame = frame.merge(slow, on=["job", "direction"], how="left")
         return frame
 
     def _annotate(self, frame, step, target, rep, device, evidence, elapsed, sandbox) -> pd.DataFrame:

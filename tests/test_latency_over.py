@@ -1,0 +1,36 @@
+"""tiotest's "% of operations over 2 s / 10 s" from fio's json+ latency histogram."""
+import json
+from pathlib import Path
+
+import pytest
+
+from iolab.fioparse import documents, latency_over
+
+FIXTURES = Path(__file__).parent / "fixtures" / "fio"
+
+
+def test_share_over_threshold_matches_the_histogram():
+    text = (FIXTURES / "jsonplus_randread.out").read_text()
+    bins = documents(text)[-1]["jobs"][0]["read"]["lat_ns"]["bins"]
+    total = sum(bins.values())
+    expected = 100.0 * sum(c for v, c in bins.items() if int(v) > 100_000) / total
+    shares = latency_over(text, (0.0001, 2))
+    row = shares.iloc[0]
+    assert row["job"] == "randread" and row["direction"] == "read"
+    assert row["over_0.0001s_pct"] == pytest.approx(expected)
+    assert 0 < row["over_0.0001s_pct"] < 100
+    assert row["over_2s_pct"] == 0
+
+
+def test_entries_of_one_job_are_added_and_plain_json_gives_nothing():
+    text = (FIXTURES / "numjobs4_jsonplus.out").read_text()
+    entries = [j for j in documents(text)[-1]["jobs"] if j["read"]["io_bytes"]]
+    assert len(entries) == 4
+    shares = latency_over(text, (0.00005,))
+    merged = {}
+    for entry in entries:
+        for value, count in entry["read"]["lat_ns"]["bins"].items():
+            merged[int(value)] = merged.get(int(value), 0) + count
+    expected = 100.0 * sum(c for v, c in merged.items() if v > 50_000) / sum(merged.values())
+    assert len(shares) == 1 and shares["over_5e-05s_pct"].iloc[0] == pytest.approx(expected)
+    assert latency_over((FIXTURES / "json_randread.out").read_text()).empty
