@@ -1,0 +1,598 @@
+"""Cache isolation: "mem=512M without a reboot", and the evidence that it worked.
+
+A run opens one sandbox::
+
+    with open_sandbox("cgroup", mem_limit="512M", throttles=device.throttles) as box:
+        for test in tests:
+            box.prepare_test()                  # sync, drop caches (checked), reset peaks
+            proc = box.popen(["fio", ...])      # fio starts inside the cgroups
+            proc.wait()
+            evidence = box.test_evidence()      # peak memory, page cache, OOM kills
+        manifest["isolation"] = box.describe()
+
+Modes (:data:`MODES`):
+
+``cgroup``
+    fio runs in a memory cgroup with a hard limit (v2 ``memory.max`` +
+    ``memory.swap.max=0``; v1 ``memory.limit_in_bytes`` +
+    ``memory.memsw.limit_in_bytes``), never ``memory.high``. Page cache is
+    charged to the group that first reads a page, so :meth:`Sandbox.prepare_test`
+    drops the caches first, and test files should be laid out by a process
+    started with :meth:`Sandbox.popen`.
+``hugepages``
+    System-wide, closest to booting with ``mem=``: RAM beyond the limit is
+    locked away as 2 MiB huge pages (``vm.nr_hugepages``), so the page cache
+    cannot grow into it. The number of pages the kernel really reserved is
+    checked, and the previous value is always restored. See
+    :func:`hugepage_plan` for the safety margin.
+``direct``
+    Nothing to set up; the tests must use O_DIRECT (what CrystalDiskMark,
+    KDiskMark and GNOME Disks do).
+``none``
+    Deliberately cached: nothing is dropped or limited (to show the effect).
+
+Fallback: when the requested mode cannot be had (not root, no memory cgroup,
+no huge pages) the sandbox falls back to ``direct`` **only** if the caller
+says its tests can run with O_DIRECT (``buffered=False`` or ``direct_ok=True``),
+with a logged warning and the reason in :attr:`Sandbox.fallback` and
+:meth:`Sandbox.describe`; otherwise it raises :class:`IolabError`.
+
+Throttles (emulated devices) apply in every mode: fio is started in a block
+cgroup carrying them. Those processes also get
+``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` so fio's I/O buffers sit in
+transparent huge pages: blk-throttle counts IOPS per bio *after* the loop
+device splits a request, and an O_DIRECT request from scattered 4 KiB pages
+is split every 128 segments (512 KiB), which would make an HDD-like
+150 IOPS limit cap 1 MiB streaming at 79 MB/s. See :mod:`iolab.emulated`.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import logging
+import math
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from . import cgroups
+from .cgroups import Group, Throttle
+from .errors import IolabError
+from .units import human_size, parse_size
+
+log = logging.getLogger(__name__)
+
+MODES = ("cgroup", "hugepages", "direct", "none")
+DEFAULT_MEM_LIMIT = 512 * 1024**2
+
+#: hugepages mode leaves this much beyond ``mem_limit`` and what is already in
+#: use: max(HEADROOM_MIN, HEADROOM_MIN_FREE_FACTOR x vm.min_free_kbytes)
+HEADROOM_MIN = 128 * 1024**2
+HEADROOM_MIN_FREE_FACTOR = 4
+#: a reservation short by more than max(pages, fraction) of what was asked is refused
+SHORT_TOLERANCE_PAGES = 4
+SHORT_TOLERANCE_FRACTION = 0.01
+
+#: drop_caches counts as verified when the droppable cache (Cached - Shmem)
+#: fell to at most half, or below this floor (little was cached to begin with)
+DROP_VERIFY_FLOOR = 64 * 1024**2
+
+THP_TUNABLE = "glibc.malloc.hugetlb=1"
+
+PROC = Path("/proc")
+
+
+# --------------------------------------------------------------------------- helpers
+
+def flag_cache_suspect(fio_read_bytes: float, device_read_bytes: float, threshold: float = 0.5) -> bool:
+    """True when the device served much less than fio read (``< threshold`` of it).
+
+    Then the page cache (or some other cache above the device) answered the
+    reads and the result measures memory, not storage.
+    """
+    try:
+        fio_read_bytes = float(fio_read_bytes or 0)
+        device_read_bytes = float(device_read_bytes or 0)
+    except (TypeError, ValueError):
+        return False
+    if fio_read_bytes <= 0:
+        return False
+    return device_read_bytes < threshold * fio_read_bytes
+
+
+def meminfo(proc: Path = PROC) -> dict[str, int]:
+    """/proc/meminfo in bytes (``HugePages_*`` counts stay counts)."""
+    out: dict[str, int] = {}
+    for line in (proc / "meminfo").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if not parts:
+            continue
+        value = int(parts[0])
+        out[key] = value * 1024 if len(parts) > 1 and parts[1] == "kB" else value
+    return out
+
+
+def _vmstat(key: str, proc: Path = PROC) -> int | None:
+    try:
+        for line in (proc / "vmstat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except OSError:
+        pass
+    return None
+
+
+def _droppable(info: dict[str, int]) -> int:
+    # Shmem (tmpfs, shared memory) is in Cached but cannot be dropped
+    return max(0, info.get("Cached", 0) - info.get("Shmem", 0))
+
+
+def drop_caches(*, proc: Path = PROC) -> dict:
+    """``sync``, then write ``3`` to ``/proc/sys/vm/drop_caches`` and check it.
+
+    Returns a record for the manifest: whether the write was accepted, the
+    droppable cache (Cached - Shmem) before and after, and ``verified``.
+    A refused write is recorded (``written: False``), not raised.
+    """
+    os.sync()
+    before = meminfo(proc)
+    record = {"written": False, "cached_before": before.get("Cached"),
+              "droppable_before": _droppable(before)}
+    started = time.monotonic()
+    try:
+        fd = os.open(proc / "sys/vm/drop_caches", os.O_WRONLY)
+        try:
+            if os.write(fd, b"3") != 1:
+                raise OSError(errno.EIO, "short write")
+        finally:
+            os.close(fd)
+        record["written"] = True
+    except OSError as exc:
+        record["error"] = exc.strerror or str(exc)
+    after = meminfo(proc)
+    record.update(cached_after=after.get("Cached"), droppable_after=_droppable(after),
+                  seconds=round(time.monotonic() - started, 3))
+    fell = record["droppable_after"] <= max(record["droppable_before"] * 0.5, DROP_VERIFY_FLOOR)
+    record["verified"] = record["written"] and fell
+    if record["written"] and not fell:
+        record["reason"] = (f"page cache only fell from {human_size(record['droppable_before'])} to "
+                            f"{human_size(record['droppable_after'])} (busy or dirty files?)")
+        log.warning("drop_caches: %s", record["reason"])
+    elif not record["written"]:
+        record["reason"] = f"write to /proc/sys/vm/drop_caches refused: {record['error']}"
+    log.info("dropped caches: %s -> %s droppable", human_size(record["droppable_before"]),
+             human_size(record["droppable_after"]))
+    return record
+
+
+class HugePagePool:
+    """The default-size huge page pool, ``/proc/sys/vm/nr_hugepages``."""
+
+    def __init__(self, proc: Path = PROC):
+        self.proc = Path(proc)
+        self.path = self.proc / "sys/vm/nr_hugepages"
+
+    @property
+    def page_size(self) -> int:
+        return meminfo(self.proc).get("Hugepagesize", 2 * 1024**2)
+
+    def total(self) -> int:
+        return int(self.path.read_text().strip())
+
+    def set_total(self, pages: int) -> int:
+        """Ask the kernel for ``pages`` in the pool; returns what it really holds afterwards."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                os.write(fd, str(int(pages)).encode())
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise IolabError(f"cannot write {pages}: {exc.strerror}", context=str(self.path)) from None
+        return self.total()
+
+
+def hugepage_plan(mem_limit: int, *, info: dict | None = None, min_free_kbytes: int | None = None,
+                  page_size: int | None = None) -> dict:
+    """How many huge pages leave the page cache about ``mem_limit`` of room.
+
+    ``reserve = MemTotal - mem_limit - margin`` with
+    ``margin = in_use + headroom``:
+
+    * ``in_use = MemTotal - MemAvailable`` (read after dropping caches): the
+      kernel and running processes, which the page cache could not use anyway;
+    * ``headroom = max(128 MiB, 4 x vm.min_free_kbytes)``: the kernel's free
+      memory watermarks (min/low/high ~ 1-1.5 x min_free_kbytes are never
+      available to the page cache) plus slack for fio's own buffers and
+      allocations made while the test runs, so nothing is OOM-killed.
+
+    This equals ``MemAvailable - mem_limit - headroom``: like booting with
+    ``mem=`` sized so that ``mem_limit`` stays free for the test.
+    """
+    info = info or meminfo()
+    if min_free_kbytes is None:
+        try:
+            min_free_kbytes = int((PROC / "sys/vm/min_free_kbytes").read_text())
+        except OSError:
+            min_free_kbytes = 0
+    page_size = page_size or info.get("Hugepagesize", 2 * 1024**2)
+    total, available = info["MemTotal"], info.get("MemAvailable", info.get("MemFree", 0))
+    in_use = max(0, total - available)
+    headroom = max(HEADROOM_MIN, HEADROOM_MIN_FREE_FACTOR * min_free_kbytes * 1024)
+    reserve = total - mem_limit - in_use - headroom
+    pages = max(0, reserve // page_size)
+    return {"mem_total": total, "mem_available": available, "in_use": in_use, "headroom": headroom,
+            "margin": in_use + headroom, "reserve_bytes": pages * page_size, "pages": pages,
+            "page_size": page_size}
+
+
+def _thp_mode() -> str | None:
+    try:
+        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return None
+    for word in text.split():
+        if word.startswith("["):
+            return word.strip("[]")
+    return None
+
+
+# --------------------------------------------------------------------------- the sandbox
+
+class Sandbox:
+    """The isolation in force for one run; made by :func:`open_sandbox`."""
+
+    def __init__(self, requested: str, *, mem_limit: int, throttles: list[Throttle], buffered: bool,
+                 direct_ok: bool, hugepages_bytes: int | None, thp_buffers: bool):
+        self.requested = requested
+        self.mode = requested
+        self.fallback: str | None = None
+        self.mem_limit = mem_limit
+        self.throttles = throttles
+        self.buffered = buffered
+        self.direct_ok = direct_ok
+        self.hugepages_bytes = hugepages_bytes
+        self.thp_buffers = thp_buffers
+        self.root = os.geteuid() == 0
+        self.group: Group | None = None        # memory (and io) in cgroup mode
+        self.io_group: Group | None = None     # the group carrying the throttles
+        self.hugepages: dict | None = None
+        self.layout: cgroups.Layout | None = None
+        self._pool: HugePagePool | None = None
+        self._lock_fd: int | None = None
+        self._children: list[subprocess.Popen] = []
+        self._prepared: list[dict] = []
+        self._oom_baseline = 0
+        self._global_oom_baseline: int | None = None
+        self._closed = False
+
+    # ---- set-up
+    def _start(self) -> None:
+        if self.throttles:
+            if not self.root:
+                raise IolabError("device throttles (emulated devices) need root", context="isolation")
+        with contextlib.suppress(IolabError):
+            self.layout = cgroups.detect()
+        if self.mode == "cgroup":
+            self._start_cgroup()
+        elif self.mode == "hugepages":
+            self._start_hugepages()
+        if self.throttles and self.io_group is None:
+            self.io_group = Group.create(["io"])
+            for throttle in self.throttles:
+                self.io_group.throttle(throttle)
+        log.info("isolation %s in force%s", self.mode, f" (fallback: {self.fallback})" if self.fallback else "")
+
+    def _fall_back(self, reason: str) -> None:
+        if not self.direct_ok:
+            raise IolabError(
+                f"cannot isolate the page cache with {self.requested!r}: {reason}",
+                context="isolation",
+                hint="run as root, or choose --isolation direct for O_DIRECT tests "
+                     "(iolab never downgrades buffered tests silently)")
+        log.warning("isolation %s not available (%s): falling back to direct (O_DIRECT) I/O",
+                    self.requested, reason)
+        self.mode = "direct"
+        self.fallback = reason
+
+    def _start_cgroup(self) -> None:
+        if not self.root:
+            self._fall_back("not root: a memory cgroup and dropping caches need root")
+            return
+        controllers = ["memory"] + (["io"] if self.throttles else [])
+        try:
+            group = Group.create(controllers, layout=self.layout)
+        except IolabError as exc:
+            self._fall_back(f"no memory cgroup: {exc}")
+            return
+        self.group = group
+        if self.throttles:
+            self.io_group = group
+        group.set_memory_limit(self.mem_limit)
+        for throttle in self.throttles:
+            group.throttle(throttle)
+
+    def _start_hugepages(self) -> None:
+        if not self.root:
+            self._fall_back("not root: reserving huge pages needs root")
+            return
+        pool = HugePagePool()
+        if not pool.path.exists():
+            self._fall_back("this kernel has no huge pages (no /proc/sys/vm/nr_hugepages)")
+            return
+        self._lock_hugepages()
+        first_drop = drop_caches()  # page cache out of the way, so the pages can be had
+        page = pool.page_size
+        previous = pool.total()
+        if self.hugepages_bytes is not None:
+            plan = {"reserve_bytes": self.hugepages_bytes, "pages": self.hugepages_bytes // page,
+                    "page_size": page, "explicit": True}
+        else:
+            plan = hugepage_plan(self.mem_limit, page_size=page)
+        asked = int(plan["pages"])
+        self._pool = pool
+        # recorded before the write so that cleanup restores even after Ctrl-C mid-way
+        self.hugepages = {"previous": previous, "asked_pages": asked, "page_size": page,
+                          "plan": plan, "reserved_pages": 0, "restored": None,
+                          "drop_caches_before": first_drop}
+        total = pool.set_total(previous + asked) if asked else previous
+        got = total - previous
+        self.hugepages.update(reserved_pages=got, reserved_bytes=got * page, nr_hugepages=total,
+                              mem_available_after=meminfo().get("MemAvailable"))
+        tolerance = max(SHORT_TOLERANCE_PAGES, math.ceil(asked * SHORT_TOLERANCE_FRACTION))
+        log.info("huge pages: asked %d, reserved %d (%s), previous %d", asked, got,
+                 human_size(got * page), previous)
+        if asked - got > tolerance:
+            reason = (f"the kernel reserved only {got} of {asked} huge pages "
+                      f"({human_size(got * page)} of {human_size(asked * page)}): not enough free memory")
+            self.hugepages["refused"] = reason
+            self._restore_hugepages()
+            self._unlock_hugepages()
+            self._fall_back(reason)
+        elif asked == 0:
+            self.hugepages["note"] = "nothing to reserve: the memory left is already within mem_limit"
+
+    def _lock_hugepages(self, timeout: float = 30.0) -> None:
+        """One iolab hugepages reservation at a time on this machine (nr_hugepages is global)."""
+        lock_dir = "/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir()
+        fd = os.open(os.path.join(lock_dir, "iolab-hugepages.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise IolabError("another iolab run holds a huge page reservation on this machine",
+                                     context="isolation hugepages", hint="wait for it to finish") from None
+                time.sleep(0.2)
+        self._lock_fd = fd
+
+    def _unlock_hugepages(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _restore_hugepages(self) -> None:
+        if self.hugepages is None or self._pool is None or self.hugepages.get("restored"):
+            return
+        previous = self.hugepages["previous"]
+        now = self._pool.set_total(previous)
+        self.hugepages["restored"] = now == previous
+        self.hugepages["nr_hugepages_after"] = now
+        if now != previous:
+            raise IolabError(f"nr_hugepages is {now} after restoring {previous} (pages still in use?)",
+                             context=str(self._pool.path))
+        log.info("huge pages released: nr_hugepages back to %d", previous)
+
+    # ---- per test
+    def prepare_test(self) -> dict:
+        """Before each test: ``sync``, drop caches (checked), reset peak counters.
+
+        Returns the record (also kept for :meth:`describe`). In ``none`` mode
+        nothing is done, and that is recorded.
+        """
+        if self.mode == "none":
+            record = {"drop_caches": False, "note": "isolation none: caches deliberately kept"}
+        else:
+            record = {"drop_caches": True, **drop_caches()}
+            if not record["written"] and self.mode in ("cgroup", "hugepages"):
+                raise IolabError(f"cannot drop caches: {record.get('error')}", context="isolation",
+                                 hint="the test files would be read from the page cache")
+        if self.group is not None:
+            record["peak_reset"] = self.group.reset_peak()
+            self._oom_baseline = self.group.oom_kills()
+        self._global_oom_baseline = _vmstat("oom_kill")
+        self._prepared.append(record)
+        return record
+
+    def popen(self, argv: list[str], **kwargs) -> subprocess.Popen:
+        """Start ``argv`` (a list; never a shell) inside the sandbox's cgroups.
+
+        The child writes its own pid into the memory cgroup (``cgroup`` mode)
+        and the throttled block cgroup (when there are throttles) before it
+        execs, so not one page or I/O escapes; placement is checked afterwards.
+        """
+        if isinstance(argv, (str, bytes)) or kwargs.get("shell"):
+            raise IolabError("popen takes an argument list and never runs a shell", context="isolation")
+        argv = [str(a) for a in argv]
+        groups = []
+        if self.mode == "cgroup" and self.group is not None:
+            groups.append(self.group)
+        if self.io_group is not None and self.io_group not in groups:
+            groups.append(self.io_group)
+        procs = list(dict.fromkeys(p for g in groups for p in g.procs_files()))
+        paths = [os.fsencode(str(p)) for p in procs]
+        user_preexec = kwargs.pop("preexec_fn", None)
+
+        def enter_cgroups():  # runs in the child between fork and exec: no logging here
+            pid = str(os.getpid()).encode()
+            for path in paths:
+                fd = os.open(path, os.O_WRONLY)
+                try:
+                    os.write(fd, pid)
+                finally:
+                    os.close(fd)
+            if user_preexec is not None:
+                user_preexec()
+
+        if self.throttles and self.thp_buffers:
+            env = dict(kwargs.pop("env", None) or os.environ)
+            tunables = env.get("GLIBC_TUNABLES")
+            env["GLIBC_TUNABLES"] = f"{tunables}:{THP_TUNABLE}" if tunables else THP_TUNABLE
+            kwargs["env"] = env
+        try:
+            proc = subprocess.Popen(argv, preexec_fn=enter_cgroups if (paths or user_preexec) else None,
+                                    **kwargs)
+        except subprocess.SubprocessError as exc:
+            raise IolabError(f"could not start the process inside {', '.join(map(str, procs))}: {exc}",
+                             context=argv[0]) from None
+        except OSError as exc:
+            raise IolabError(f"cannot start: {exc.strerror}", context=argv[0]) from None
+        self._children.append(proc)
+        for group in groups:
+            if Path(f"/proc/{proc.pid}/cgroup").exists() and proc.poll() is None and not group.contains(proc.pid):
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                    raise IolabError(f"the process did not land in cgroup {group.name}", context=argv[0])
+        log.debug("started %s (pid %d) in %s", argv[0], proc.pid, [g.name for g in groups])
+        return proc
+
+    def test_evidence(self) -> dict:
+        """After a test: peak memory and page cache of the cgroup, and OOM kills."""
+        evidence = {"mode": self.mode, "cg_peak_bytes": None, "cg_cache_bytes": None,
+                    "cg_limit_bytes": None, "oom_killed": False, "oom_reason": None}
+        if self._prepared:
+            last = self._prepared[-1]
+            evidence["drop_caches_verified"] = last.get("verified") if last.get("drop_caches") else None
+        if self.group is not None:
+            kills = self.group.oom_kills() - self._oom_baseline
+            evidence.update(cg_peak_bytes=self.group.memory_peak(), cg_cache_bytes=self.group.page_cache(),
+                            cg_limit_bytes=self.mem_limit, cg_oom_kills=kills)
+            if kills > 0:
+                evidence["oom_killed"] = True
+                evidence["oom_reason"] = (
+                    f"the OOM killer killed {kills} task(s) in memory cgroup {self.group.name} "
+                    f"(limit {human_size(self.mem_limit)}): the test needs more memory than the limit")
+        else:
+            now = _vmstat("oom_kill")
+            killed = [p for p in self._children if p.returncode == -signal.SIGKILL]
+            if now is not None and self._global_oom_baseline is not None and now > self._global_oom_baseline \
+                    and killed:
+                evidence["oom_killed"] = True
+                evidence["oom_reason"] = (f"a process was killed by SIGKILL while the kernel's OOM killer "
+                                          f"ran {now - self._global_oom_baseline} time(s) (mode {self.mode})")
+        return evidence
+
+    flag_cache_suspect = staticmethod(flag_cache_suspect)
+
+    def describe(self) -> dict:
+        """Provenance for the run manifest: what was asked, what was in force, and the checks."""
+        drops = [r for r in self._prepared if r.get("drop_caches")]
+        info = {
+            "mode": self.mode,
+            "requested": self.requested,
+            "fallback": self.fallback,
+            "mem_limit": self.mem_limit,
+            "buffered": self.buffered,
+            "direct_ok": self.direct_ok,
+            "root": self.root,
+            "cgroup_layout": self.layout.version if self.layout else None,
+            "systemd_managed": cgroups.systemd_managed(),
+            "cgroup": self.group.describe() if self.group else None,
+            "io_cgroup": self.io_group.describe() if self.io_group else None,
+            "throttles": [t.as_dict() for t in self.throttles],
+            "hugepages": dict(self.hugepages) if self.hugepages else None,
+            "drop_caches": {
+                "tests": len(self._prepared),
+                "dropped": len(drops),
+                "all_verified": all(r.get("verified") for r in drops) if drops else None,
+                "last": self._prepared[-1] if self._prepared else None,
+            },
+        }
+        if self.throttles:
+            info["thp_io_buffers"] = {"enabled": self.thp_buffers, "env": f"GLIBC_TUNABLES={THP_TUNABLE}",
+                                      "thp": _thp_mode()}
+        return info
+
+    # ---- tear-down
+    def _close(self, *, quiet: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        errors: list[str] = []
+        for proc in self._children:
+            if proc.poll() is None:
+                log.warning("stopping %s (pid %d) still running at sandbox exit", proc.args[0], proc.pid)
+                proc.terminate()
+                try:
+                    proc.wait(3)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        for group in dict.fromkeys(g for g in (self.group, self.io_group) if g is not None):
+            try:
+                group.remove()
+            except IolabError as exc:
+                errors.append(str(exc))
+        try:
+            self._restore_hugepages()
+        except IolabError as exc:
+            errors.append(str(exc))
+        finally:
+            self._unlock_hugepages()
+        if errors:
+            message = "; ".join(errors)
+            if quiet:
+                log.error("isolation cleanup: %s", message)
+            else:
+                raise IolabError(message, context="isolation cleanup")
+
+
+@contextlib.contextmanager
+def open_sandbox(mode: str | None = "cgroup", *, mem_limit: int | str = DEFAULT_MEM_LIMIT,
+                 throttles: Iterable[Throttle | dict] = (), buffered: bool = True,
+                 direct_ok: bool | None = None, hugepages_bytes: int | str | None = None,
+                 thp_buffers: bool | None = None) -> Iterator[Sandbox]:
+    """Set up cache isolation ``mode`` for a run; everything is undone on exit.
+
+    ``mem_limit``: bytes or a size (``"512M"``). ``throttles``: block device
+    limits (:class:`iolab.cgroups.Throttle` or dicts), applied in every mode.
+    ``buffered``: the tests use the page cache (then a fallback to ``direct``
+    needs ``direct_ok=True``; with ``buffered=False`` it is allowed).
+    ``hugepages_bytes``: reserve exactly this much in ``hugepages`` mode
+    instead of :func:`hugepage_plan` (tests, careful users).
+    ``thp_buffers``: start throttled processes with fio's buffers in
+    transparent huge pages (default: when there are throttles).
+
+    Clean-up (children still running are stopped, cgroups removed, huge pages
+    given back) runs on normal exit, exceptions and Ctrl-C.
+    """
+    if mode is None:
+        mode = "cgroup" if buffered else "direct"
+    if mode not in MODES:
+        raise IolabError(f"unknown isolation mode {mode!r}", context="isolation",
+                         hint=f"choose one of {', '.join(MODES)}")
+    limit = parse_size(mem_limit, context="mem_limit")
+    throttles = [Throttle.coerce(t) for t in throttles]
+    sandbox = Sandbox(
+        mode, mem_limit=limit, throttles=throttles, buffered=bool(buffered),
+        direct_ok=(not buffered) if direct_ok is None else bool(direct_ok),
+        hugepages_bytes=parse_size(hugepages_bytes, context="hugepages_bytes") if hugepages_bytes else None,
+        thp_buffers=bool(throttles) if thp_buffers is None else bool(thp_buffers))
+    try:
+        sandbox._start()
+        yield sandbox
+    except BaseException:
+        sandbox._close(quiet=True)
+        raise
+    sandbox._close(quiet=False)
