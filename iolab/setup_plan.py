@@ -754,9 +754,26 @@ def _wait_for(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -
 
 
 def _run(argv: list[str], progress) -> str:
+    """Run one plan command (stdin empty: no tool may stop to ask a question)."""
     if progress:
         progress(shlex.join(argv))
-    return commands.run(argv, input="").stdout
+    proc = commands.run(argv, input="", check=False)
+    if proc.returncode != 0:
+        raise IolabError(f"exited with {proc.returncode}: {_error_line(proc.stderr or proc.stdout)}",
+                         context=shlex.join(argv))
+    return proc.stdout
+
+
+def _error_line(text: str) -> str:
+    """The line that says what went wrong: the last one before a usage text (mkfs.xfs
+    prints its whole usage after the error), else the last one."""
+    lines = []
+    for line in text.splitlines():
+        if line.strip().lower().startswith("usage:"):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return lines[-1] if lines else "no output"
 
 
 def _mount_devno(target: str) -> int | None:
@@ -1061,7 +1078,7 @@ def _undo_run(argv: list[str], progress) -> None:
     attempts = 5 if argv[0] == "umount" else 1
     for attempt in range(attempts):
         try:
-            commands.run(argv, input="")
+            _run(argv, None)
             return
         except IolabError:
             if attempt == attempts - 1:
