@@ -32,6 +32,7 @@ import yaml
 from . import fio, recipes, sysinfo, targets as targets_mod
 from .errors import IolabError
 from .fioparse import latency_over, parse_output
+from .isolation import drop_caches, flag_cache_suspect, open_sandbox
 from .store import Run, utcnow
 from .units import fio_size, parse_size
 
@@ -60,7 +61,8 @@ def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolatio
     fio.fio_binary()  # fio missing: say how to install it, before anything else
     writes = recipe.jobfile is not None or any(
         "write" in step.rw or step.rw in ("rw", "readwrite", "randrw", "trimwrite") for step in recipe.steps())
-    resolved = targets_mod.resolve(list(target_specs), size=recipe.size, writes=writes, confirm=confirm)
+    largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
+    resolved = targets_mod.resolve(list(target_specs), size=largest, writes=writes, confirm=confirm)
     return recipe, resolved
 
 
@@ -142,7 +144,6 @@ class FioEngine:
         self.multi = len(targets) > 1
 
     def execute(self) -> None:
-        from .isolation import open_sandbox
         with contextlib.ExitStack() as stack:
             for target in self.targets:
                 stack.enter_context(targets_mod.opened(
@@ -239,7 +240,7 @@ class FioEngine:
         raw = self.run.path / _relpath("raw", step.id, target, self.multi, suffix)
         raw.parent.mkdir(parents=True, exist_ok=True)
         if step.cache == "cold":
-            sandbox.drop_caches()  # whatever the isolation: this test must start cold
+            drop_caches()  # whatever the isolation: this test must start cold
         elif step.cache == "isolation":
             sandbox.prepare_test()
         counter = _counter(target)
@@ -300,7 +301,6 @@ class FioEngine:
         return frame
 
     def _annotate(self, frame, step, target, rep, device, evidence, elapsed, sandbox) -> pd.DataFrame:
-        from .isolation import flag_cache_suspect
         m = self.run.manifest
         frame = frame.copy()
         frame.insert(0, "run_id", m["run_id"])

@@ -20,8 +20,9 @@ from .units import human_size
 log = logging.getLogger(__name__)
 
 EMULATED_PREFIX = "emulated:"
-#: Space left free beyond the test file, so a test never fills a file system.
-FREE_SPACE_MARGIN = 64 * 1024**2
+#: Space left free beyond the test file (1 MiB + 1%), so a test never fills a file system.
+def free_space_margin(needed: int) -> int:
+    return 1024**2 + needed // 100
 
 
 @dataclasses.dataclass
@@ -112,9 +113,10 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
 def _check_space(directory: Path, needed: int, spec: str) -> None:
     st = os.statvfs(directory)
     free = st.f_bavail * st.f_frsize
-    if free < needed + FREE_SPACE_MARGIN:
+    margin = free_space_margin(needed)
+    if free < needed + margin:
         raise IolabError(
-            f"not enough free space: the test needs {human_size(needed)} (+{human_size(FREE_SPACE_MARGIN)} margin), "
+            f"not enough free space: the test needs {human_size(needed)} (+{human_size(margin)} margin), "
             f"{human_size(free)} free", context=f"--target {spec}", hint="use a smaller --size or another target")
 
 

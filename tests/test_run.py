@@ -14,7 +14,7 @@ import iolab
 from iolab import runner
 from iolab.columns import RESULT_COLUMNS
 
-from .conftest import IOLAB, ROOT, needs_fio
+from cli_helpers import IOLAB, ROOT, needs_fio
 
 pytestmark = needs_fio
 
@@ -115,45 +115,52 @@ def test_dry_run_prints_jobs_and_creates_nothing(iolab, tmp_path):
 
 FAILING = """
 name: halfbad
-description: a good buffered read, then an O_DIRECT read that tmpfs refuses
+description: a good read of a small file, then a write that does not fit the file system
 isolation: none
-defaults: {size: 8M, runtime: 1}
+defaults: {size: 4M, runtime: 1}
 fio: {ioengine: psync}
 tests:
   - name: GOOD
     rw: read
     bs: 1M
   - name: BAD
-    rw: read
+    rw: write
     bs: 1M
-    fio: {direct: 1}
+    fio: {size: 64m, time_based: 0}   # a raw fio option: beyond iolab's free-space check
 """
 
 
-def test_a_failed_step_keeps_the_rest_and_says_so(tmp_path):
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 16 MiB tmpfs: writing 64 MiB into it fails with ENOSPC."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_a_failed_step_keeps_the_rest_and_says_so(tmp_path, small_fs):
     recipe = tmp_path / "halfbad.yaml"
     recipe.write_text(FAILING)
-    shm = Path("/dev/shm")
-    if not shm.is_dir():
-        pytest.skip("no /dev/shm tmpfs to refuse O_DIRECT")
-    target = Path(os.environ.get("TMPDIR_SHM", shm)) / f"iolab-test-{os.getpid()}"
-    target.mkdir()
-    try:
-        result = runner.run(str(recipe), [str(target)], data_dir=tmp_path / "data", progress=False)
-    finally:
-        for p in target.iterdir():
-            p.unlink()
-        target.rmdir()
+    result = runner.run(str(recipe), [str(small_fs)], data_dir=tmp_path / "data", progress=False)
     assert result.manifest["status"] == "failed"
-    assert "BAD" in result.manifest["reason"]
+    assert "BAD" in result.manifest["reason"] and "ENOSPC" in result.manifest["reason"]
     table = iolab.load(result.path)
     good = table[table.test == "GOOD"]
     bad = table[table.test == "BAD"]
     assert len(good) == 1 and good["bw_mbps"].iloc[0] > 0 and good["error"].isna().all()
-    assert len(bad) == 1
-    assert "Invalid argument" in bad["error"].iloc[0] or "err=22" in bad["error"].iloc[0]
+    assert len(bad) == 1 and "errno 28" in bad["error"].iloc[0]
+    assert bad["io_bytes"].iloc[0] > 0  # what was written before the disk filled up is kept
+    assert not bad["valid"].iloc[0]
     tests = {t["name"]: t["status"] for t in result.manifest["tests"]}
     assert tests == {"GOOD": "completed", "BAD": "failed"}
+    assert (result.path / "raw" / "BAD-1.json").stat().st_size > 0
+    assert list(small_fs.iterdir()) == []  # the test file is removed after the run
 
 
 def test_ctrl_c_keeps_what_was_measured(tmp_path):

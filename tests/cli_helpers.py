@@ -1,0 +1,20 @@
+"""Shared by the tests: how to run this checkout's iolab, and markers for what the machine lacks."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+IOLAB = [sys.executable, "-m", "iolab"]
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, cgroups)")
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio)")
+
+
+def iolab_cli(*args, env=None, timeout=600, cwd=None):
+    """Run the real CLI in a subprocess; returns CompletedProcess with text output."""
+    return subprocess.run(IOLAB + [str(a) for a in args], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=cwd or ROOT)
