@@ -38,12 +38,18 @@ with a logged warning and the reason in :attr:`Sandbox.fallback` and
 :meth:`Sandbox.describe`; otherwise it raises :class:`IolabError`.
 
 Throttles (emulated devices) apply in every mode: fio is started in a block
-cgroup carrying them. Those processes also get
-``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` so fio's I/O buffers sit in
-transparent huge pages: blk-throttle counts IOPS per bio *after* the loop
-device splits a request, and an O_DIRECT request from scattered 4 KiB pages
-is split every 128 segments (512 KiB), which would make an HDD-like
-150 IOPS limit cap 1 MiB streaming at 79 MB/s. See :mod:`iolab.emulated`.
+cgroup carrying them. With throttles the sandbox also keeps a small pool of
+huge pages (``buffer_hugepages``) for fio's I/O buffers (``iomem=mmaphuge``,
+see :data:`iolab.emulated.FIO_OPTIONS`): blk-throttle counts IOPS per bio
+*after* the loop device splits a request, and an O_DIRECT request from
+scattered 4 KiB pages is split every 128 segments (512 KiB), which would make
+an HDD-like 150 IOPS limit cap 1 MiB streaming at 79 MB/s. Physically
+contiguous buffers keep a 1 MiB request one I/O.
+
+Huge page reservations are made as increments under a lock
+(``/run/lock/iolab-hugepages.lock``) and given back as the same decrement,
+so concurrent iolab runs on one machine do not undo each other's pages; when
+nobody else changed the pool, ``nr_hugepages`` is back at its previous value.
 """
 from __future__ import annotations
 
@@ -78,11 +84,13 @@ HEADROOM_MIN_FREE_FACTOR = 4
 SHORT_TOLERANCE_PAGES = 4
 SHORT_TOLERANCE_FRACTION = 0.01
 
-#: drop_caches counts as verified when the droppable cache (Cached - Shmem)
-#: fell to at most half, or below this floor (little was cached to begin with)
-DROP_VERIFY_FLOOR = 64 * 1024**2
+#: the droppable cache (Cached - Shmem) "fell" when it is at most half of what it
+#: was, or below this floor (little was cached to begin with)
+DROP_VERIFY_FLOOR = 256 * 1024**2
 
-THP_TUNABLE = "glibc.malloc.hugetlb=1"
+#: huge pages kept for fio's I/O buffers while throttles are in force (64 x 2 MiB:
+#: e.g. 16 jobs x 4 pages for 1 MiB x QD8 each)
+BUFFER_HUGEPAGES = 64
 
 PROC = Path("/proc")
 
@@ -137,12 +145,16 @@ def _droppable(info: dict[str, int]) -> int:
 def drop_caches(*, proc: Path = PROC) -> dict:
     """``sync``, then write ``3`` to ``/proc/sys/vm/drop_caches`` and check it.
 
-    Returns a record for the manifest: whether the write was accepted, the
-    droppable cache (Cached - Shmem) before and after, and ``verified``.
-    A refused write is recorded (``written: False``), not raised.
+    The check: the kernel counts every page-cache drop in ``/proc/vmstat``
+    (``drop_pagecache``); the count must have gone up. The droppable cache
+    (Cached - Shmem) before and after is recorded too: it falls unless other
+    processes are busy reading, which is worth a warning but is not a failure.
+    Returns the record for the manifest; a refused write is recorded
+    (``written: False``), not raised.
     """
     os.sync()
     before = meminfo(proc)
+    count_before = _vmstat("drop_pagecache", proc)
     record = {"written": False, "cached_before": before.get("Cached"),
               "droppable_before": _droppable(before)}
     started = time.monotonic()
@@ -157,16 +169,25 @@ def drop_caches(*, proc: Path = PROC) -> dict:
     except OSError as exc:
         record["error"] = exc.strerror or str(exc)
     after = meminfo(proc)
+    count_after = _vmstat("drop_pagecache", proc)
     record.update(cached_after=after.get("Cached"), droppable_after=_droppable(after),
                   seconds=round(time.monotonic() - started, 3))
-    fell = record["droppable_after"] <= max(record["droppable_before"] * 0.5, DROP_VERIFY_FLOOR)
-    record["verified"] = record["written"] and fell
-    if record["written"] and not fell:
-        record["reason"] = (f"page cache only fell from {human_size(record['droppable_before'])} to "
-                            f"{human_size(record['droppable_after'])} (busy or dirty files?)")
-        log.warning("drop_caches: %s", record["reason"])
-    elif not record["written"]:
+    record["cache_fell"] = record["droppable_after"] <= max(record["droppable_before"] * 0.5, DROP_VERIFY_FLOOR)
+    if count_before is not None and count_after is not None:
+        record["kernel_drops"] = count_after - count_before
+        record["verified"] = record["written"] and record["kernel_drops"] >= 1
+    else:  # kernels without the counter: judge by the cache itself
+        record["kernel_drops"] = None
+        record["verified"] = record["written"] and record["cache_fell"]
+    if not record["written"]:
         record["reason"] = f"write to /proc/sys/vm/drop_caches refused: {record['error']}"
+    elif not record["verified"]:
+        record["reason"] = "the kernel did not count a page-cache drop"
+        log.warning("drop_caches: %s", record["reason"])
+    elif not record["cache_fell"]:
+        record["note"] = (f"page cache only fell from {human_size(record['droppable_before'])} to "
+                          f"{human_size(record['droppable_after'])} (other processes reading, or files in use)")
+        log.warning("drop_caches: %s", record["note"])
     log.info("dropped caches: %s -> %s droppable", human_size(record["droppable_before"]),
              human_size(record["droppable_after"]))
     return record
@@ -197,6 +218,38 @@ class HugePagePool:
         except OSError as exc:
             raise IolabError(f"cannot write {pages}: {exc.strerror}", context=str(self.path)) from None
         return self.total()
+
+    @contextlib.contextmanager
+    def locked(self, timeout: float = 60.0):
+        """Serialise read-modify-write of the pool between iolab processes."""
+        lock_dir = "/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir()
+        fd = os.open(os.path.join(lock_dir, "iolab-hugepages.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise IolabError("another iolab process keeps the huge page pool locked",
+                                         context=str(self.path)) from None
+                    time.sleep(0.1)
+            yield
+        finally:
+            os.close(fd)
+
+    def add(self, pages: int) -> tuple[int, int]:
+        """Grow the pool by ``pages``; returns ``(before, after)`` (after may be short)."""
+        with self.locked():
+            before = self.total()
+            return before, self.set_total(before + int(pages)) if pages else before
+
+    def release(self, pages: int) -> tuple[int, int]:
+        """Shrink the pool by ``pages`` (what :meth:`add` got); returns ``(before, after)``."""
+        with self.locked():
+            before = self.total()
+            return before, self.set_total(max(0, before - int(pages))) if pages else before
 
 
 def hugepage_plan(mem_limit: int, *, info: dict | None = None, min_free_kbytes: int | None = None,
@@ -233,24 +286,13 @@ def hugepage_plan(mem_limit: int, *, info: dict | None = None, min_free_kbytes: 
             "page_size": page_size}
 
 
-def _thp_mode() -> str | None:
-    try:
-        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
-    except OSError:
-        return None
-    for word in text.split():
-        if word.startswith("["):
-            return word.strip("[]")
-    return None
-
-
 # --------------------------------------------------------------------------- the sandbox
 
 class Sandbox:
     """The isolation in force for one run; made by :func:`open_sandbox`."""
 
     def __init__(self, requested: str, *, mem_limit: int, throttles: list[Throttle], buffered: bool,
-                 direct_ok: bool, hugepages_bytes: int | None, thp_buffers: bool):
+                 direct_ok: bool, hugepages_bytes: int | None, buffer_hugepages: int):
         self.requested = requested
         self.mode = requested
         self.fallback: str | None = None
@@ -259,14 +301,14 @@ class Sandbox:
         self.buffered = buffered
         self.direct_ok = direct_ok
         self.hugepages_bytes = hugepages_bytes
-        self.thp_buffers = thp_buffers
+        self.buffer_hugepages = buffer_hugepages
         self.root = os.geteuid() == 0
         self.group: Group | None = None        # memory (and io) in cgroup mode
         self.io_group: Group | None = None     # the group carrying the throttles
-        self.hugepages: dict | None = None
+        self.hugepages: dict | None = None          # the hugepages-mode reservation
+        self.buffer_pages: dict | None = None       # pages kept for fio's I/O buffers
         self.layout: cgroups.Layout | None = None
-        self._pool: HugePagePool | None = None
-        self._lock_fd: int | None = None
+        self._pool = HugePagePool()
         self._children: list[subprocess.Popen] = []
         self._prepared: list[dict] = []
         self._oom_baseline = 0
@@ -288,6 +330,8 @@ class Sandbox:
             self.io_group = Group.create(["io"])
             for throttle in self.throttles:
                 self.io_group.throttle(throttle)
+        if self.throttles and self.buffer_hugepages:
+            self._reserve_buffer_pages()
         log.info("isolation %s in force%s", self.mode, f" (fallback: {self.fallback})" if self.fallback else "")
 
     def _fall_back(self, reason: str) -> None:
@@ -323,75 +367,65 @@ class Sandbox:
         if not self.root:
             self._fall_back("not root: reserving huge pages needs root")
             return
-        pool = HugePagePool()
+        pool = self._pool
         if not pool.path.exists():
             self._fall_back("this kernel has no huge pages (no /proc/sys/vm/nr_hugepages)")
             return
-        self._lock_hugepages()
-        first_drop = drop_caches()  # page cache out of the way, so the pages can be had
+        first_drop = drop_caches()  # the page cache out of the way, so the pages can be had
         page = pool.page_size
-        previous = pool.total()
         if self.hugepages_bytes is not None:
             plan = {"reserve_bytes": self.hugepages_bytes, "pages": self.hugepages_bytes // page,
                     "page_size": page, "explicit": True}
         else:
             plan = hugepage_plan(self.mem_limit, page_size=page)
         asked = int(plan["pages"])
-        self._pool = pool
-        # recorded before the write so that cleanup restores even after Ctrl-C mid-way
-        self.hugepages = {"previous": previous, "asked_pages": asked, "page_size": page,
-                          "plan": plan, "reserved_pages": 0, "restored": None,
-                          "drop_caches_before": first_drop}
-        total = pool.set_total(previous + asked) if asked else previous
-        got = total - previous
-        self.hugepages.update(reserved_pages=got, reserved_bytes=got * page, nr_hugepages=total,
-                              mem_available_after=meminfo().get("MemAvailable"))
+        # recorded before the write so that cleanup gives pages back even after Ctrl-C mid-way
+        self.hugepages = {"asked_pages": asked, "page_size": page, "plan": plan, "reserved_pages": 0,
+                          "released": None, "drop_caches_before": first_drop}
+        before, after = pool.add(asked)
+        got = max(0, after - before)
+        self.hugepages.update(previous=before, reserved_pages=got, reserved_bytes=got * page,
+                              nr_hugepages=after, mem_available_after=meminfo().get("MemAvailable"))
         tolerance = max(SHORT_TOLERANCE_PAGES, math.ceil(asked * SHORT_TOLERANCE_FRACTION))
-        log.info("huge pages: asked %d, reserved %d (%s), previous %d", asked, got,
-                 human_size(got * page), previous)
+        self.hugepages["tolerance_pages"] = tolerance
+        log.info("huge pages: asked %d, reserved %d (%s); nr_hugepages %d -> %d", asked, got,
+                 human_size(got * page), before, after)
         if asked - got > tolerance:
             reason = (f"the kernel reserved only {got} of {asked} huge pages "
                       f"({human_size(got * page)} of {human_size(asked * page)}): not enough free memory")
             self.hugepages["refused"] = reason
-            self._restore_hugepages()
-            self._unlock_hugepages()
+            self._release(self.hugepages)
             self._fall_back(reason)
         elif asked == 0:
             self.hugepages["note"] = "nothing to reserve: the memory left is already within mem_limit"
 
-    def _lock_hugepages(self, timeout: float = 30.0) -> None:
-        """One iolab hugepages reservation at a time on this machine (nr_hugepages is global)."""
-        lock_dir = "/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir()
-        fd = os.open(os.path.join(lock_dir, "iolab-hugepages.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(fd)
-                    raise IolabError("another iolab run holds a huge page reservation on this machine",
-                                     context="isolation hugepages", hint="wait for it to finish") from None
-                time.sleep(0.2)
-        self._lock_fd = fd
-
-    def _unlock_hugepages(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-
-    def _restore_hugepages(self) -> None:
-        if self.hugepages is None or self._pool is None or self.hugepages.get("restored"):
+    def _reserve_buffer_pages(self) -> None:
+        """Huge pages for fio's I/O buffers (``iomem=mmaphuge``) on throttled devices."""
+        if not self._pool.path.exists():
+            log.warning("no huge pages on this kernel: large O_DIRECT requests on emulated devices "
+                        "are split at 512 KiB and count as several I/Os")
             return
-        previous = self.hugepages["previous"]
-        now = self._pool.set_total(previous)
-        self.hugepages["restored"] = now == previous
-        self.hugepages["nr_hugepages_after"] = now
-        if now != previous:
-            raise IolabError(f"nr_hugepages is {now} after restoring {previous} (pages still in use?)",
-                             context=str(self._pool.path))
-        log.info("huge pages released: nr_hugepages back to %d", previous)
+        self.buffer_pages = {"asked_pages": self.buffer_hugepages, "reserved_pages": 0, "released": None,
+                             "purpose": "fio I/O buffers (iomem=mmaphuge) on throttled devices"}
+        before, after = self._pool.add(self.buffer_hugepages)
+        got = max(0, after - before)
+        self.buffer_pages.update(reserved_pages=got, nr_hugepages=after)
+        if got < self.buffer_hugepages:
+            log.warning("only %d of %d huge pages for fio's buffers: jobs with iomem=mmaphuge may fail",
+                        got, self.buffer_hugepages)
+
+    def _release(self, record: dict | None) -> None:
+        """Give back what a reservation got, and check the pool shrank by that much."""
+        if not record or record.get("released") is not None:
+            return
+        pages = record.get("reserved_pages") or 0
+        before, after = self._pool.release(pages)
+        record["released"] = pages
+        record["nr_hugepages_after"] = after
+        if after != max(0, before - pages):
+            raise IolabError(f"nr_hugepages is {after} after giving back {pages} of {before} "
+                             f"(pages still in use?)", context=str(self._pool.path))
+        log.info("huge pages given back: %d (nr_hugepages %d -> %d)", pages, before, after)
 
     # ---- per test
     def prepare_test(self) -> dict:
@@ -444,11 +478,6 @@ class Sandbox:
             if user_preexec is not None:
                 user_preexec()
 
-        if self.throttles and self.thp_buffers:
-            env = dict(kwargs.pop("env", None) or os.environ)
-            tunables = env.get("GLIBC_TUNABLES")
-            env["GLIBC_TUNABLES"] = f"{tunables}:{THP_TUNABLE}" if tunables else THP_TUNABLE
-            kwargs["env"] = env
         try:
             proc = subprocess.Popen(argv, preexec_fn=enter_cgroups if (paths or user_preexec) else None,
                                     **kwargs)
@@ -512,6 +541,7 @@ class Sandbox:
             "io_cgroup": self.io_group.describe() if self.io_group else None,
             "throttles": [t.as_dict() for t in self.throttles],
             "hugepages": dict(self.hugepages) if self.hugepages else None,
+            "buffer_hugepages": dict(self.buffer_pages) if self.buffer_pages else None,
             "drop_caches": {
                 "tests": len(self._prepared),
                 "dropped": len(drops),
@@ -519,9 +549,6 @@ class Sandbox:
                 "last": self._prepared[-1] if self._prepared else None,
             },
         }
-        if self.throttles:
-            info["thp_io_buffers"] = {"enabled": self.thp_buffers, "env": f"GLIBC_TUNABLES={THP_TUNABLE}",
-                                      "thp": _thp_mode()}
         return info
 
     # ---- tear-down
@@ -544,12 +571,11 @@ class Sandbox:
                 group.remove()
             except IolabError as exc:
                 errors.append(str(exc))
-        try:
-            self._restore_hugepages()
-        except IolabError as exc:
-            errors.append(str(exc))
-        finally:
-            self._unlock_hugepages()
+        for record in (self.buffer_pages, self.hugepages):
+            try:
+                self._release(record)
+            except IolabError as exc:
+                errors.append(str(exc))
         if errors:
             message = "; ".join(errors)
             if quiet:
@@ -562,7 +588,7 @@ class Sandbox:
 def open_sandbox(mode: str | None = "cgroup", *, mem_limit: int | str = DEFAULT_MEM_LIMIT,
                  throttles: Iterable[Throttle | dict] = (), buffered: bool = True,
                  direct_ok: bool | None = None, hugepages_bytes: int | str | None = None,
-                 thp_buffers: bool | None = None) -> Iterator[Sandbox]:
+                 buffer_hugepages: int | None = None) -> Iterator[Sandbox]:
     """Set up cache isolation ``mode`` for a run; everything is undone on exit.
 
     ``mem_limit``: bytes or a size (``"512M"``). ``throttles``: block device
@@ -571,8 +597,9 @@ def open_sandbox(mode: str | None = "cgroup", *, mem_limit: int | str = DEFAULT_
     needs ``direct_ok=True``; with ``buffered=False`` it is allowed).
     ``hugepages_bytes``: reserve exactly this much in ``hugepages`` mode
     instead of :func:`hugepage_plan` (tests, careful users).
-    ``thp_buffers``: start throttled processes with fio's buffers in
-    transparent huge pages (default: when there are throttles).
+    ``buffer_hugepages``: huge pages kept for fio's I/O buffers while
+    throttles are in force (default :data:`BUFFER_HUGEPAGES` with throttles,
+    0 without): jobs on emulated devices use ``iomem=mmaphuge``.
 
     Clean-up (children still running are stopped, cgroups removed, huge pages
     given back) runs on normal exit, exceptions and Ctrl-C.
@@ -588,7 +615,8 @@ def open_sandbox(mode: str | None = "cgroup", *, mem_limit: int | str = DEFAULT_
         mode, mem_limit=limit, throttles=throttles, buffered=bool(buffered),
         direct_ok=(not buffered) if direct_ok is None else bool(direct_ok),
         hugepages_bytes=parse_size(hugepages_bytes, context="hugepages_bytes") if hugepages_bytes else None,
-        thp_buffers=bool(throttles) if thp_buffers is None else bool(thp_buffers))
+        buffer_hugepages=(BUFFER_HUGEPAGES if throttles else 0) if buffer_hugepages is None
+        else int(buffer_hugepages))
     try:
         sandbox._start()
         yield sandbox
