@@ -69,6 +69,8 @@ def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolatio
 def job_options(recipe, step, target, *, force_direct: bool) -> tuple[dict, dict]:
     """The [global] and job options of one step on one target."""
     global_options = dict(recipe.fio)
+    if target.emulated is not None:  # what the device needs for its declared limits to hold
+        global_options.update(target.emulated.fio_options)
     if recipe.jobfile is None:
         global_options["filename"] = target.filename
         global_options["size"] = fio_size(recipe.size)
