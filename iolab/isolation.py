@@ -94,6 +94,14 @@ BUFFER_HUGEPAGES = 64
 
 PROC = Path("/proc")
 
+# huge pages this process added to the pool and has not given back yet
+_outstanding_pages = 0
+
+
+def outstanding_hugepages() -> int:
+    """Huge pages this process reserved and has not released (0 after every sandbox closed)."""
+    return _outstanding_pages
+
 
 # --------------------------------------------------------------------------- helpers
 
@@ -241,15 +249,31 @@ class HugePagePool:
 
     def add(self, pages: int) -> tuple[int, int]:
         """Grow the pool by ``pages``; returns ``(before, after)`` (after may be short)."""
+        global _outstanding_pages
         with self.locked():
             before = self.total()
-            return before, self.set_total(before + int(pages)) if pages else before
+            if not pages:
+                return before, before
+            try:
+                after = self.set_total(before + int(pages))
+            except BaseException:
+                after = self.total()  # a Ctrl-C mid-allocation: count what we got
+                _outstanding_pages += max(0, after - before)
+                self.last_added = max(0, after - before)
+                raise
+            _outstanding_pages += max(0, after - before)
+            return before, after
 
     def release(self, pages: int) -> tuple[int, int]:
         """Shrink the pool by ``pages`` (what :meth:`add` got); returns ``(before, after)``."""
+        global _outstanding_pages
         with self.locked():
             before = self.total()
-            return before, self.set_total(max(0, before - int(pages))) if pages else before
+            if not pages:
+                return before, before
+            after = self.set_total(max(0, before - int(pages)))
+            _outstanding_pages -= min(int(pages), max(0, before - after))
+            return before, after
 
 
 def hugepage_plan(mem_limit: int, *, info: dict | None = None, min_free_kbytes: int | None = None,
@@ -382,7 +406,11 @@ class Sandbox:
         # recorded before the write so that cleanup gives pages back even after Ctrl-C mid-way
         self.hugepages = {"asked_pages": asked, "page_size": page, "plan": plan, "reserved_pages": 0,
                           "released": None, "drop_caches_before": first_drop}
-        before, after = pool.add(asked)
+        try:
+            before, after = pool.add(asked)
+        except BaseException:
+            self.hugepages["reserved_pages"] = getattr(pool, "last_added", 0)
+            raise
         got = max(0, after - before)
         self.hugepages.update(previous=before, reserved_pages=got, reserved_bytes=got * page,
                               nr_hugepages=after, mem_available_after=meminfo().get("MemAvailable"))
@@ -407,7 +435,11 @@ class Sandbox:
             return
         self.buffer_pages = {"asked_pages": self.buffer_hugepages, "reserved_pages": 0, "released": None,
                              "purpose": "fio I/O buffers (iomem=mmaphuge) on throttled devices"}
-        before, after = self._pool.add(self.buffer_hugepages)
+        try:
+            before, after = self._pool.add(self.buffer_hugepages)
+        except BaseException:
+            self.buffer_pages["reserved_pages"] = getattr(self._pool, "last_added", 0)
+            raise
         got = max(0, after - before)
         self.buffer_pages.update(reserved_pages=got, nr_hugepages=after)
         if got < self.buffer_hugepages:

@@ -1,0 +1,175 @@
+"""Shared pieces for the tests that use the real kernel: cgroups, loop devices, huge pages, fio.
+
+Imported by test_cgroups, test_isolation, test_blockstat and test_emulated.
+The ``machine_clean`` fixtures check, after every test and every module, that
+this test process left no iolab cgroup, no loop device, no mount and no huge
+page behind -- and clean up whatever it finds (so one failure does not spill
+into the next test) before failing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iolab import cgroups, emulated, isolation
+from iolab.cgroups import Group
+
+IS_ROOT = os.geteuid() == 0
+FIO = shutil.which("fio")
+
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (cgroups, loop devices, drop_caches, huge pages)")
+needs_fio = pytest.mark.skipif(FIO is None, reason="fio is not installed (apt-get install fio)")
+
+
+def layout():
+    try:
+        return cgroups.detect()
+    except Exception:  # noqa: BLE001 - a machine without /proc/self/mountinfo
+        return None
+
+
+LAYOUT = layout()
+
+
+def layout_summary() -> str:
+    if LAYOUT is None:
+        return "no cgroup mounts"
+    return (f"cgroup {LAYOUT.version}: v1 controllers [{', '.join(sorted(LAYOUT.v1)) or 'none'}], "
+            f"v2 {LAYOUT.v2 or 'not mounted'} with [{', '.join(sorted(LAYOUT.v2_controllers)) or 'no controllers'}]")
+
+
+def has_v1(controller: str) -> bool:
+    return LAYOUT is not None and controller in LAYOUT.v1
+
+
+def has_v2(controller: str) -> bool:
+    return LAYOUT is not None and LAYOUT.v2 is not None and controller in LAYOUT.v2_controllers
+
+
+def nr_hugepages() -> int:
+    return int(Path("/proc/sys/vm/nr_hugepages").read_text())
+
+
+def _other_iolab_runs() -> list[str]:
+    """iolab cgroups of other live processes (another run may be holding huge pages)."""
+    mine = os.getpid()
+    out = []
+    for path in cgroups.leftovers():
+        owner = int(Path(path).name.split("-")[1])
+        if owner != mine and Path(f"/proc/{owner}").exists():
+            out.append(path)
+    return out
+
+
+_BASETEMP: list[str] = []  # pytest's base temp dir: our scratch dirs and mount points live there
+
+
+def _our_mounts() -> list[str]:
+    """Mount points made by emulated_device under this test session's temp dir."""
+    mounts = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4]
+        if "iolab-mnt-" in point and any(point.startswith(base) for base in _BASETEMP):
+            mounts.append(point)
+    return mounts
+
+
+def check_and_clean(hugepages_before: int | None) -> list[str]:
+    """What this process left behind (after cleaning it up)."""
+    problems = []
+    pid = os.getpid()
+    for path in cgroups.leftovers(owner=pid):
+        problems.append(f"cgroup left: {path}")
+        try:
+            Group(Path(path).name, {"x": ("v1", Path(path))}).remove()
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"cannot remove {path}: {exc}")
+    for point in _our_mounts():
+        problems.append(f"mount left: {point}")
+        subprocess.run(["umount", "--lazy", point], check=False)
+    for loop in emulated.leftovers(owner=pid):
+        problems.append(f"loop device left: {loop['device']} -> {loop['backing_file']}")
+        subprocess.run(["losetup", "--detach", loop["device"]], check=False)
+    if isolation.outstanding_hugepages():
+        problems.append(f"{isolation.outstanding_hugepages()} huge pages not given back by this process")
+    if hugepages_before is not None and Path("/proc/sys/vm/nr_hugepages").exists():
+        now = nr_hugepages()
+        if now != hugepages_before:
+            others = _other_iolab_runs()
+            if others:
+                print(f"note: nr_hugepages {hugepages_before} -> {now}, but other iolab runs are active "
+                      f"({', '.join(others)}); our own reservations are all given back")
+            else:
+                problems.append(f"nr_hugepages is {now}, was {hugepages_before}")
+    return problems
+
+
+@pytest.fixture
+def machine_clean():
+    """After the test: nothing of ours left (cgroups, loops, mounts, huge pages)."""
+    before = nr_hugepages() if Path("/proc/sys/vm/nr_hugepages").exists() else None
+    yield
+    problems = check_and_clean(before)
+    assert not problems, "test left things behind: " + "; ".join(problems)
+
+
+@pytest.fixture(scope="module")
+def module_clean(tmp_path_factory):
+    _BASETEMP.append(str(tmp_path_factory.getbasetemp()))
+    before = nr_hugepages() if Path("/proc/sys/vm/nr_hugepages").exists() else None
+    yield
+    problems = check_and_clean(before)
+    assert not problems, "module left things behind: " + "; ".join(problems)
+
+
+@pytest.fixture
+def scratch(tmp_path_factory):
+    """A scratch directory on a disk file system (loop devices need O_DIRECT: not tmpfs)."""
+    path = tmp_path_factory.mktemp("scratch")
+    return path
+
+
+# --------------------------------------------------------------------------- fio
+
+def fio_json(argv_tail: list[str], *, popen=subprocess.Popen, timeout: float = 60) -> dict:
+    """Run fio (``--output-format=json`` added) and return its first job's dict."""
+    argv = [FIO, "--output-format=json", *argv_tail]
+    proc = popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    text = out.decode(errors="replace")
+    assert proc.returncode == 0, f"fio failed ({proc.returncode}): {err.decode(errors='replace')[-2000:]}"
+    start = text.find("{")
+    return json.loads(text[start:])["jobs"][0]
+
+
+def write_file(path: Path, size: int, *, chunk: int = 1 << 20) -> None:
+    """A file of ``size`` bytes of non-zero data, written and synced."""
+    block = (b"iolab-test-data-" * (chunk // 16))[:chunk]
+    with open(path, "wb") as fh:
+        left = size
+        while left > 0:
+            fh.write(block[:min(chunk, left)])
+            left -= chunk
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def resident_bytes(path: Path) -> int:
+    """Bytes of ``path`` in the page cache (util-linux fincore)."""
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    return int(out or 0)
+
+
+def within(measured: float, declared: float, tolerance: float) -> bool:
+    return abs(measured - declared) <= tolerance * declared
