@@ -159,7 +159,44 @@ class FioEngine:
             force_direct = sandbox.mode == "direct" and self.recipe.isolation != "direct"
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
             jobs = self._write_jobs(force_direct)
+            self._layout(sandbox)
             self._steps(sandbox, jobs)
+
+    def _layout(self, sandbox) -> None:
+        """Write each test file once, inside the isolation, before any test is timed.
+
+        Like CrystalDiskMark's preparation pass: no read test ever times fio
+        laying its file out, and a cold test really starts cold.
+        """
+        if self.recipe.jobfile is not None:
+            return
+        for target in self.targets:
+            if not target.test_file or (os.path.exists(target.test_file)
+                                        and os.path.getsize(target.test_file) >= self.recipe.size):
+                continue
+            # real data, written through to the device: a fallocated file reads back as
+            # zeros without any device I/O, which would fake every read test
+            options = {"filename": target.test_file, "size": fio_size(self.recipe.size), "rw": "write",
+                       "bs": "1m", "ioengine": "psync", "end_fsync": 1}
+            if target.emulated is not None:
+                options.update(target.emulated.fio_options)
+            rel = _relpath("jobs", "_layout", target, self.multi, ".fio")
+            path = self.run.write(rel, fio.render_job("layout", options))
+            fio.check_job(path)
+            raw = self.run.path / _relpath("raw", "_layout", target, self.multi, ".json")
+            raw.parent.mkdir(parents=True, exist_ok=True)
+            with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
+                proc = fio.start(fio.command(path), stdout=out, stderr=err, popen=sandbox.popen)
+                try:
+                    self._wait(proc, f"laying out {target.name}", None)
+                except KeyboardInterrupt:
+                    _stop(proc)
+                    raise
+                err.seek(0)
+                stderr = err.read().decode(errors="replace")
+            if proc.returncode != 0:
+                detail = "; ".join(fio.error_lines(stderr)) or stderr.strip()[-200:]
+                raise IolabError(f"fio could not lay out the test file: {detail}", context=target.test_file)
 
     def _write_jobs(self, force_direct: bool) -> dict:
         """Render and check every job file before anything runs."""
