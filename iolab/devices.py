@@ -397,6 +397,13 @@ def assess(device: str | os.PathLike, *, mount_table: list[Mount] | None = None,
         held = holders(member)
         if held:
             reasons.append(Reason(HOLDERS, f"{where}held by {', '.join(held)}".strip()))
+    if is_partition(name):
+        disk = parent_disk(name)
+        held = holders(disk)
+        if held:
+            reasons.append(Reason(HOLDERS, f"its disk {disk} is held by {', '.join(held)}"))
+        if _devno_of_name(disk) in swaps:
+            reasons.append(Reason(SWAP, f"its disk {disk} is in use as swap"))
     if name in chain:
         reasons.append(Reason(ROOT_CHAIN, "backs the root file system (/)"))
     if _read(SYS_BLOCK / name / "ro") == "1":

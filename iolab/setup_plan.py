@@ -667,7 +667,7 @@ class _State:
         os.close(fd)
         state = cls(path, {"state_version": STATE_VERSION, "plan": str(plan.path), "plan_name": plan.name,
                            "plan_sha256": plan.sha256, "started": _now(), "status": "setting up",
-                           "pid": os.getpid(), "devices": {}, "steps": []})
+                           "pid": os.getpid(), "boot_id": _boot_id(), "devices": {}, "steps": []})
         state.save()
         return state
 
@@ -1039,6 +1039,11 @@ def teardown(plan: Plan | str | os.PathLike, *, progress: Callable[[str], None] 
         if state is None:
             log.info("%s: nothing to tear down (no state file %s)", context, path)
             return ran
+        pid = state.data.get("pid")
+        if state.data.get("status") == "setting up" and pid not in (None, os.getpid()) \
+                and _alive(pid, state.data.get("boot_id")):
+            raise IolabError(f"a setup of this plan is still running (pid {pid})", context=context,
+                             hint="interrupt it (Ctrl-C or SIGTERM): it tears down what it did itself")
         state.data["status"] = "tearing down"
         state.save()
         failures = []
@@ -1070,6 +1075,25 @@ def teardown(plan: Plan | str | os.PathLike, *, progress: Callable[[str], None] 
                              hint=f"fix that and run iolab teardown again; state kept in {path}")
         path.unlink(missing_ok=True)
     return ran
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def _alive(pid: int, boot_id: str | None) -> bool:
+    """Whether the setup process ``pid`` still runs (not a pid reused since a reboot)."""
+    if boot_id is not None and boot_id != _boot_id():
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    # empty while the process is between fork and exec, or a zombie: count it as running
+    return not cmdline.strip() or "iolab" in cmdline or "python" in cmdline
 
 
 def _undo_run(argv: list[str], progress) -> None:

@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -399,3 +400,22 @@ def test_teardown_without_setup_is_a_no_op(tmp_path):
     assert setup_plan.teardown(path) == []
     assert setup_plan.teardown_commands(path) == []
     assert setup_plan.status(path) is None
+
+
+def test_teardown_refuses_while_another_process_is_setting_up(tmp_path):
+    path = write_plan(tmp_path, two_loops(tmp_path))
+    runner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        state = {"status": "setting up", "pid": runner.pid, "devices": {}, "steps": []}
+        setup_plan.state_path(path).write_text(json.dumps(state))
+        with pytest.raises(IolabError, match=f"still running \\(pid {runner.pid}\\)"):
+            setup_plan.teardown(path)
+        # the same pid recorded before a reboot (another boot id) is somebody else's
+        setup_plan.state_path(path).write_text(json.dumps({**state, "boot_id": "an-earlier-boot"}))
+        assert setup_plan.teardown(path) == []
+        setup_plan.state_path(path).write_text(json.dumps(state))
+    finally:
+        runner.kill()
+        runner.wait()
+    assert setup_plan.teardown(path) == []          # the process is gone: a stale state, cleaned
+    assert not setup_plan.state_path(path).exists()

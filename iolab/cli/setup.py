@@ -17,7 +17,8 @@ DESCRIPTION = (
 def add_arguments(parser) -> None:
     parser.add_argument("plan", metavar="PLAN.yaml", help="the setup plan")
     parser.add_argument("--dry-run", action="store_true",
-                        help="print the exact commands and the safety verdicts; change nothing")
+                        help="print the exact commands and what would stop setup; change nothing "
+                             "(exit status 1 when setup would refuse to start)")
     parser.add_argument("--confirm", metavar="DEVICE", action="append", default=[],
                         help="allow overwriting the signature on exactly this device (repeat per device)")
 
