@@ -34,6 +34,8 @@ class Target:
     test_file: str | None = None  # the file fio uses (None: fio gets the device)
     created_file: bool = False   # iolab made test_file and removes it afterwards
     emulated: object = None      # the open emulated device (iolab.emulated)
+    writes: bool = False         # the recipe writes to it
+    confirm: str | None = None   # --confirm given for a block device
 
     @property
     def filename(self) -> str:
@@ -98,7 +100,9 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
             if writes:
                 from .devices import check_writable
                 check_writable(str(path), confirm=confirm)
-            targets.append(Target(spec=spec, kind="block", path=str(path.resolve()), name=name))
+            _check_device_size(path, size, spec)
+            targets.append(Target(spec=spec, kind="block", path=str(path.resolve()), name=name,
+                                  writes=writes, confirm=confirm))
         elif stat.S_ISREG(mode):
             missing = max(0, size - path.stat().st_size)
             if missing:
@@ -108,6 +112,14 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
         else:
             raise IolabError("not a directory, regular file or block device", context=f"--target {spec}")
     return targets
+
+
+def _check_device_size(path: Path, needed: int, spec: str) -> None:
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+    if size < needed:
+        raise IolabError(f"the device holds {human_size(size)}, the test needs {human_size(needed)}",
+                         context=f"--target {spec}", hint="use a smaller --size")
 
 
 def _check_space(directory: Path, needed: int, spec: str) -> None:
@@ -140,6 +152,14 @@ def opened(target: Target, *, run_id: str, size: int, filesystem: str | None, sc
         if target.kind == "dir":
             target.test_file = os.path.join(target.path, f"iolab-{run_id}.dat")
             target.created_file = True
+        if target.kind == "block" and target.writes:
+            from .devices import check_writable, open_exclusive
+            # checked again right before acting, and held with O_EXCL so nobody
+            # mounts or claims the device while fio writes to it
+            check_writable(target.path, confirm=target.confirm)
+            with open_exclusive(target.path):
+                yield target
+            return
         yield target
     finally:
         if target.created_file and target.test_file:
