@@ -346,8 +346,7 @@ class Engine:
             self.run.update(targets=[target.describe()])
             throttles = list(target.emulated.throttles) if target.emulated is not None else []
             sandbox = stack.enter_context(open_sandbox(
-                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles, buffered=True,
-                thp_buffers=False))
+                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles, buffered=True))
             cluster = Cluster(base, binaries, log_dir=self.run.path / "raw", account=account)
             info["server"] = cluster.describe()
             self.run.update(isolation=sandbox.describe(), pgbench=info)
@@ -412,9 +411,8 @@ class Engine:
             self._wait(proc, f"pgbench -i -s {options.scale}", None, timeout=None, cluster=cluster)
         text = out_path.read_text(errors="replace")
         if proc.returncode != 0:
-            lines = [x.strip() for x in text.splitlines() if re.search(r"(ERROR|FATAL|PANIC|error|could not)", x)]
-            raise IolabError(f"exited with {proc.returncode}: {' | '.join(lines[-3:]) or text.strip()[-300:]}",
-                             context=f"pgbench -i -s {options.scale}", hint=f"its output is {out_path}")
+            raise IolabError(_failure(proc.returncode, text, cluster), context=f"pgbench -i -s {options.scale}",
+                             hint=_hint(text, cluster, f"its output is {out_path}"))
         done = re.search(r"^done in .*$", text, re.MULTILINE)
         info["init"] = {"seconds": round(time.monotonic() - started, 3), "pgbench": done.group(0) if done else None,
                         "cluster_bytes": cluster.size_bytes()}
@@ -506,8 +504,7 @@ class Engine:
         if timed_out:
             errors.append(f"pgbench did not finish within {mode.runtime + PGBENCH_GRACE_S:.0f} s and was killed")
         elif proc.returncode != 0:
-            detail = [x.strip() for x in text.splitlines() if re.search(r"(error|ERROR|FATAL|PANIC|aborted)", x)]
-            errors.append(f"pgbench exited with {proc.returncode}: {' | '.join(detail[-3:]) or 'see ' + raw.name}")
+            errors.append("pgbench " + _failure(proc.returncode, text, cluster))
         if server_error:
             errors.append(server_error)
         if "tps" not in summary and not errors:
@@ -614,6 +611,20 @@ class Engine:
                         proc.wait()
                 raise
         return False
+
+
+def _failure(returncode: int, text: str, cluster: Cluster) -> str:
+    """Why pgbench failed: its own error lines, and the server's when it logged any."""
+    lines = [x.strip() for x in text.splitlines() if re.search(r"(error|ERROR|FATAL|PANIC|aborted)", x)]
+    message = f"exited with {returncode}: {' | '.join(lines[-3:]) or text.strip()[-300:] or 'no output'}"
+    server = cluster.server_errors()
+    return f"{message}; the server logged: {server}" if server else message
+
+
+def _hint(text: str, cluster: Cluster, default: str) -> str:
+    if "No space left on device" in text + cluster.server_errors():
+        return "the target ran out of space: use a larger target or a smaller options.scale"
+    return default
 
 
 def _fmt(seconds: float) -> str:

@@ -111,8 +111,8 @@ def find_binaries(bindir: str | None = None) -> Binaries:
                                   capture_output=True, text=True)
             return Binaries(bindir=directory, version=proc.stdout.strip())
         log.info("PostgreSQL programs in %s: %s missing", directory, ", ".join(missing))
-    where = bindir if bindir is not None else f"PATH or {DEBIAN_BINDIRS}"
-    raise IolabError(f"PostgreSQL is not installed: no {', '.join(PROGRAMS)} found together in {where}",
+    where = f"in {bindir}" if bindir is not None else f"on PATH or in {DEBIAN_BINDIRS}"
+    raise IolabError(f"PostgreSQL is not installed: {', '.join(PROGRAMS)} were not found together {where}",
                      context="pgbench", hint=INSTALL_HINT)
 
 
@@ -198,14 +198,15 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _tail(path: Path, lines: int = 5, *, pattern: str = r"(FATAL|PANIC|ERROR|could not|No space)") -> str:
-    """The lines of a log worth quoting: the last errors, else its last lines."""
+def _tail(path: Path, lines: int = 5, *, pattern: str = r"(FATAL|PANIC|ERROR|could not|No space)",
+          fallback: bool = True) -> str:
+    """The lines of a log worth quoting: the last errors, else (``fallback``) its last lines."""
     try:
         text = path.read_text(errors="replace").splitlines()
     except OSError:
         return ""
     hits = [line.strip() for line in text if re.search(pattern, line)]
-    chosen = hits[-lines:] if hits else [line.strip() for line in text[-lines:]]
+    chosen = hits[-lines:] if hits or not fallback else [line.strip() for line in text[-lines:]]
     return " | ".join(x for x in chosen if x)
 
 
@@ -339,6 +340,10 @@ class Cluster:
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def server_errors(self, lines: int = 3) -> str:
+        """The server log's last PANIC/FATAL/ERROR lines ("" when there are none)."""
+        return _tail(self.server_log, lines, pattern=r"(PANIC|FATAL|ERROR):", fallback=False)
 
     def check_running(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
