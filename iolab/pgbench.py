@@ -321,6 +321,10 @@ class Engine:
         if self.recipe.isolation == "direct":
             raise IolabError("PostgreSQL does buffered I/O; O_DIRECT isolation cannot apply to it",
                              context="--isolation direct", hint="use cgroup (default), hugepages or none")
+        if os.geteuid() != 0 and self.recipe.isolation in ("cgroup", "hugepages"):
+            raise IolabError(f"{self.recipe.isolation} isolation needs root (memory cgroup or huge pages, drop_caches)",
+                             context=f"--isolation {self.recipe.isolation}",
+                             hint="run as root, or use --isolation none: caches are then kept and the results say so")
         binaries = find_binaries(options.bindir)
         account = server_account(options.user)
         return options, target, binaries, account

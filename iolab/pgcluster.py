@@ -227,9 +227,7 @@ class Cluster:
         self.created = False
         self.env = {"PATH": f"{binaries.bindir}:/usr/bin:/bin", "LC_ALL": "C", "LANG": "C", "TZ": "UTC",
                     "PGHOST": str(self.socket_dir), "PGPORT": str(PORT), "PGUSER": SUPERUSER,
-                    "PGDATABASE": "postgres"}
-        for key in ("PGPASSWORD", "PGSERVICE", "PGOPTIONS"):  # nothing of the caller's leaks in
-            self.env.pop(key, None)
+                    "PGDATABASE": "postgres"}  # nothing of the caller's PG* settings leaks in
 
     # ---- creation
     def check_free(self) -> None:
