@@ -84,10 +84,11 @@ class Step:
     options: dict    # fio options of the job section, in order
     sweep: str | None = None  # the recipe test a sweep point belongs to
     cache: str = "isolation"  # see CACHE_STATES
+    direct: bool = False      # O_DIRECT, from the job's or the recipe's fio options
 
     @property
     def buffered(self) -> bool:
-        return str(self.options.get("direct", "0")) in ("0", "false", "")
+        return not self.direct
 
 
 @dataclasses.dataclass
@@ -127,6 +128,17 @@ class Recipe:
     @property
     def buffered(self) -> bool:
         return any(step.buffered for step in self.steps())
+
+    @property
+    def direct_ok(self) -> bool:
+        """Every test could run with O_DIRECT (block sizes in whole 512-byte sectors)."""
+        if self.jobfile is not None:
+            return False
+        for step in self.steps():
+            bs = step.options.get("bs") or self.fio.get("bs") or "4k"
+            if any(parse_size(part) % 512 for part in str(bs).split(",") if part):
+                return False
+        return True
 
     def with_overrides(self, *, size=None, runtime=None, repeat=None, isolation=None,
                        preset=None, mem_limit=None) -> "Recipe":
@@ -190,8 +202,10 @@ class Recipe:
                             options["size"] = fio_size(test.size)
                         options.update(test.fio)
                         step_id = name if len(test.rw) == 1 else f"{name}-{rw}"
+                        direct = str(options.get("direct", self.fio.get("direct", 0))).lower()
                         steps.append(Step(id=step_id, test=name, rw=rw, options=options,
-                                          sweep=test.name if swept else None, cache=test.cache))
+                                          sweep=test.name if swept else None, cache=test.cache,
+                                          direct=direct not in ("0", "false", "")))
         return steps
 
     def to_dict(self) -> dict:

@@ -155,7 +155,7 @@ class FioEngine:
             throttles = [th for t in self.targets if t.emulated is not None for th in t.emulated.throttles]
             sandbox = stack.enter_context(open_sandbox(
                 self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles,
-                buffered=self.recipe.buffered))
+                buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok))
             force_direct = sandbox.mode == "direct" and self.recipe.isolation != "direct"
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
             jobs = self._write_jobs(force_direct)
@@ -350,9 +350,7 @@ class FioEngine:
         if step.sweep:
             frame["sweep"] = step.sweep
         if self.recipe.jobfile is None:  # fio's default is buffered I/O (direct=0)
-            direct = str(step.options.get("direct", self.recipe.fio.get("direct", 0)))
-            frame["direct"] = int(bool(self.run.manifest["isolation"].get("forced_o_direct"))
-                                  or direct not in ("0", "false"))
+            frame["direct"] = int(step.direct or bool(self.run.manifest["isolation"].get("forced_o_direct")))
         frame["rep"] = rep
         frame["isolation"] = sandbox.mode
         frame["target"] = target.name

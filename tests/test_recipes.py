@@ -108,3 +108,26 @@ def test_plain_fio_job_file(tmp_path):
     recipe = recipes.load(str(path))
     assert recipe.jobfile.startswith("[global]")
     assert [s.id for s in recipe.steps()] == ["mine"]
+
+
+def test_buffered_and_direct_recipes_pick_their_isolation():
+    cdm = recipes.load("crystaldiskmark").with_overrides()
+    assert not cdm.buffered and cdm.isolation == "direct" and all(s.direct for s in cdm.steps())
+    tio = recipes.load("tiobench").with_overrides()
+    assert tio.buffered and tio.isolation == "cgroup" and tio.direct_ok
+    assert [s.test for s in tio.steps()] == ["SeqWrite", "RandWrite", "SeqRead", "RandRead"]
+    check = recipes.load("cachecheck").with_overrides(mem_limit="64M")
+    assert check.size == 256 * 1024**2 and check.isolation == "cgroup"
+    assert [s.cache for s in check.steps()] == ["cold", "warm"]
+
+
+def test_sweep_points_are_tests_of_their_own(tmp_path):
+    path = write(tmp_path, GOOD.replace("iodepth: 4", "iodepth: [1, 8]\n    numjobs: [1, 2]"))
+    steps = [s for s in recipes.load(str(path)).steps() if s.sweep]
+    assert [s.test for s in steps] == ["MIX-Q1T1", "MIX-Q8T1", "MIX-Q1T2", "MIX-Q8T2"]
+    assert steps[-1].options["numjobs"] == 2 and steps[-1].options["group_reporting"] == 1
+
+
+def test_per_char_io_cannot_fall_back_to_o_direct(tmp_path):
+    path = write(tmp_path, GOOD.replace("bs: 4k", "bs: 1"))
+    assert not recipes.load(str(path)).direct_ok
