@@ -343,6 +343,7 @@ class Engine:
                                 "dev_write_bytes", "cleanup": None}
         self.run.update(pgbench=info)
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_signals(signal.SIGTERM, _interrupt))  # `kill` cleans up like Ctrl-C
             stack.enter_context(targets_mod.opened(
                 target, run_id=self.run.run_id, size=self.recipe.size, filesystem=self.recipe.filesystem,
                 scratch_dir=self.scratch_dir))
@@ -384,16 +385,12 @@ class Engine:
             return None
 
     def _destroy(self, cluster: Cluster, info: dict) -> None:
-        """Stop and remove the cluster; a second Ctrl-C does not cut this short."""
-        handler = None
-        if threading.current_thread() is threading.main_thread():
-            handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        """Stop and remove the cluster; a second Ctrl-C or SIGTERM does not cut this short."""
         try:
-            steps = cluster.destroy()
+            with _signals(signal.SIGINT, signal.SIG_IGN), _signals(signal.SIGTERM, signal.SIG_IGN):
+                steps = cluster.destroy()
             info["cleanup"] = {"stop": steps, "cluster_removed": not cluster.root.exists(), "at": utcnow()}
         finally:
-            if handler is not None:
-                signal.signal(signal.SIGINT, handler)
             self.run.save_manifest()
 
     def _prepare(self, cluster: Cluster, sandbox, options: Options, info: dict) -> None:
@@ -629,6 +626,23 @@ def _hint(text: str, cluster: Cluster, default: str) -> str:
     if "No space left on device" in text + cluster.server_errors():
         return "the target ran out of space: use a larger target or a smaller options.scale"
     return default
+
+
+@contextlib.contextmanager
+def _signals(signum, handler):
+    """``handler`` for ``signum`` while the block runs (main thread only; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signum, previous)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 def _fmt(seconds: float) -> str:

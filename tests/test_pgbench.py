@@ -376,7 +376,8 @@ def test_postgres_missing_names_the_debian_package(pg_target, tmp_path):
 
 @needs_root
 @needs_postgres
-def test_ctrl_c_stops_the_server_and_keeps_what_was_measured(pg_target, tmp_path):
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_interrupt_stops_the_server_and_keeps_what_was_measured(pg_target, tmp_path, how):
     data = tmp_path / "data"
     # 1 client for 2 s, then 2 clients for 2 s: interrupted during the second measurement
     recipe = write_recipe(tmp_path, clients=(1, 2), modes=("sync_on",), runtime=2)
@@ -388,7 +389,10 @@ def test_ctrl_c_stops_the_server_and_keeps_what_was_measured(pg_target, tmp_path
         while time.monotonic() < deadline and not list(data.glob("*/*/raw/tpcb-sync_on-2.txt")):
             time.sleep(0.05)
         time.sleep(0.5)
-        os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: iolab and pgbench get it
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: iolab and pgbench get it
+        else:
+            proc.terminate()  # `kill PID`, a service manager, a CI timeout: only iolab gets it
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
