@@ -8,9 +8,10 @@ HELP = "run a recipe (or a .fio job file) on one or more targets; prints the run
 
 def add_arguments(parser) -> None:
     parser.add_argument("recipe", help="recipe name (see `iolab recipes`), recipe .yaml file, or plain .fio job file")
-    parser.add_argument("--target", action="append", required=True, metavar="PATH",
+    parser.add_argument("--target", action="append", metavar="PATH",
                         help="directory or file on a mounted file system, a block device (needs --confirm "
-                             "when it carries data), or emulated:NAME; repeat for several targets")
+                             "when it carries data), or emulated:NAME; repeat for several targets "
+                             "(required unless --hosts gives each host its target)")
     parser.add_argument("--label", help="a name for this system in reports (default: the host name)")
     parser.add_argument("--isolation", choices=["cgroup", "hugepages", "direct", "none"],
                         help="cache isolation (default: the recipe's; direct for O_DIRECT recipes)")
@@ -25,10 +26,27 @@ def add_arguments(parser) -> None:
                         help="also run the original tool (bonnie++, hdparm) where the recipe emulates one")
     parser.add_argument("--dry-run", action="store_true", help="print the job files and commands; run nothing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    fleet = parser.add_argument_group("many servers (fio client/server; see examples/inventory.yaml)")
+    fleet.add_argument("--hosts", metavar="INVENTORY",
+                       help="run on the fio servers of this inventory YAML, all at once through one fio client; "
+                            "prints each host's run directory, then the fleet directory last")
+    fleet.add_argument("--sequential", action="store_true", help="with --hosts: one host after another")
+    fleet.add_argument("--scale-hosts", action="store_true",
+                       help="with --hosts: run with the first 1, 2, ..., N hosts at once (throughput vs hosts)")
+    fleet.add_argument("--insecure-network", action="store_true",
+                       help="with --hosts: allow fio's unauthenticated protocol to non-loopback addresses "
+                            "without an SSH tunnel (recorded in every manifest)")
 
 
 def run(args) -> int:
     from .. import runner
+    from ..errors import IolabError
+    if args.hosts:
+        return _run_fleet(args)
+    if args.sequential or args.scale_hosts or args.insecure_network:
+        raise IolabError("--sequential, --scale-hosts and --insecure-network go with --hosts INVENTORY")
+    if not args.target:
+        raise IolabError("give --target PATH (or --hosts INVENTORY)", context="iolab run")
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
                    preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit)
     if args.dry_run:
@@ -43,3 +61,39 @@ def run(args) -> int:
         print(f"iolab: run {status}: {result.manifest.get('reason')}", file=sys.stderr)
     print(result.path)
     return 0 if status == "completed" else 1
+
+
+def _run_fleet(args) -> int:
+    from .. import fleet
+    from ..errors import IolabError
+    for option, value in (("--target", args.target), ("--mem-limit", args.mem_limit), ("--confirm", args.confirm),
+                          ("--with-original", getattr(args, "with_original", False))):
+        if value:
+            raise IolabError(f"{option} does not go with --hosts: the inventory gives each host's target "
+                             "(and 'confirm'); jobs run inside the fio servers, out of reach of cgroups",
+                             context="iolab run --hosts")
+    if args.sequential and args.scale_hosts:
+        raise IolabError("--scale-hosts runs hosts at the same time; drop --sequential", context="iolab run")
+    options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
+                   preset=args.preset, insecure_network=args.insecure_network)
+    if args.dry_run:
+        print(fleet.dry_run(args.recipe, args.hosts, sequential=args.sequential, **options))
+        print("dry run: nothing was created, run or connected")
+        return 0
+    kwargs = dict(label=args.label, data_dir=args.data, progress=False if args.no_progress else None,
+                  argv=sys.argv, **options)
+    if args.scale_hosts:
+        results = fleet.scale(args.recipe, args.hosts, **kwargs)
+    else:
+        results = [fleet.run(args.recipe, args.hosts, sequential=args.sequential, **kwargs)]
+    ok = True
+    for result in results:
+        for name, path in result.hosts.items():
+            print(path)
+        for name, reason in result.failed_hosts.items():
+            print(f"iolab: host {name} failed: {reason}", file=sys.stderr)
+        if result.manifest["status"] != "completed":
+            ok = False
+            print(f"iolab: fleet run {result.manifest['status']}: {result.manifest.get('reason')}", file=sys.stderr)
+        print(result.path)
+    return 0 if ok else 1
