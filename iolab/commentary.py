@@ -57,6 +57,8 @@ class Rules:
     helped: float = 2.0       # cached / isolated >= this: probably helped by the cache
     max_cov: float = 0.03     # a CoV above this is a caveat (as iolab.stats.flag_results)
     pct_below: float = 1.2    # leads below this factor are stated in percent
+    max_listed: int = 8       # more systems than this: name the first few, summarise the rest
+    top: int = 3              # ... naming this many
 
 
 def _check(summary: pd.DataFrame) -> pd.DataFrame:
@@ -344,7 +346,7 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
         if row["close"]:
             spread = (row["high"] - row["low"]) / row["high"] if row["high"] else 0.0
             key = "tie_ci" if row["close"] == "ci" else "tie_pct" if spread > 0 else "tie_equal"
-            sentence = _t(key, lang, test=test, systems=i18n.join(row["tied"], lang),
+            sentence = _t(key, lang, test=test, systems=i18n.join_capped(row["tied"], lang, rules.max_listed),
                           pct=i18n.percent(spread),
                           low=_value(row["low"], "", lang, published=published),
                           high=_value(row["high"], row["unit"], lang, published=published))
@@ -377,7 +379,12 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
         test_names = i18n.join([i18n.label(t, lang, section="tests") for t in tests], lang)
         items = []
         on_par = part[part["on_par"]]
-        for _, row in part[~part["on_par"]].iterrows():
+        apart = part[~part["on_par"]]
+        rest = None
+        if len(apart) > rules.max_listed:  # dozens of servers: the best few by name, the rest as a range
+            apart = apart.sort_values("high", ascending=False, kind="stable")
+            apart, rest = apart.head(rules.top), apart.iloc[rules.top:]
+        for _, row in apart.iterrows():
             if higher:
                 items.append(_t("vs_item_higher", lang, system=row["system"], factor=_range(row["low"], row["high"])))
             elif row["low"] >= 1:
@@ -388,8 +395,12 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
             else:
                 items.append(_t("vs_item_lower_mixed", lang, system=row["system"],
                                 worse=i18n.factor(1 / row["low"]), better=i18n.factor(row["high"])))
+        if rest is not None:
+            factors = pd.concat([rest["low"], rest["high"]])
+            items.append(_t("vs_rest", lang, n=len(rest), factor=_range(factors.min(), factors.max()),
+                            median=i18n.factor(float(((rest["low"] + rest["high"]) / 2).median()))))
         if not on_par.empty:
-            items.append(_t("vs_par", lang, systems=i18n.join(on_par["system"], lang),
+            items.append(_t("vs_par", lang, systems=i18n.join_capped(on_par["system"], lang, rules.max_listed),
                             pct=i18n.percent(max(on_par["spread"].max(), 0.0)) if on_par["spread"].max() > 0 else "0"))
         key = "vs_group_single" if test_names == title else "vs_group"
         out.append(_t(key, lang, group=title, tests=test_names, baseline=baseline,

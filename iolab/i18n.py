@@ -101,6 +101,15 @@ def join(items, lang: str) -> str:
     return ", ".join(items[:-1]) + f" and {items[-1]}"
 
 
+def join_capped(items, lang: str, limit: int = 8) -> str:
+    """:func:`join`, but past ``limit`` names the rest as ``N more`` / ``ほか N 件``."""
+    items = [str(i) for i in items]
+    if len(items) > limit:
+        rest = len(items) - (limit - 1)
+        items = items[:limit - 1] + [text("labels.more", lang, n=rest)]
+    return join(items, lang)
+
+
 # ---------------------------------------------------------------------------
 # numbers
 

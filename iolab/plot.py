@@ -2,8 +2,9 @@
 
 * :func:`setup` picks the theme and a font that has the glyphs of the language
   (Japanese: IPAexGothic from the ``matplotlib-fontja`` wheel, no network).
-* :func:`bar_positions` and :func:`percentile_frame` compute; :func:`bars`
-  and :func:`latency_percentiles` draw.
+* :func:`bar_positions`, :func:`dot_positions` and :func:`percentile_frame`
+  compute; :func:`bars`, :func:`dots` (dozens of systems) and
+  :func:`latency_percentiles` draw.
 
 Plotting libraries are imported here and nowhere else in iolab.
 """
@@ -172,6 +173,62 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     if hue and len(hues) > 1:
         ax.legend(title=legend_title, fontsize="small", title_fontsize="small", frameon=False,
                   loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="x", visible=False)
+    return ax
+
+
+def dot_positions(data: pd.DataFrame, *, x: str, y: str, width: float = 0.6) -> pd.DataFrame:
+    """One dot per row, spread evenly across its category by rank.
+
+    Returns ``data``'s columns plus ``dot_y`` (the value), ``dot_rank`` (1 =
+    highest in its category) and ``dot_pos`` (where the dot goes on the x axis).
+    """
+    for column in (x, y):
+        if column not in data.columns:
+            raise IolabError(f"no column {column!r}", context="plot", hint="columns: " + ", ".join(map(str, data.columns)))
+    xs = list(dict.fromkeys(data[x].astype(str)))
+    frame = data.assign(_x=data[x].astype(str), dot_y=pd.to_numeric(data[y], errors="coerce"))
+    frame["dot_rank"] = frame.groupby("_x")["dot_y"].rank(method="first", ascending=False)
+    counts = frame.groupby("_x")["dot_y"].transform("count").clip(lower=1)
+    offset = ((frame["dot_rank"] - 1) / (counts - 1).where(counts > 1, 1) - 0.5) * width
+    offset = offset.where(counts > 1, 0.0)
+    frame["dot_pos"] = frame["_x"].map({name: i for i, name in enumerate(xs)}) + offset
+    return frame.drop(columns=["_x"])
+
+
+def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=None, log: bool | str = "auto",
+         annotate: int = 1, xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
+         color: str = "#4C72B0"):
+    """Many systems at once: one dot per row and category, the best and worst ``annotate`` labelled.
+
+    For comparisons of dozens of servers, where grouped bars and a legend no
+    longer work. Dots are spread across each category in rank order.
+    """
+    _, plt = _mpl()
+    pos = dot_positions(data, x=x, y=y)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(min(14.0, max(6.0, 1.3 * pos[x].nunique() + 2)), 4.5))
+    ax.scatter(pos["dot_pos"], pos["dot_y"], s=14, color=color, alpha=0.75, linewidths=0)
+    xs = list(dict.fromkeys(data[x].astype(str)))
+    ax.set_xticks(range(len(xs)))
+    long = max((len(s) for s in xs), default=0) > 12
+    ax.set_xticklabels(xs, rotation=30 if long else 0, ha="right" if long else "center")
+    if log == "auto" and wants_log(pos["dot_y"]) or log is True:
+        ax.set_yscale("log")
+    if label and annotate:
+        for _, part in pos.groupby(x, sort=False):
+            part = part.dropna(subset=["dot_y"]).sort_values("dot_y", ascending=False)
+            picks = pd.concat([part.head(annotate), part.tail(annotate)])
+            picks = picks[~picks.index.duplicated()]
+            for _, row in picks.iterrows():
+                ax.annotate(str(row[label]), (row["dot_pos"], row["dot_y"]), fontsize="x-small",
+                            xytext=(3, 0), textcoords="offset points", va="center")
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
     ax.grid(axis="x", visible=False)
     return ax
 

@@ -264,9 +264,18 @@ def results_table(data: pd.DataFrame, *, metrics: Sequence[str] = ("bw_mbps", "i
                  data=pd.concat(numbers, axis=1))
 
 
+#: More systems than this and tables turn: one row per system.
+MAX_COLUMNS = 8
+
+
 def article_table(data: pd.DataFrame, *, metric: str = "bw_mbps", system: str = "system", statistic: str = "mean",
-                  lang: str = "en", caption: str | None = None) -> Table:
-    """CrystalDiskMark's shape: rows = tests, columns = (system, direction)."""
+                  lang: str = "en", caption: str | None = None, orient: str = "auto") -> Table:
+    """CrystalDiskMark's shape: rows = tests, columns = (system, direction).
+
+    ``orient="systems"`` (automatic beyond :data:`MAX_COLUMNS` systems) turns
+    it: rows = systems, columns = (test, direction), for comparisons of many
+    servers.
+    """
     summary = summarize(data, value=metric, system=system, statistic=statistic)
     if summary.empty:
         return Table(pd.DataFrame(), caption=caption or "", notes=[i18n.text("text.no_runs", lang)])
@@ -285,6 +294,12 @@ def article_table(data: pd.DataFrame, *, metric: str = "bw_mbps", system: str = 
     shown.index = numbers.index = labels
     translated = pd.MultiIndex.from_tuples([(s, i18n.label(d, lang, section="directions")) for s, d in cols])
     shown.columns = numbers.columns = translated
+    if orient == "systems" or (orient == "auto" and len(systems) > MAX_COLUMNS):
+        shown, numbers = shown.T.unstack(level=1), numbers.T.unstack(level=1)
+        order = pd.MultiIndex.from_tuples([(t, i18n.label(d, lang, section="directions"))
+                                           for t in labels for d in directions])
+        shown, numbers = shown.reindex(columns=order), numbers.reindex(columns=order)
+        shown.index.name = numbers.index.name = i18n.text("labels.system", lang)
     n = summary["n"]
     key = "labels.ci_note" if n.nunique() == 1 else "labels.ci_note_varied"
     if statistic != "mean":
@@ -392,8 +407,12 @@ def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
 
 
 def environment_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en", names: Sequence[str] | None = None,
-                      caption: str | None = None, drop_empty: bool = True) -> Table:
-    """Rows = provenance fields, columns = runs (named by ``names``, default the label)."""
+                      caption: str | None = None, drop_empty: bool = True, orient: str = "auto") -> Table:
+    """Rows = provenance fields, columns = runs (named by ``names``, default the label).
+
+    ``orient="systems"`` (automatic beyond :data:`MAX_COLUMNS` runs) puts one
+    run per row instead.
+    """
     i18n.check_lang(lang)
     records = manifests.to_dict("records") if isinstance(manifests, pd.DataFrame) else list(manifests)
     if not records:
@@ -408,7 +427,11 @@ def environment_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "
     if drop_empty:
         frame = frame.dropna(how="all")
     frame = frame.fillna(DASH)
-    frame.index.name = i18n.text("labels.system", lang)
+    if orient == "systems" or (orient == "auto" and frame.shape[1] > MAX_COLUMNS):
+        frame = frame.T
+    frame.index.name = i18n.text("labels.system", lang) if frame.index.name is None else frame.index.name
+    if frame.columns.name:
+        frame.columns.name = None
     return Table(frame, caption=caption or i18n.text("headings.environment", lang))
 
 

@@ -205,3 +205,14 @@ def test_units_in_japanese():
     assert i18n.unit("MB/s", "en") == "MB/s"
     assert i18n.factor(2.54) == "2.5" and i18n.factor(32.6) == "33" and i18n.factor(8027.6) == "8,028"
     assert i18n.as_published(101934.0) == "101,934" and i18n.as_published(83.826) == "83.826"
+
+
+def test_many_systems_are_summarised_not_listed():
+    rows = [("base", "T", "", 10.0)] + [(f"s{i:02d}", "T", "", 10.0 * (2 + i)) for i in range(20)]
+    text = commentary.describe(summary(rows), lang="en", baseline="base")
+    assert "against base, s19 is 21x as fast, s18 is 20x as fast, s17 is 19x as fast and " \
+           "the other 17 systems range over 2.0–18x (median 10x)." in text
+    ja = commentary.describe(summary(rows), lang="ja", baseline="base")
+    assert "残り 17 台は 2.0–18 倍 (中央値 10 倍)" in ja
+    tie = [(f"s{i:02d}", "T", "", 100.0 + i * 0.1) for i in range(12)]
+    assert "and 5 more are within" in commentary.describe(summary(tie), lang="en")

@@ -91,3 +91,19 @@ def test_percentiles_and_latency_plot():
     image = plot.to_image(ax.figure, alt="latency")
     assert image.data[:8] == b"\x89PNG\r\n\x1a\n"
     assert image.alt == "latency"
+
+
+def test_dots_for_dozens_of_systems():
+    data = pd.DataFrame({"test": ["SEQ"] * 30 + ["RND"] * 30, "system": [f"s{i}" for i in range(30)] * 2,
+                         "value": [float(i + 1) for i in range(30)] + [float(1000 * (i + 1)) for i in range(30)]})
+    pos = plot.dot_positions(data, x="test", y="value")
+    seq = pos[pos["test"] == "SEQ"].sort_values("dot_rank")
+    assert seq["dot_y"].iloc[0] == 30.0 and seq["dot_pos"].iloc[0] == pytest.approx(-0.3)
+    assert seq["dot_pos"].iloc[-1] == pytest.approx(0.3)
+    ax = plot.dots(data, x="test", y="value", label="system", annotate=1)
+    try:
+        assert ax.get_yscale() == "log"
+        assert len(ax.collections[0].get_offsets()) == 60
+        assert sorted(t.get_text() for t in ax.texts) == ["s0", "s0", "s29", "s29"]  # best and worst per test
+    finally:
+        plt.close(ax.figure)

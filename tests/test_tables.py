@@ -127,3 +127,15 @@ def test_environment_and_provenance_tables_from_fixture_manifests():
     prov = tables.provenance_table(report.select(FIXTURES).manifests, lang="en")
     failed = prov.frame[prov.frame["Status"].str.startswith("failed")]
     assert len(failed) == 2 and failed["Status"].str.contains("No space left|fio is not installed").all()
+
+
+def test_many_systems_turn_the_tables():
+    data = results([(f"srv{i:02d}", t, d, 1, 100.0 + i) for i in range(10) for t in ("SEQ", "RND")
+                    for d in ("read", "write")])
+    table = tables.article_table(data)
+    assert table.frame.shape == (10, 4)
+    assert table.frame.index.name == "System" and list(table.frame.columns)[0] == ("SEQ", "read")
+    assert tables.article_table(data, orient="tests").frame.shape == (2, 20)
+    sel = report.select(FIXTURES, with_results=True)
+    env = tables.environment_table(sel.manifests, orient="systems")
+    assert env.frame.shape[0] == 6 and "Kernel" in env.frame.columns
