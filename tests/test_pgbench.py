@@ -205,9 +205,11 @@ def test_dir_run_has_a_tps_row_per_mode_and_client_count(dir_run):
     assert elapsed < 60
     table = iolab.load(data)
     assert list(table.columns[: len(RESULT_COLUMNS)]) == RESULT_COLUMNS
+    assert set(table.columns) - {"run_dir"} == set(RESULT_COLUMNS + pgbench.EXTRA_COLUMNS)
     assert sorted(zip(table.test, table.clients)) == [("tpcb-fsync_off", 1), ("tpcb-fsync_off", 2),
                                                       ("tpcb-sync_on", 1), ("tpcb-sync_on", 2)]
     assert (table.tps > 0).all() and table.error.isna().all() and table.valid.all()
+    assert (table.failed_transactions == 0).all() and (table.transactions > 0).all()
     assert (table.numjobs == table.clients).all() and (table.threads == np.minimum(table.clients,
                                                                                    len(os.sched_getaffinity(0)))).all()
     assert (table.tool == "pgbench").all() and (table.isolation == "cgroup").all()
