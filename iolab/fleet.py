@@ -91,9 +91,11 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -565,8 +567,10 @@ def new_fleet_id(recipe_name: str) -> str:
     return f"{stamp}-{safe_name(recipe_name)}-{secrets.token_hex(2)}"
 
 
-def _new_run(data_dir, host: str, run_id: str, *, recipe: str, label: str, **manifest) -> Run:
-    parent = Path(data_dir) / host
+def _new_run(data_dir, host: str, run_id: str, *, recipe: str, label: str, directory: str | None = None,
+             **manifest) -> Run:
+    """A run directory ``data_dir/<directory or host>/<run_id>`` (the id is given: hosts share the fleet's)."""
+    parent = Path(data_dir) / (directory or host)
     try:
         parent.mkdir(parents=True, exist_ok=True)
         (parent / run_id).mkdir()
@@ -760,7 +764,8 @@ class _FleetRun:
                                "repeat": self.recipe.repeat, "preset": self.recipe.preset,
                                "warmup": self.recipe.defaults.get("warmup"),
                                "pause": self.recipe.defaults.get("pause")})
-        self.fleet = _new_run(self.data_dir, FLEET_DIR, self.fleet_id, recipe=self.recipe.name,
+        self.fleet = _new_run(self.data_dir, ALL_HOSTS, self.fleet_id, directory=FLEET_DIR,
+                              recipe=self.recipe.name,
                               label=self.label or f"{len(self.hosts)} hosts", controller=sysinfo.system(),
                               fleet={**fleet_info, "role": "fleet"}, hosts=[h.describe() for h in self.hosts],
                               **common)
@@ -891,7 +896,7 @@ class _FleetRun:
                 ip = fioserver.parse_ip(endpoint.address)
                 key = (str(ip) if ip is not None else endpoint.address, endpoint.port, "tcp")
             specs[plan.name] = key
-            argv += [f"--client={spec}", str(plan.jobs[step.id])]
+            argv += [f"--client={spec}", os.path.abspath(plan.jobs[step.id])]  # fio runs in logdir
         raw = self.fleet.path / f"raw/{sub}{step.id}-{suffix}.json"
         raw.parent.mkdir(parents=True, exist_ok=True)
         commands = self.fleet.manifest.setdefault("commands", {})
@@ -1052,7 +1057,6 @@ def _wait(proc, label: str, expected: float | None, limit: float | None, progres
 
 def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
     """SIGINT (fio's client then stops the servers' jobs and prints what it has), then SIGKILL."""
-    import signal
     if proc.poll() is not None:
         return
     proc.send_signal(signal.SIGINT)
@@ -1061,6 +1065,23 @@ def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM stops a fleet run like Ctrl-C: fio's client is stopped, tunnels closed, manifests written."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _prepare(recipe, inventory, *, hosts, insecure_network, size, runtime, repeat, isolation, preset):
@@ -1097,12 +1118,13 @@ def run(recipe, inventory, *, hosts: Sequence[str] | None = None, label: str | N
                        progress=progress, timeout=timeout)
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_sigterm_as_interrupt())
             stack.callback(engine.cleanup_local_files)
             engine.prepare()
             engine.connect(stack)
             engine.execute()
     except KeyboardInterrupt:
-        engine.finish("interrupted", "interrupted by the user (Ctrl-C); results so far are kept")
+        engine.finish("interrupted", "interrupted (Ctrl-C or SIGTERM); results so far are kept")
         raise
     except IolabError as exc:
         engine.finish("failed", str(exc))

@@ -3,7 +3,6 @@
 Every fio server, sshd, SSH tunnel and network namespace started here is
 stopped in a fixture finaliser, and the tests check that none is left.
 """
-import contextlib
 import getpass
 import json
 import os
@@ -300,6 +299,33 @@ def test_a_server_killed_mid_run_and_one_that_never_answers(servers, tmp_path):
     assert "partial_fleet" in first["flags"] and not first["valid"] and "victim" in first["error"]
     assert first["hosts"] == "a,b" and first["n_hosts"] == 3
     assert second["hosts"] == "a,b" and second["n_hosts"] == 2 and second["valid"]
+
+
+def test_sigterm_stops_the_fleet_run_and_keeps_the_record(servers, tmp_path):
+    hosts = [tcp_host(f"n{i}", servers(port=0), tmp_path / f"t{i}") for i in (1, 2)]
+    data = tmp_path / "data"
+    proc = subprocess.Popen(IOLAB + ["run", str(recipe_file(tmp_path, runtime=20, tests=1)), "--hosts",
+                                     str(inventory_file(tmp_path, hosts)), "--data", str(data), "--no-progress"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not list((tmp_path / "t1").glob("iolab-*.dat")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    fleet_manifest = json.loads(next(data.glob("_fleet/*/manifest.json")).read_text())
+    assert fleet_manifest["status"] == "interrupted" and "SIGTERM" in fleet_manifest["reason"]
+    for name in ("n1", "n2"):
+        m = json.loads(next(data.glob(f"{name}/*/manifest.json")).read_text())
+        assert m["status"] == "interrupted" and m["tests"][0]["status"] == "interrupted"
+        assert list((tmp_path / f"t{name[1]}").glob("iolab-*.dat")) == []  # local test files removed
+    assert live_processes(str(data)) == []  # no fio client left behind
 
 
 # =========================================================================== sequential, scaling, plots

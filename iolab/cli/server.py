@@ -17,7 +17,8 @@ def add_arguments(parser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--port", type=int, metavar="N",
                        help="TCP port on 127.0.0.1 (default: fio's 8765; 0 picks a free port)")
-    where.add_argument("--socket", metavar="PATH", help="listen on this Unix socket instead (only its owner can connect)")
+    where.add_argument("--socket", metavar="PATH",
+                       help="listen on this Unix socket instead (mode 0600: only its owner can connect)")
     parser.add_argument("--name", help="host name to show in the inventory entry (default: this machine's)")
 
 
