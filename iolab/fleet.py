@@ -59,7 +59,9 @@ mode (``job_start`` came later), so every job writes an IOPS log
 (``write_iops_log=<host>``, ``log_unix_epoch=1``, ``log_avg_msec=100``), which
 fio's client collects; ``start_ms`` is the first sample's Unix time minus one
 interval — by the *server's* clock (keep the clocks in sync with NTP to compare
-machines).
+machines). fio's client sends every job first and then starts them together;
+a host that must first lay out a larger test file starts its I/O later, and
+``start_ms`` shows that (on loopback the spread is about 0.1 s).
 
 **Failures.** A host that does not answer (checked before each run; fio's own
 connect and command time-outs) or disappears mid-run is reported in its
