@@ -16,6 +16,9 @@ declare -A NEED=(
   [hdparm]=hdparm
   [bonnie++]=bonnie++
   [chromium]=chromium
+  [ssh]=openssh-client
+  [sshd]=openssh-server
+  [ip]=iproute2
 )
 missing=()
 for cmd in "${!NEED[@]}"; do
