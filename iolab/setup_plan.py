@@ -71,7 +71,7 @@ import os
 import re
 import shlex
 import signal
-import stat
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -656,19 +656,32 @@ class _State:
 
     @classmethod
     def create(cls, plan: Plan) -> "_State":
+        """Create the state file, failing if it exists (written complete, then linked into
+        place: a concurrent setup or teardown never sees it half-written)."""
         path = plan.state_path
+        state = cls(path, {"state_version": STATE_VERSION, "plan": str(plan.path), "plan_name": plan.name,
+                           "plan_sha256": plan.sha256, "started": _now(), "updated": _now(),
+                           "status": "setting up", "pid": os.getpid(), "boot_id": _boot_id(),
+                           "devices": {}, "steps": []})
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".new")
+        except OSError as exc:
+            raise IolabError(f"cannot create the state file {path}: {exc.strerror}", context=str(plan.path),
+                             hint="the plan's directory must be writable") from exc
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(json.dumps(state.data, indent=2) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o644)
+            os.link(tmp, path)
         except FileExistsError:
             raise IolabError(f"already set up, or a setup is running (state file {path})",
                              context=str(plan.path), hint=f"run: iolab teardown {plan.path}") from None
         except OSError as exc:
             raise IolabError(f"cannot create the state file {path}: {exc.strerror}", context=str(plan.path)) from exc
-        os.close(fd)
-        state = cls(path, {"state_version": STATE_VERSION, "plan": str(plan.path), "plan_name": plan.name,
-                           "plan_sha256": plan.sha256, "started": _now(), "status": "setting up",
-                           "pid": os.getpid(), "boot_id": _boot_id(), "devices": {}, "steps": []})
-        state.save()
+        finally:
+            Path(tmp).unlink(missing_ok=True)
         return state
 
     @classmethod

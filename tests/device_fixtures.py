@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -23,7 +24,9 @@ import yaml
 
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parent.parent
-IOLAB = str(REPO / ".venv" / "bin" / "iolab")
+# the console script of this checkout's venv (what users run); else this interpreter's module
+IOLAB = [str(REPO / ".venv" / "bin" / "iolab")] if (REPO / ".venv" / "bin" / "iolab").exists() \
+    else [sys.executable, "-m", "iolab"]
 
 requires_root = pytest.mark.skipif(not ROOT, reason="needs root (loop devices, mkfs, mount)")
 
@@ -170,5 +173,5 @@ def write_plan(directory: Path, data: dict, name: str = "plan") -> Path:
 
 def iolab(*args, check: bool = False, **kwargs) -> subprocess.CompletedProcess:
     """Run the installed ``iolab`` console script in a fresh process."""
-    return subprocess.run([IOLAB, *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([*IOLAB, *map(str, args)], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, check=check, **kwargs)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from device_fixtures import (  # noqa: F401 - fixtures
-    files_under, iolab, loops_under, make_loop, mounts_under, requires, requires_root, scratch, sh,
+    IOLAB, files_under, iolab, loops_under, make_loop, mounts_under, requires, requires_root, scratch, sh,
     write_plan)
 from iolab import commands, devices, setup_plan
 from iolab.errors import IolabError
@@ -284,7 +284,7 @@ def test_signal_to_the_cli_tears_down(scratch, signum):
     """A real Ctrl-C (SIGINT) or SIGTERM to a real `iolab setup`, once the first loop device is attached."""
     path = write_plan(scratch, two_loops(scratch))
     state = setup_plan.state_path(path)
-    proc = subprocess.Popen([str(Path(__file__).resolve().parent.parent / ".venv/bin/iolab"), "setup", path],
+    proc = subprocess.Popen([*IOLAB, "setup", str(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
