@@ -190,9 +190,9 @@ def test_root_chain_refused():
     assert rows[rows["root_chain"]]["writable"].eq(False).all()
 
 
-def test_root_chain_follows_partitions_and_loop_backing(make_loop, scratch, monkeypatch):
-    """A loop device whose backing file lives on the root device is in the chain
-    when / is on that loop device (the chain walks loop -> backing file's device)."""
+def test_root_chain_follows_partitions_and_loop_backing(make_loop, scratch):
+    """The walk below a device: partition -> its disk -> a loop device's backing file's
+    device (so a root file system on a loop device chains to the disk under it)."""
     dev = make_loop("16M", partscan=True)
     p1, = partition(dev, [8])
     seen: set = set()
