@@ -79,7 +79,8 @@ class Selection:
     """Runs chosen for a report.
 
     ``results``: one row per test x repetition x direction (contract columns,
-    plus ``run_dir`` and ``system``, the run's column name in tables);
+    plus ``run_dir`` and ``system``, the run's column name in tables, with
+    `` · <target>`` added for runs on several targets);
     ``manifests``: one row per run (including runs without results), the
     manifest's fields plus ``run_dir``, ``system_name`` (the same name) and
     ``has_results``.
@@ -180,6 +181,12 @@ def select(data_dir: str | os.PathLike | None = None, runs: Iterable[str | os.Pa
     names = dict(zip(manifests["run_id"], manifests["system_name"]))
     results = results[results["run_id"].isin(names)].copy()
     results["system"] = results["run_id"].map(names)
+    if "target" in results.columns and not results.empty:
+        # a run on several targets measured several systems: one column each
+        targets = results.groupby("run_id")["target"].transform("nunique")
+        several = targets > 1
+        results.loc[several, "system"] = results.loc[several, "system"] + " · " + \
+            results.loc[several, "target"].astype(str)
     return Selection(results.reset_index(drop=True), manifests, sources)
 
 

@@ -185,3 +185,18 @@ def test_default_out_dir_is_new_each_time(tmp_path):
     first.mkdir()
     second = report.default_out_dir(tmp_path)
     assert first != second and first.parent == tmp_path and not second.exists()
+
+
+def test_a_run_on_two_targets_gives_two_systems(tmp_path):
+    from iolab.store import Run
+    run = Run.create(tmp_path, recipe="quick", label="box", host="box")
+    rows = [{"run_id": run.run_id, "host": "box", "label": "box", "recipe": "quick", "test": "SEQ1M-Q8T1",
+             "rep": rep, "direction": "read", "bw_mbps": bw, "target": target, "valid": True}
+            for target, bw in (("sda", 100.0), ("nvme0n1", 3000.0)) for rep in (1, 2)]
+    run.add_results(pd.DataFrame(rows))
+    run.finish("completed")
+    sel = report.select(tmp_path)
+    assert sorted(sel.systems) == ["box · nvme0n1", "box · sda"]
+    from iolab import tables
+    summary = tables.summarize(sel.results)
+    assert dict(zip(summary["system"], summary["value"])) == {"box · sda": 100.0, "box · nvme0n1": 3000.0}
