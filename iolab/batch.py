@@ -509,8 +509,15 @@ def run_batch(inventory: Inventory | str | os.PathLike, *, data_dir: str | os.Pa
             result = refused[entry.name]
         else:
             notify("start", entry, None)
-            result = run_entry(entry, data_dir=data_dir, batch_dir=batch_dir, notebook=notebook,
-                               cwd=inventory.path.resolve().parent)
+            try:
+                result = run_entry(entry, data_dir=data_dir, batch_dir=batch_dir, notebook=notebook,
+                                   cwd=inventory.path.resolve().parent)
+            except KeyboardInterrupt:  # Ctrl-C: say in the summary how far the batch got, then stop
+                summary["entries"].append(EntryResult(name=entry.name, status="interrupted",
+                                                      error="interrupted by the user").to_dict())
+                summary.update(ended=store.utcnow(), interrupted=True)
+                store.atomic_write(batch_dir / "batch.json", json.dumps(summary, indent=2) + "\n")
+                raise
             notify("end", entry, result)
         results.append(result)
         summary["entries"].append(result.to_dict())
