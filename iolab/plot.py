@@ -133,12 +133,13 @@ def percentile_frame(results: pd.DataFrame, *, system: str = "system") -> pd.Dat
 def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
          low: str | None = None, high: str | None = None, log: bool | str = "auto",
          xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
-         palette: str = "deep", legend_title: str | None = None):
+         palette: str = "deep", legend_title: str | None = None, hatched: Sequence[str] = ()):
     """Grouped bars of ``y`` per ``x`` (and ``hue``), error bars from ``low``/``high``.
 
     ``data`` is tidy, one row per bar (e.g. :func:`iolab.tables.summarize`).
     ``log="auto"`` uses a log axis when values span more than 100x (an HDD
-    next to an NVMe drive). Returns the Axes.
+    next to an NVMe drive). ``hatched`` hue values get hatched bars (e.g.
+    systems not isolated from the page cache). Returns the Axes.
     """
     import seaborn as sns
     _, plt = _mpl()
@@ -151,7 +152,8 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     for color, name in zip(colors, hues):
         part = pos[pos["hue"] == name]
         ax.bar(part["pos"], part["y"].fillna(0), width=part["width"] * 0.95, color=color,
-               label=name if hue else None, edgecolor="white", linewidth=0.5)
+               label=name if hue else None, edgecolor="white", linewidth=0.5,
+               hatch="///" if name in set(map(str, hatched)) else None)
         has_err = part["err_low"].notna() & part["err_high"].notna()
         if has_err.any():
             sub = part[has_err]

@@ -392,10 +392,11 @@ def report(runs: Sequence[str | os.PathLike] = (), *, data: str | os.PathLike | 
     runs (compare notebook only).
     """
     i18n.check_lang(lang)
-    parameters: dict = {"lang": lang, "title": title or ""}
+    parameters: dict = {"lang": lang, "title": title or ""}  # the notebook's own default when empty
     if reference:
         from . import reference as reference_mod
-        reference_mod.article_info(reference)  # unknown article: error before papermill starts
+        info = reference_mod.article_info(reference)  # unknown article: error before papermill starts
+        title = title or (info.get("title") or {}).get(lang)
         if notebook == "report":
             notebook = "compare"
         parameters.update(reference=reference, data_dir="", runs=[])

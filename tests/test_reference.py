@@ -126,6 +126,7 @@ def test_exports_of_the_article(article):
     lang, files, nb = article
     html = files.html.read_text(encoding="utf-8")
     assert f'<html lang="{lang}">' in html
+    assert "<title>専用サーバーのストレージ" in html if lang == "ja" else "<title>Dedicated server storage" in html
     assert len(re.findall(r"<img[^>]*\ssrc=\"data:image/png;base64,", html)) == 7  # one chart per table
     md = files.markdown.read_text(encoding="utf-8")
     assert "| 101,934 | 258,506 | 578,389 | 106,982 |" in md

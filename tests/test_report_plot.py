@@ -107,3 +107,11 @@ def test_dots_for_dozens_of_systems():
         assert sorted(t.get_text() for t in ax.texts) == ["s0", "s0", "s29", "s29"]  # best and worst per test
     finally:
         plt.close(ax.figure)
+
+
+def test_not_isolated_systems_are_hatched(summary):
+    ax = plot.bars(summary, x="test", y="value", hue="system", hatched=["SSD"])
+    try:
+        assert [p.get_hatch() for p in ax.patches] == [None, None, "///", "///"]
+    finally:
+        plt.close(ax.figure)
