@@ -128,7 +128,7 @@ def summarize(data: pd.DataFrame, *, value: str = "bw_mbps", system: str = "syst
                       "ci_low", "ci_high", "best", "flags", "cache_isolated", "device"]
     if data.empty:
         return pd.DataFrame(columns=columns)
-    frame = data.copy()
+    frame = split_variants(data)
     frame[value] = pd.to_numeric(frame[value], errors="coerce")
     out = stats.summarize(frame, by=keys, metrics=[value], keep=())
     unit, scale = METRICS.get(value, ("", 1.0))
@@ -161,6 +161,29 @@ def summarize(data: pd.DataFrame, *, value: str = "bw_mbps", system: str = "syst
     sort = ["_t"] + (["direction"] if "direction" in by else []) + ["_s"]
     out = out.sort_values(sort, kind="stable").drop(columns=["_s", "_t"]).reset_index(drop=True)
     return out[columns]
+
+
+#: Job parameters that make different measurements under one test name (qd-sweep, pgbench clients).
+VARIANT_COLUMNS = ("bs", "iodepth", "numjobs")
+
+
+def split_variants(data: pd.DataFrame) -> pd.DataFrame:
+    """A copy where a test run with several block sizes, queue depths or job counts
+    becomes one test per variant (``"clients (numjobs=8)"``), so that different
+    measurements are never pooled as if they were repetitions."""
+    frame = data.copy()
+    if "test" not in frame.columns or frame.empty:
+        return frame
+    varying = [c for c in VARIANT_COLUMNS if c in frame.columns
+               and (frame.groupby("test")[c].nunique(dropna=True) > 1).any()]
+    if not varying:
+        return frame
+    def name(row):
+        parts = [f"{c}={row[c]:g}" if isinstance(row[c], float) else f"{c}={row[c]}" for c in varying
+                 if not pd.isna(row[c]) and frame.loc[frame["test"] == row["test"], c].nunique() > 1]
+        return f"{row['test']} ({', '.join(parts)})" if parts else row["test"]
+    frame["test"] = frame.apply(name, axis=1)
+    return frame
 
 
 def _fmt_ci(row, lang: str) -> str:

@@ -139,3 +139,12 @@ def test_many_systems_turn_the_tables():
     sel = report.select(FIXTURES, with_results=True)
     env = tables.environment_table(sel.manifests, orient="systems")
     assert env.frame.shape[0] == 6 and "Kernel" in env.frame.columns
+
+
+def test_variants_of_one_test_are_not_pooled():
+    data = results([("A", "tpcb", "", rep, 100.0 * jobs) for jobs in (1, 8) for rep in (1, 2)])
+    data["numjobs"] = [1, 1, 8, 8]
+    s = tables.summarize(data)
+    assert dict(zip(s["test"], s["value"])) == {"tpcb (numjobs=1)": 100.0, "tpcb (numjobs=8)": 800.0}
+    same = results([("A", "SEQ", "read", rep, 1.0) for rep in (1, 2)]).assign(numjobs=1)
+    assert list(tables.summarize(same)["test"]) == ["SEQ"]
