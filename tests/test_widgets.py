@@ -155,6 +155,17 @@ def test_errors_are_shown_in_the_panel_not_raised(tmp_path):
     assert "--size" in panel.status.value and not data.exists()
 
 
+def test_without_fio_exploring_works_and_the_panel_says_what_is_missing(tmp_path, monkeypatch):
+    """Binder and CI report machines: no fio (and no root) needed to explore stored runs."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no fio anywhere
+    app = widgets.explore([str(FIXTURES)], run_data_dir=str(tmp_path / "data"), target=str(tmp_path),
+                          threaded=False)
+    assert app.explorer.describe().startswith("crystaldiskmark |") and app.explorer.views
+    app.panel.start_button.click()
+    assert "Error" in app.panel.status.value and "fio" in app.panel.status.value
+    assert not app.panel.start_button.disabled and not (tmp_path / "data").exists()
+
+
 @needs_fio
 def test_failed_run_keeps_its_directory_and_says_where(tmp_path):
     """fio rejects the job at run time: the panel shows the error and the run directory it left."""
