@@ -278,6 +278,9 @@ def parse_recipe(data, source: str) -> Recipe:
     engine_options = data.get("options") or {}
     if not isinstance(engine_options, dict):
         raise IolabError("must be a mapping", context=f"{source}: options")
+    if engine_options and engine == "fio":
+        raise IolabError("engine options need an engine: set `engine:` (fio options go under `fio:`)",
+                         context=f"{source}: options")
     filesystem = data.get("filesystem")
     if filesystem is not None:
         _choice(filesystem, ("ext4", "xfs"), f"{source}: filesystem")

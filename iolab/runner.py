@@ -44,6 +44,28 @@ HIGH_VARIANCE_COV = 0.05
 STOP_GRACE_S = 10
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is so that every cleanup runs as for Ctrl-C."""
+
+
+@contextlib.contextmanager
+def sigterm_interrupts():
+    """Turn SIGTERM into :class:`Terminated` while the block runs (main thread only)."""
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @dataclasses.dataclass
 class RunResult:
     path: Path
@@ -105,12 +127,13 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
                              for s in steps])
     run_.write("recipe.yaml", yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True))
     log.info("run directory %s", run_.path)
-    engine = engine_class(recipe.engine)(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
-                                         scratch_dir=scratch_dir or tempfile.gettempdir())
     try:
+        engine = engine_class(recipe.engine)(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
+                                             scratch_dir=scratch_dir or tempfile.gettempdir())
         engine.execute()
-    except KeyboardInterrupt:
-        run_.finish("interrupted", "interrupted by the user (Ctrl-C); results so far are kept")
+    except KeyboardInterrupt as exc:
+        how = "SIGTERM" if isinstance(exc, Terminated) else "the user (Ctrl-C)"
+        run_.finish("interrupted", f"interrupted by {how}; results so far are kept")
         raise
     except IolabError as exc:
         run_.finish("failed", str(exc))

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 #: Default grouping: one group per run x target x test x direction; its rows are
 #: the repetitions of one measurement.
-DEFAULT_BY = ("run_id", "target", "test", "direction")
+DEFAULT_BY = ("run_id", "target", "test", "direction", "numjobs")  # numjobs: pgbench's client counts
 #: Default metrics of :func:`summarize`.
 DEFAULT_METRICS = ("bw_mbps", "iops", "lat_mean_us", "lat_p99_us")
 #: Columns carried into summaries when they are constant within a group.
@@ -200,7 +200,7 @@ def _resolve_by(results: pd.DataFrame, by: Sequence[str] | str, *, what: str) ->
     for column in by:
         if column in results.columns:
             present.append(column)
-        elif column in EXTRA_COLUMNS:
+        elif column in EXTRA_COLUMNS or column == "numjobs":
             log.debug("%s: optional column %r absent, not grouping by it", what, column)
         else:
             missing.append(column)

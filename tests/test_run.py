@@ -186,3 +186,20 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["data"]  # test file removed
     # no fio of this run is left behind (its command line names the run directory)
     assert subprocess.run(["pgrep", "-f", str(data)], capture_output=True).returncode == 1
+
+
+def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
+    data = tmp_path / "data"
+    proc = subprocess.Popen(IOLAB + ["run", "quick", "--target", str(tmp_path), "--size", "16M", "--runtime", "3",
+                                     "--data", str(data), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(data.glob("*/*/results.csv")):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    manifest = json.loads((next(data.glob("*/*")) / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and "SIGTERM" in manifest["reason"]
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]
+    assert subprocess.run(["pgrep", "-f", str(data)], capture_output=True).returncode == 1

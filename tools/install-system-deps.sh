@@ -28,6 +28,10 @@ done
 if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   missing+=(python3-venv)
 fi
+# PostgreSQL's server programs are not on PATH on Debian (/usr/lib/postgresql/N/bin)
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

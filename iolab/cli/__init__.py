@@ -53,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USER_ERROR
+    from ..runner import sigterm_interrupts
     try:
-        return int(args._run(args) or 0)
+        with sigterm_interrupts():  # SIGTERM cleans up like Ctrl-C: devices, cgroups, fio
+            return int(args._run(args) or 0)
     except IolabError as exc:
         print(f"iolab: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
