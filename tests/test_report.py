@@ -200,3 +200,17 @@ def test_a_run_on_two_targets_gives_two_systems(tmp_path):
     from iolab import tables
     summary = tables.summarize(sel.results)
     assert dict(zip(summary["system"], summary["value"])) == {"box · sda": 100.0, "box · nvme0n1": 3000.0}
+
+
+def test_many_servers_render_through_the_speed_benchmark(tmp_path, capsys):
+    """benchmarks/report_speed.py with 13 servers: turned tables and the dot chart, for real."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import report_speed
+    finally:
+        sys.path.pop(0)
+    assert report_speed.main(["--servers", "13", "--keep", str(tmp_path), "--goal", "120"]) == 0
+    md = (tmp_path / "report" / "compare.md").read_text(encoding="utf-8")
+    assert "| System | SEQ1M-Q8T1 / read |" in md  # 13 systems: one row each
+    assert re.search(r"the other \d+ systems range over", md)
+    assert capsys.readouterr().out.strip().splitlines()[-1].endswith("compare.html")
