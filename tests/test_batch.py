@@ -121,6 +121,12 @@ def batch_run(tmp_path_factory):
     (root / "disk-a").mkdir()
     (root / "disk-b").mkdir()
     defaults = json.dumps(TINY)
+    write(root / "seq-read.yaml", """\
+        name: seq-read
+        description: one sequential read
+        fio: {ioengine: libaio, direct: 1}
+        tests: [{name: SEQ1M-Q1T1, rw: read, bs: 1M}]
+    """)
     inventory = write(root / "inventory.yaml", f"""\
         defaults: {defaults}
         entries:
@@ -131,6 +137,7 @@ def batch_run(tmp_path_factory):
             target: no-such-dir
           - name: second
             target: [disk-b]
+            recipe: [quick, seq-read.yaml]
     """)
     data = root / "data"
     proc = subprocess.run(IOLAB + ["batch", str(inventory), "--data", str(data)], capture_output=True,
@@ -147,25 +154,28 @@ def test_batch_keeps_each_executed_notebook_in_its_run(batch_run):
     proc, root, data = batch_run
     lines = _lines(proc)
     assert set(lines) == {"first", "broken", "second"}, proc.stdout + proc.stderr
-    for name, label in (("first", "Disk A"), ("second", "second")):
+    runs = {name: [Path(p) for p in lines[name].split()[2:]] for name in ("first", "second")}
+    assert len(runs["first"]) == 1 and len(runs["second"]) == 2  # one run per recipe of the entry
+    for name, label, run_dir in [("first", "Disk A", runs["first"][0])] + [("second", "second", p) for p in runs["second"]]:
         assert lines[name].startswith("completed"), proc.stdout + proc.stderr
-        run_dir = Path(lines[name].split()[-1])
         assert run_dir.parent.parent == data.resolve()
         manifest = json.loads((run_dir / "manifest.json").read_text())
         assert manifest["status"] == "completed" and manifest["label"] == label
-        assert [t["name"] for t in manifest["tests"]] == ["SEQ1M-Q1T1-read", "SEQ1M-Q1T1-write"]
+        expected = ["SEQ1M-Q1T1"] if manifest["recipe"] == "seq-read" else ["SEQ1M-Q1T1-read", "SEQ1M-Q1T1-write"]
+        assert [t["name"] for t in manifest["tests"]] == expected
         nb = nbformat.read(str(run_dir / "measure.ipynb"), as_version=4)
         injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
         assert injected and f"label = {label!r}".replace("'", '"') in injected[0].source
         outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
         assert "quick: completed" in outputs
+        assert ("seq-read: completed" in outputs) == (name == "second")
         markdown = "".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells
                            if c.cell_type == "code" for o in c.outputs)
         assert "## Findings" in markdown and "MB/s" in markdown
         # the notebook ran with the entry's parameters, not its own defaults
         assert manifest["targets"][0]["spec"] == str(root / ("disk-a" if name == "first" else "disk-b"))
-    # both runs are ordinary runs for reports
-    assert len(list(data.glob("*/*/manifest.json"))) == 2
+    # the runs are ordinary runs for reports
+    assert len(list(data.glob("*/*/manifest.json"))) == 3
 
 
 @needs_fio
