@@ -55,7 +55,7 @@ _HTML_TEMPLATE = """{%- extends "lab/index.html.j2" -%}
   .jp-RenderedHTMLCommon table.iolab-table { font-size: 0.9em; margin: 0.5em 0 0.2em 0; }
   .jp-RenderedHTMLCommon table.iolab-table caption { caption-side: top; text-align: left;
       font-weight: 600; padding-bottom: 0.3em; color: var(--jp-ui-font-color1); }
-  .jp-RenderedHTMLCommon table.iolab-table td { font-variant-numeric: tabular-nums; }
+  .jp-RenderedHTMLCommon table.iolab-table td { font-variant-numeric: tabular-nums; white-space: nowrap; }
   .jp-RenderedHTMLCommon table.iolab-table tbody td:first-child { text-align: left; font-weight: 600; }
   p.iolab-note { margin-top: 0.1em; color: var(--jp-ui-font-color2); }
 </style>
