@@ -20,6 +20,7 @@ in tests; the numbers behind each view are kept on the object (``summary``,
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import logging
@@ -219,16 +220,14 @@ class Explorer:
         self._notes = notes
         self.refresh()
 
+    @contextlib.contextmanager
     def _hold(self):
-        explorer = self
-
-        class _Hold:
-            def __enter__(self):
-                self.before, explorer._quiet = explorer._quiet, True
-
-            def __exit__(self, *exc):
-                explorer._quiet = self.before
-        return _Hold()
+        """Change several controls without a redraw for each."""
+        before, self._quiet = self._quiet, True
+        try:
+            yield
+        finally:
+            self._quiet = before
 
     def _filtered(self) -> pd.DataFrame:
         if self.selection is None:
