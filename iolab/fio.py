@@ -9,7 +9,6 @@ import logging
 import os
 import re
 import subprocess
-from pathlib import Path
 
 from . import commands
 from .errors import IolabError

@@ -95,7 +95,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -106,6 +105,7 @@ import pandas as pd
 import yaml
 
 from . import fio, fioserver, jobcheck, recipes, sysinfo, targets as targets_mod
+from . import progress as progress_
 from .errors import IolabError
 from .fioparse import documents, parse_output
 from .store import Run, load as store_load, order_columns, safe_name, utcnow
@@ -1038,22 +1038,10 @@ def _expected_seconds(recipe, step) -> float | None:
 
 def _wait(proc, label: str, expected: float | None, limit: float | None, progress) -> bool:
     """Wait for the fio client; True when iolab had to stop it at ``limit`` seconds."""
-    from tqdm.auto import tqdm
-    disable = not sys.stderr.isatty() if progress is None else not progress
-    started = time.monotonic()
-    with tqdm(total=round(expected, 1) if expected else None, desc=label, unit="s", leave=True, disable=disable,
-              bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s" if expected
-              else "{desc}: {elapsed}") as bar:
-        while proc.poll() is None:
-            time.sleep(0.1)
-            now = time.monotonic() - started
-            if expected:
-                bar.n = min(expected, now)
-            bar.refresh()
-            if limit is not None and now > limit:
-                log.warning("%s: no end after %.0f s; stopping fio", label, now)
-                _stop(proc)
-                return True
+    if progress_.wait(proc, label, expected, progress=progress, limit=limit, poll=0.1) == progress_.LIMIT:
+        log.warning("%s: no end after %.0f s; stopping fio", label, limit)
+        _stop(proc)
+        return True
     return False
 
 

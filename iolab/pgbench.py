@@ -71,7 +71,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -80,6 +79,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import progress as progress_
 from . import targets as targets_mod
 from .errors import IolabError
 from .pgcluster import RESERVED_SETTINGS, SETTING_NAME, Cluster, find_binaries, server_account
@@ -578,39 +578,29 @@ class Engine:
 
         Ctrl-C: pgbench (in our process group) gets the SIGINT too; it is stopped if it lingers.
         """
-        from tqdm.auto import tqdm
-        disable = not sys.stderr.isatty() if self.progress is None else not self.progress
-        started = time.monotonic()
-        with tqdm(total=round(expected, 1) if expected else None, desc=label, unit="s", leave=True,
-                  disable=disable, bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s"
-                  if expected else "{desc}: {elapsed}") as bar:
-            try:
-                while proc.poll() is None:
-                    time.sleep(0.2)
-                    now = time.monotonic() - started
-                    if expected:
-                        bar.n = min(expected, now)
-                    bar.refresh()
-                    if timeout is not None and now > timeout:
-                        proc.kill()
-                        proc.wait()
-                        return True
-                    if not cluster.running() and proc.poll() is None:
-                        # the server is gone: pgbench may wait for it forever
-                        with contextlib.suppress(subprocess.TimeoutExpired):
-                            proc.wait(10)
-                        if proc.poll() is None:
-                            proc.kill()
-                            proc.wait()
-            except KeyboardInterrupt:
+        try:
+            outcome = progress_.wait(proc, label, expected, progress=self.progress, limit=timeout,
+                                    alive=cluster.running)
+            if outcome == progress_.LIMIT:
+                proc.kill()
+                proc.wait()
+                return True
+            if outcome == progress_.GONE:
+                # the server is gone: pgbench may wait for it forever
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(10)
                 if proc.poll() is None:
-                    proc.terminate()
-                    try:
-                        proc.wait(5)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait()
-                raise
+                    proc.kill()
+                    proc.wait()
+        except KeyboardInterrupt:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            raise
         return False
 
 

@@ -20,21 +20,19 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from . import fio, recipes, sysinfo, targets as targets_mod
+from . import fio, progress, recipes, sysinfo, targets as targets_mod
 from .errors import IolabError
 from .fioparse import latency_over, parse_output
 from .isolation import drop_caches, flag_cache_suspect, open_sandbox
 from .store import Run, utcnow
-from .units import fio_size, parse_size
+from .units import fio_size
 
 log = logging.getLogger(__name__)
 
@@ -333,17 +331,7 @@ class FioEngine:
         return seconds + float(self.recipe.defaults.get("ramp_time") or 0)
 
     def _wait(self, proc, label, expected) -> None:
-        from tqdm.auto import tqdm
-        disable = not sys.stderr.isatty() if self.progress is None else not self.progress
-        with tqdm(total=round(expected, 1) if expected else None, desc=label, unit="s", leave=True,
-                  disable=disable, bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s"
-                  if expected else "{desc}: {elapsed}") as bar:
-            started = time.monotonic()
-            while proc.poll() is None:
-                time.sleep(0.2)
-                if expected:
-                    bar.n = min(expected, time.monotonic() - started)
-                bar.refresh()
+        progress.wait(proc, label, expected, progress=self.progress)
 
     def _parse(self, text, stderr, returncode, step) -> pd.DataFrame:
         try:

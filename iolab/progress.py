@@ -1,0 +1,42 @@
+"""Waiting for a benchmark process with a progress bar (tqdm: a terminal bar or a Jupyter widget)."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable
+
+#: Outcomes of :func:`wait` other than the process ending by itself.
+LIMIT, GONE = "limit", "gone"
+
+
+def enabled(progress: bool | None) -> bool:
+    """``None`` means: show bars when stderr is a terminal."""
+    return sys.stderr.isatty() if progress is None else bool(progress)
+
+
+def wait(proc, label: str, expected: float | None = None, *, progress: bool | None = None,
+         limit: float | None = None, alive: Callable[[], bool] | None = None,
+         poll: float = 0.2) -> str | None:
+    """Wait for ``proc``; the bar fills over ``expected`` seconds (or counts up).
+
+    Returns None when the process ended, :data:`LIMIT` when it still runs after
+    ``limit`` seconds, :data:`GONE` when ``alive()`` (e.g. "the database server
+    still runs") turned false first. Stopping the process is the caller's job.
+    """
+    from tqdm.auto import tqdm
+    started = time.monotonic()
+    with tqdm(total=round(expected, 1) if expected else None, desc=label, unit="s", leave=True,
+              disable=not enabled(progress),
+              bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s" if expected
+              else "{desc}: {elapsed}") as bar:
+        while proc.poll() is None:
+            time.sleep(poll)
+            now = time.monotonic() - started
+            if expected:
+                bar.n = min(expected, now)
+            bar.refresh()
+            if limit is not None and now > limit:
+                return LIMIT
+            if alive is not None and not alive() and proc.poll() is None:
+                return GONE
+    return None
