@@ -58,6 +58,12 @@ def test_load_errors_name_the_path(tmp_path):
         iolab.manifests(tmp_path)
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def test_atomic_write_leaves_no_partial_file(tmp_path):
     target = tmp_path / "x.txt"
     atomic_write(target, "one")
@@ -65,4 +71,5 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
     with pytest.raises(TypeError):
         atomic_write(target, 12345)  # not text or bytes: the write fails midway
     assert target.read_text() == "one"
+    assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()  # readable like any file, not 0600
     assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]
