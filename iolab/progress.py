@@ -10,8 +10,10 @@ LIMIT, GONE = "limit", "gone"
 
 
 def enabled(progress: bool | None) -> bool:
-    """``None`` means: show bars when stderr is a terminal."""
-    return sys.stderr.isatty() if progress is None else bool(progress)
+    """``None`` means: show bars on a terminal and in Jupyter (as widgets), not in logs."""
+    if progress is not None:
+        return bool(progress)
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
 
 
 def wait(proc, label: str, expected: float | None = None, *, progress: bool | None = None,

@@ -109,6 +109,7 @@ class Recipe:
     engine: str = "fio"
     options: dict = dataclasses.field(default_factory=dict)  # engine-specific settings, checked by the engine
     preset: str | None = None  # the preset chosen, when the recipe has presets
+    selected: bool = False     # tests were chosen (a preset or --tests): no default preset on top
     source: str = ""          # file it was loaded from
     jobfile: str | None = None  # text of a plain .fio job file run as is
 
@@ -141,7 +142,7 @@ class Recipe:
         return True
 
     def with_overrides(self, *, size=None, runtime=None, repeat=None, isolation=None,
-                       preset=None, mem_limit=None) -> "Recipe":
+                       preset=None, mem_limit=None, tests=None) -> "Recipe":
         """A copy with command-line overrides applied and validated."""
         recipe = copy.deepcopy(self)
         ctx = "command line"
@@ -151,7 +152,7 @@ class Recipe:
             # e.g. cachecheck: a file 4x the memory the page cache may use
             limit = recipe.defaults.get("mem_limit", DEFAULT_MEM_LIMIT)
             recipe.defaults["size"] = int(recipe.defaults["size_mem_factor"] * limit)
-        if preset is None and "default" in recipe.presets:
+        if preset is None and not recipe.selected and not tests and "default" in recipe.presets:
             preset = "default"
         if preset is not None:
             if preset not in recipe.presets:
@@ -160,7 +161,15 @@ class Recipe:
             keep = recipe.presets[preset]
             by_name = {t.name: t for t in recipe.tests}
             recipe.tests = [by_name[name] for name in keep]
-            recipe.preset = preset
+            recipe.preset, recipe.selected = preset, True
+        if tests:
+            by_name = {t.name: t for t in self.tests}
+            unknown = [name for name in tests if name not in by_name]
+            if unknown:
+                raise IolabError(f"no test {unknown[0]!r} (tests: {', '.join(by_name)})",
+                                 context=f"{recipe.name}: --tests")
+            recipe.tests = [by_name[name] for name in tests]
+            recipe.selected = True
         if size is not None:
             recipe.defaults["size"] = parse_size(size, context=f"{ctx}: --size")
         if runtime is not None:

@@ -72,12 +72,12 @@ class RunResult:
 
 
 def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
-         preset=None, confirm=None, mem_limit=None):
+         preset=None, confirm=None, mem_limit=None, tests=None):
     """Load and check the recipe and targets; nothing is created or run."""
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(recipe)
     recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
-                                   isolation=isolation, preset=preset, mem_limit=mem_limit)
+                                   isolation=isolation, preset=preset, mem_limit=mem_limit, tests=tests)
     fio.fio_binary()  # fio missing: say how to install it, before anything else
     writes = recipe.jobfile is not None or any(
         "write" in step.rw or step.rw in ("rw", "readwrite", "randrw", "trimwrite") for step in recipe.steps())
@@ -108,10 +108,11 @@ def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
 
 def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
         runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
-        argv=None, scratch_dir=None, with_original=False) -> RunResult:
+        argv=None, scratch_dir=None, with_original=False, tests=None) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
     recipe, targets = plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
-                           isolation=isolation, preset=preset, confirm=confirm, mem_limit=mem_limit)
+                           isolation=isolation, preset=preset, confirm=confirm, mem_limit=mem_limit,
+                           tests=tests)
     mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
     steps = recipe.steps()
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
@@ -413,7 +414,7 @@ def dry_run(recipe, target_specs, **kwargs) -> str:
     """The job files and commands a run would use, as text; nothing is created."""
     recipe, targets = plan(recipe, target_specs, **{k: v for k, v in kwargs.items()
                                                      if k in ("size", "runtime", "repeat", "isolation", "preset",
-                                                              "confirm", "mem_limit")})
+                                                              "confirm", "mem_limit", "tests")})
     lines = [f"# recipe {recipe.name}: {recipe.description}",
              f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
     for step in recipe.steps():

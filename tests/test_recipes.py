@@ -131,3 +131,13 @@ def test_sweep_points_are_tests_of_their_own(tmp_path):
 def test_per_char_io_cannot_fall_back_to_o_direct(tmp_path):
     path = write(tmp_path, GOOD.replace("bs: 4k", "bs: 1"))
     assert not recipes.load(str(path)).direct_ok
+
+
+def test_choosing_tests_by_name():
+    cdm = recipes.load("crystaldiskmark")
+    two = cdm.with_overrides(tests=["RND4K-Q1T1", "SEQ128K-Q32T1"])
+    assert [t.name for t in two.tests] == ["RND4K-Q1T1", "SEQ128K-Q32T1"]
+    assert [t.name for t in two.with_overrides(size="8M").tests] == ["RND4K-Q1T1", "SEQ128K-Q32T1"]
+    with pytest.raises(IolabError, match="crystaldiskmark: --tests: no test 'RND9K'"):
+        cdm.with_overrides(tests=["RND9K"])
+    assert [t.name for t in cdm.with_overrides(preset="peak").with_overrides().tests] == ["SEQ1M-Q8T1", "RND4K-Q32T1"]

@@ -20,6 +20,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--runtime", metavar="SECONDS", help="seconds per test")
     parser.add_argument("--repeat", type=int, metavar="N", help="passes per test")
     parser.add_argument("--preset", help="recipe preset (e.g. crystaldiskmark: default, nvme, peak, real-world, mix)")
+    parser.add_argument("--tests", metavar="NAME,...", type=lambda text: [t for t in text.split(",") if t],
+                        help="run only these tests of the recipe (comma-separated, see `iolab recipes NAME`)")
     parser.add_argument("--data", default="data", metavar="DIR", help="result store (default: ./data)")
     parser.add_argument("--confirm", metavar="DEVICE", help="allow writing to this exact block device")
     parser.add_argument("--with-original", action="store_true",
@@ -48,7 +50,7 @@ def run(args) -> int:
     if not args.target:
         raise IolabError("give --target PATH (or --hosts INVENTORY)", context="iolab run")
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
-                   preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit)
+                   preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests)
     if args.dry_run:
         print(runner.dry_run(args.recipe, args.target, **options))
         print("dry run: nothing was created or run")
