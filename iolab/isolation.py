@@ -103,6 +103,41 @@ def outstanding_hugepages() -> int:
     return _outstanding_pages
 
 
+def _lock_dir() -> str:
+    return "/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir()
+
+
+def _mark_holder() -> None:
+    """While this process holds pages, ``<lock dir>/iolab-hugepages.<pid>`` says how many."""
+    path = os.path.join(_lock_dir(), f"iolab-hugepages.{os.getpid()}")
+    try:
+        if _outstanding_pages > 0:
+            with open(path, "w") as fh:
+                fh.write(f"{_outstanding_pages}\n")
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+    except OSError as exc:
+        log.debug("huge page holder mark %s: %s", path, exc)
+
+
+def hugepage_holders() -> dict[int, int]:
+    """Live iolab processes holding huge pages on this machine: ``{pid: pages}``."""
+    holders = {}
+    for path in Path(_lock_dir()).glob("iolab-hugepages.*"):
+        suffix = path.name.rsplit(".", 1)[-1]
+        if not suffix.isdigit():
+            continue
+        pid = int(suffix)
+        if not Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):
+                path.unlink()  # a crashed run: its pages are still in the pool, but nobody holds them
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            holders[pid] = int(path.read_text().strip() or 0)
+    return holders
+
+
 # --------------------------------------------------------------------------- helpers
 
 def flag_cache_suspect(fio_read_bytes: float, device_read_bytes: float, threshold: float = 0.5) -> bool:
@@ -230,8 +265,7 @@ class HugePagePool:
     @contextlib.contextmanager
     def locked(self, timeout: float = 60.0):
         """Serialise read-modify-write of the pool between iolab processes."""
-        lock_dir = "/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir()
-        fd = os.open(os.path.join(lock_dir, "iolab-hugepages.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(os.path.join(_lock_dir(), "iolab-hugepages.lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             deadline = time.monotonic() + timeout
             while True:
@@ -260,8 +294,10 @@ class HugePagePool:
                 after = self.total()  # a Ctrl-C mid-allocation: count what we got
                 _outstanding_pages += max(0, after - before)
                 self.last_added = max(0, after - before)
+                _mark_holder()
                 raise
             _outstanding_pages += max(0, after - before)
+            _mark_holder()
             return before, after
 
     def release(self, pages: int) -> tuple[int, int]:
@@ -273,6 +309,7 @@ class HugePagePool:
                 return before, before
             after = self.set_total(max(0, before - int(pages)))
             _outstanding_pages -= min(int(pages), max(0, before - after))
+            _mark_holder()
             return before, after
 
 
