@@ -276,7 +276,11 @@ def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLik
         if not loopdev.dio_enabled(device):
             raise IolabError("direct I/O is off on the loop device", context=device)
         dev = blockstat.device_for(device)
+        # the flag outlives the attachment: give the next user of this loop device the old value
+        previous = dev.queue("rotational")
         _set_queue(device, "rotational", "1" if profile.rotational else "0")
+        if previous is not None:
+            undo.callback(_set_queue, device, "rotational", previous)
         emulated = EmulatedDevice(profile=profile, device=device, devnum=dev.devnum, backing_file=backing,
                                   size=nbytes)
         if filesystem:

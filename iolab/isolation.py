@@ -27,7 +27,8 @@ Modes (:data:`MODES`):
     :func:`hugepage_plan` for the safety margin.
 ``direct``
     Nothing to set up; the tests must use O_DIRECT (what CrystalDiskMark,
-    KDiskMark and GNOME Disks do).
+    KDiskMark and GNOME Disks do). Caches are still dropped before each test
+    (as root), so file-system metadata starts cold as in the other modes.
 ``none``
     Deliberately cached: nothing is dropped or limited (to show the effect).
 
@@ -415,7 +416,7 @@ class Sandbox:
         try:
             group = Group.create(controllers, layout=self.layout)
         except IolabError as exc:
-            self._fall_back(f"no memory cgroup: {exc}")
+            self._fall_back(f"cannot make the cgroup: {exc}")
             return
         self.group = group
         if self.throttles:
@@ -678,7 +679,7 @@ def open_sandbox(mode: str | None = "cgroup", *, mem_limit: int | str = DEFAULT_
     if mode not in MODES:
         raise IolabError(f"unknown isolation mode {mode!r}", context="isolation",
                          hint=f"choose one of {', '.join(MODES)}")
-    limit = parse_size(mem_limit, context="mem_limit")
+    limit = parse_size(DEFAULT_MEM_LIMIT if mem_limit is None else mem_limit, context="mem_limit")
     throttles = [Throttle.coerce(t) for t in throttles]
     sandbox = Sandbox(
         mode, mem_limit=limit, throttles=throttles, buffered=bool(buffered),
