@@ -557,12 +557,12 @@ class Sandbox:
         except OSError as exc:
             raise IolabError(f"cannot start: {exc.strerror}", context=argv[0]) from None
         self._children.append(proc)
+        # check the side effect (a child that already exited has nothing left to check)
         for group in groups:
-            if Path(f"/proc/{proc.pid}/cgroup").exists() and proc.poll() is None and not group.contains(proc.pid):
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-                    raise IolabError(f"the process did not land in cgroup {group.name}", context=argv[0])
+            if proc.poll() is None and not group.contains(proc.pid) and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+                raise IolabError(f"the process did not land in cgroup {group.name}", context=argv[0])
         log.debug("started %s (pid %d) in %s", argv[0], proc.pid, [g.name for g in groups])
         return proc
 
