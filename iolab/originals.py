@@ -42,7 +42,7 @@ import pandas as pd
 from . import directio, fio, targets as targets_mod
 from .errors import IolabError
 from .recipes import Step
-from .runner import FioEngine, _relpath, _stop
+from .runner import FioEngine, _counter, _relpath, _stop
 from .store import utcnow
 from .units import fio_size
 
@@ -302,7 +302,8 @@ class ClassicEngine(FioEngine):
             self.run.update(targets=[t.describe() for t in self.targets])
             throttles = [th for t in self.targets if t.emulated is not None for th in t.emulated.throttles]
             self.sandbox = stack.enter_context(open_sandbox(
-                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles, buffered=self.buffered))
+                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles, buffered=self.buffered,
+                direct_ok=not self.buffered))
             self.run.update(isolation=self.sandbox.describe(), engine_options=self.options)
             self.check_after_open()
             try:
@@ -368,10 +369,10 @@ class ClassicEngine(FioEngine):
     # ---- steps
     def step(self, test: str, **options) -> Step:
         """The recipe's step for ``test`` (a made-up one for tests the engine adds)."""
-        base = self.steps.get(test)
-        if base is None:
-            return Step(id=test, test=test, rw=options.get("rw", ""), options=dict(options))
-        return Step(id=base.id, test=base.test, rw=base.rw, options={**base.options, **options})
+        base = self.steps.get(test) or Step(id=test, test=test, rw=options.get("rw", ""), options={})
+        merged = {**base.options, **options}
+        direct = str(merged.get("direct", 0)).lower() not in ("0", "false", "")
+        return dataclasses.replace(base, options=merged, direct=direct)
 
     def fio_step(self, step: Step, target, rep: int, options: dict, *, name: str | None = None) -> pd.DataFrame:
         """Run one fio job (written to ``jobs/``, checked with ``fio --parse-only`` once)."""
@@ -379,12 +380,14 @@ class ClassicEngine(FioEngine):
         rel = _relpath("jobs", step_id, target, self.multi, ".fio")
         path = self.run.path / rel
         if not path.exists():
-            global_options = {"filename": target.filename, **options.pop("_global", {})}
+            global_options = {"filename": target.filename}
+            if target.emulated is not None:  # what the device needs for its declared limits to hold
+                global_options.update(target.emulated.fio_options)
             path = self.run.write(rel, fio.render_job(step_id, options, global_options))
             fio.check_job(path)
             self.run.manifest.setdefault("commands", {})[rel] = self._argv(path, target)
             self.run.save_manifest()
-        run_step = Step(id=step_id, test=step.test, rw=step.rw, options={**step.options, **options})
+        run_step = dataclasses.replace(step, id=step_id, options={**step.options, **options})
         frame = self._one(self.sandbox, run_step, target, rep, path)
         frame["tool"] = "fio"
         return frame
@@ -402,14 +405,6 @@ class ClassicEngine(FioEngine):
         return (test + (f" @{target.name}" if self.multi else "") + (f" [{tool}]" if tool else "")
                 + f" {rep}/{self.recipe.repeat}")
 
-    def _counter(self, target):
-        from .blockstat import BlockCounter
-        try:
-            return BlockCounter.for_path(target.filename) if target.filename else None
-        except IolabError as exc:
-            log.warning("no device counters for %s: %s", target.filename, exc)
-            return None
-
     def python_step(self, step: Step, target, rep: int, op: str, spec: dict, convert) -> pd.DataFrame:
         """Run a :mod:`iolab.directio` loop inside the sandbox; ``convert(result) -> rows``."""
         argv = directio.command(op, spec)
@@ -417,7 +412,7 @@ class ClassicEngine(FioEngine):
         raw.parent.mkdir(parents=True, exist_ok=True)
         self.run.manifest.setdefault("commands", {})[str(raw.relative_to(self.run.path))] = argv
         self.sandbox.prepare_test()
-        counter = self._counter(target)
+        counter = _counter(target)
         before = counter.snapshot() if counter else None
         started = time.monotonic()
         with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
@@ -454,7 +449,7 @@ class ClassicEngine(FioEngine):
         raw.parent.mkdir(parents=True, exist_ok=True)
         self.run.manifest.setdefault("commands", {})[rel] = argv
         self.sandbox.prepare_test()
-        counter = self._counter(target)
+        counter = _counter(target)
         before = counter.snapshot() if counter else None
         started = time.monotonic()
         with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
@@ -505,7 +500,7 @@ class ClassicEngine(FioEngine):
     # ---- helpers shared by the engines
     def layout(self, target, size: int | None) -> None:
         """Write the test file (or an emulated device) once, sequentially, untimed, inside the sandbox."""
-        step = Step(id="layout", test="layout", rw="write", options={})
+        step = self.step("_layout", rw="write", direct=1)
         options = {"rw": "write", "bs": "1m", "ioengine": "psync", "direct": 1, "end_fsync": 1}
         if size:
             options["size"] = fio_size(size)
