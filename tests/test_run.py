@@ -82,7 +82,9 @@ def test_results_have_the_contract_columns(quick_run):
     # MB/s x 10^6 / block size = IOPS (decimal MB/s, as in the articles)
     assert seq["bw_mbps"] * 1e6 / seq["bs"] == pytest.approx(seq["iops"], rel=0.02)
     assert (table["lat_p50_us"] <= table["lat_p99_us"]).all()
-    assert (table["lat_p99_us"] <= table["lat_max_us"]).all()
+    # fio's percentiles come from log-linear histogram buckets (1/64 of a power of two
+    # wide), so p99 may sit a bucket above the exact maximum
+    assert (table["lat_p99_us"] <= table["lat_max_us"] * (1 + 2 / 64)).all()
 
 
 def test_cli_errors_are_one_line_with_exit_2(iolab, tmp_path):
