@@ -40,11 +40,12 @@ def run(argv: list[str], *, check: bool = True, input: str | None = None,
     if "/" not in argv[0]:
         which(argv[0])
     log.debug("running %s", " ".join(argv))
-    proc = subprocess.run(argv, capture_output=True, text=True, input=input, timeout=timeout)
+    # no terminal input: mkfs and friends must never stop to ask a question
+    stdin = None if input is not None else subprocess.DEVNULL
+    proc = subprocess.run(argv, capture_output=True, text=True, input=input, stdin=stdin, timeout=timeout)
     if check and proc.returncode != 0:
-        detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        raise IolabError(
-            f"exited with {proc.returncode}: {detail[-1] if detail else 'no output'}",
-            context=" ".join(argv),
-        )
+        lines = [line.strip() for line in (proc.stderr.strip() or proc.stdout.strip()).splitlines() if line.strip()]
+        # the first line usually says what went wrong, the last one sometimes only prints usage
+        detail = " ... ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else "no output"
+        raise IolabError(f"exited with {proc.returncode}: {detail}", context=" ".join(argv))
     return proc

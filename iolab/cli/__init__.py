@@ -63,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("iolab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `iolab devices | head`: the reader has gone, which is fine
+        import os
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 def entry_point() -> None:  # console script
