@@ -40,6 +40,7 @@ import pandas as pd
 from . import sysinfo
 from .errors import IolabError
 from .originals import (BONNIE_MIN_TIME, BONNIE_TESTS, PLUS, ClassicEngine, Option, parse_bonnie_csv)
+from .store import safe_name
 from .units import fio_size, human_size
 
 log = logging.getLogger(__name__)
@@ -199,16 +200,13 @@ class Engine(ClassicEngine):
         return frame
 
     # ---- bonnie++ itself
-    def original_version(self, path: str):
-        return "bonnie++ (version from its CSV line)"
-
     def original_argv(self, target) -> list[str]:
         directory = os.path.dirname(target.test_file)
         ram_mib = max(1, min(self.ram_seen(), self.size // 2) // MiB)
         byte_io_mib = self.byte_io // MiB
         argv = ["bonnie++", "-d", directory, "-s",
                 f"{self.size // MiB}:{self.options['chunk_size']}:{self.options['seeks']}:{self.options['seek_procs']}",
-                "-r", str(ram_mib), "-n", "0", "-m", self.run.manifest.get("label") or "iolab",
+                "-r", str(ram_mib), "-n", "0", "-m", safe_name(self.run.manifest.get("label") or "iolab"),
                 "-z", str(self.options["seed"]), "-q",
                 f"-f{byte_io_mib}" if byte_io_mib else "-f"]
         if self.options["sync"]:
@@ -231,6 +229,8 @@ class Engine(ClassicEngine):
         step = self.step("bonnie++", direct=0)
         frame = self.tool_step(step, target, rep, self.original_argv(target), parse, tool="bonnie++")
         frame["heading"] = frame["test"].map(TESTS)
+        if "bonnie_version" in frame and frame["bonnie_version"].notna().any():
+            self.originals[self.ORIGINAL]["version"] = f"bonnie++ {frame['bonnie_version'].dropna().iloc[0]}"
         if "file_size" in frame:
             frame["file_size"] = frame["file_size"].where(~frame["test"].isin(["putc", "getc"]))
         return frame

@@ -374,56 +374,69 @@ class ClassicEngine(FioEngine):
         direct = str(merged.get("direct", 0)).lower() not in ("0", "false", "")
         return dataclasses.replace(base, options=merged, direct=direct)
 
-    def fio_step(self, step: Step, target, rep: int, options: dict, *, name: str | None = None) -> pd.DataFrame:
-        """Run one fio job (written to ``jobs/``, checked with ``fio --parse-only`` once)."""
-        step_id = name or step.id
-        rel = _relpath("jobs", step_id, target, self.multi, ".fio")
+    def fio_step(self, step: Step, target, rep: int, options: dict) -> pd.DataFrame:
+        """Run one fio job (written to ``jobs/`` and checked with ``fio --parse-only`` once) by FioEngine._one."""
+        rel = _relpath("jobs", step.id, target, self.multi, ".fio")
         path = self.run.path / rel
         if not path.exists():
             global_options = {"filename": target.filename}
             if target.emulated is not None:  # what the device needs for its declared limits to hold
                 global_options.update(target.emulated.fio_options)
-            path = self.run.write(rel, fio.render_job(step_id, options, global_options))
+            path = self.run.write(rel, fio.render_job(step.id, options, global_options))
             fio.check_job(path)
             self.run.manifest.setdefault("commands", {})[rel] = self._argv(path, target)
             self.run.save_manifest()
-        run_step = dataclasses.replace(step, id=step_id, options={**step.options, **options})
-        frame = self._one(self.sandbox, run_step, target, rep, path)
+        frame = self._one(self.sandbox, dataclasses.replace(step, options={**step.options, **options}),
+                          target, rep, path)
         frame["tool"] = "fio"
         return frame
 
-    def _spawn(self, argv, label: str, stdout, stderr, expected=None) -> subprocess.Popen:
-        proc = self.sandbox.popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL)
-        try:
-            self._wait(proc, label, expected)
-        except KeyboardInterrupt:
-            _stop(proc)
-            raise
-        return proc
+    def _measured(self, argv: list[str], target, rel: str, label: str, expected: float | None = None):
+        """Run ``argv`` in the sandbox as a test (caches dropped, device counted), stdout into ``rel``.
 
-    def _label(self, test: str, target, rep: int, tool: str | None = None) -> str:
-        return (test + (f" @{target.name}" if self.multi else "") + (f" [{tool}]" if tool else "")
-                + f" {rep}/{self.recipe.repeat}")
-
-    def python_step(self, step: Step, target, rep: int, op: str, spec: dict, convert) -> pd.DataFrame:
-        """Run a :mod:`iolab.directio` loop inside the sandbox; ``convert(result) -> rows``."""
-        argv = directio.command(op, spec)
-        raw = self.run.path / _relpath("raw", step.id, target, self.multi, f"-{rep}.json")
+        Returns the process, its stderr, the device's byte counts, the
+        sandbox's evidence and the wall time: what :meth:`_annotate` takes.
+        """
+        raw = self.run.path / rel
         raw.parent.mkdir(parents=True, exist_ok=True)
-        self.run.manifest.setdefault("commands", {})[str(raw.relative_to(self.run.path))] = argv
+        self.run.manifest.setdefault("commands", {})[rel] = argv
         self.sandbox.prepare_test()
         counter = _counter(target)
         before = counter.snapshot() if counter else None
         started = time.monotonic()
         with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
-            proc = self._spawn(argv, self._label(step.id, target, rep, "python"), out, err)
+            proc = self.sandbox.popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            try:
+                self._wait(proc, label, expected)
+            except KeyboardInterrupt:
+                _stop(proc)
+                raise
             err.seek(0)
-            stderr = err.read().decode(errors="replace").strip()
+            stderr = err.read().decode(errors="replace")
         elapsed = time.monotonic() - started
         device = counter.delta(before) if counter else {}
-        evidence = self.sandbox.test_evidence()
+        return proc, stderr, device, self.sandbox.test_evidence(), elapsed
+
+    def _label(self, test: str, target, rep: int, tool: str) -> str:
+        return f"{test}" + (f" @{target.name}" if self.multi else "") + f" [{tool}] {rep}/{self.recipe.repeat}"
+
+    def _rows(self, frame: pd.DataFrame, step: Step, target, rep: int, measured, tool: str) -> pd.DataFrame:
+        """Annotate like fio's rows; rows that name their own test keep it."""
+        _, _, device, evidence, elapsed = measured
+        tests = frame["test"].tolist() if "test" in frame else None
+        frame = self._annotate(frame, step, target, rep, device, evidence, elapsed, self.sandbox)
+        if tests is not None:
+            frame["test"] = tests
+        frame["tool"] = tool
+        return frame
+
+    def python_step(self, step: Step, target, rep: int, op: str, spec: dict, convert) -> pd.DataFrame:
+        """Run a :mod:`iolab.directio` loop inside the sandbox; ``convert(result) -> rows``."""
+        rel = _relpath("raw", step.id, target, self.multi, f"-{rep}.json")
+        measured = self._measured(directio.command(op, spec), target, rel, self._label(step.id, target, rep, "python"))
+        proc, stderr = measured[0], measured[1].strip()
         try:
-            result = json.loads(raw.read_text())
+            result = json.loads((self.run.path / rel).read_text())
         except ValueError:
             result = {"error": f"the Python worker printed no result (exit {proc.returncode})"
                                + (f": {stderr.splitlines()[-1]}" if stderr else "")}
@@ -434,51 +447,28 @@ class ClassicEngine(FioEngine):
             frame = pd.DataFrame(convert(result))
             if "error" not in frame:
                 frame["error"] = None
-        tests = frame["test"].tolist() if "test" in frame else None  # rows that name their own test
-        frame = self._annotate(frame, step, target, rep, device, evidence, elapsed, self.sandbox)
-        if tests is not None:
-            frame["test"] = tests
-        frame["tool"] = "python"
-        return frame
+        return self._rows(frame, step, target, rep, measured, "python")
 
     def tool_step(self, step: Step, target, rep: int, argv: list[str], parse, *, tool: str,
                   expected: float | None = None) -> pd.DataFrame:
         """Run the original tool inside the sandbox; ``parse(stdout, stderr) -> DataFrame``."""
         rel = _relpath("raw", f"{step.id}-{tool}", target, self.multi, f"-{rep}.txt")
+        measured = self._measured(argv, target, rel, self._label(step.id, target, rep, tool), expected)
+        proc, stderr = measured[0], measured[1]
         raw = self.run.path / rel
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        self.run.manifest.setdefault("commands", {})[rel] = argv
-        self.sandbox.prepare_test()
-        counter = _counter(target)
-        before = counter.snapshot() if counter else None
-        started = time.monotonic()
-        with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
-            proc = self._spawn(argv, self._label(step.id, target, rep, tool), out, err, expected)
-            err.seek(0)
-            stderr = err.read().decode(errors="replace")
         if stderr.strip():
             raw.with_suffix(".err").write_text(stderr)
-        elapsed = time.monotonic() - started
-        device = counter.delta(before) if counter else {}
-        evidence = self.sandbox.test_evidence()
-        stdout = raw.read_text(errors="replace")
         try:
-            frame = parse(stdout, stderr)
+            frame = parse(raw.read_text(errors="replace"), stderr)
             if proc.returncode != 0:
-                frame["error"] = frame["error"].where(frame["error"].notna(),
-                                                      f"{tool} exited with {proc.returncode}")
+                frame["error"] = frame["error"].where(frame["error"].notna(), f"{tool} exited with {proc.returncode}")
         except IolabError as exc:
             detail = [line for line in stderr.splitlines() if line.strip()]
             frame = pd.DataFrame([{"test": step.test, "direction": None, "io_bytes": 0,
-                                   "error": f"{tool} exited with {proc.returncode}: "
-                                            f"{detail[0] if detail else exc}"}])
-        tests = frame["test"].tolist() if "test" in frame else [step.test] * len(frame)
-        frame = self._annotate(frame, step, target, rep, device, evidence, elapsed, self.sandbox)
-        frame["test"] = tests
-        frame["tool"] = tool
-        return frame
+                                   "error": f"{tool} exited with {proc.returncode}: {detail[0] if detail else exc}"}])
+        return self._rows(frame, step, target, rep, measured, tool)
 
-    def original_available(self, note_target=None) -> bool:
+    def original_available(self) -> bool:
         """Whether ``--with-original`` applies and the tool is installed (noted in the manifest)."""
         if not self.with_original or self.ORIGINAL is None:
             return False
