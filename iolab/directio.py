@@ -61,6 +61,7 @@ import os
 import random
 import resource
 import select
+import signal
 import stat
 import struct
 import sys
@@ -424,6 +425,7 @@ def _seeker(path: str, chunk: int, total_chunks: int, sync: bool, tickets: int, 
     """One of bonnie++'s seek children (CFileOp::action); never returns."""
     status = 1
     try:
+        _die_with_parent()
         fd = os.open(path, os.O_RDWR)
         buf = bytearray(chunk)
         view = memoryview(buf)
@@ -465,6 +467,17 @@ def _seeker(path: str, chunk: int, total_chunks: int, sync: bool, tickets: int, 
         os._exit(status)
 
 
+def _die_with_parent() -> None:
+    """Linux prctl(PR_SET_PDEATHSIG, SIGKILL): a seek child never outlives the worker."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the worker died before prctl took effect
+        os._exit(1)
+
+
 def bonnie_seeks(spec: dict) -> dict:
     path, chunk = spec["path"], int(spec["chunk"])
     seeks, procs = int(spec["seeks"]), int(spec["procs"])
@@ -480,7 +493,7 @@ def bonnie_seeks(spec: dict) -> dict:
     ticket_r, ticket_w = os.pipe()
     ready_r, ready_w = os.pipe()
     report_r, report_w = os.pipe()
-    children = []
+    children, done = [], False
     try:
         for _ in range(procs):
             pid = os.fork()
@@ -515,6 +528,7 @@ def bonnie_seeks(spec: dict) -> dict:
                 line, buffer = buffer.split(b"\n", 1)
                 reports.append(json.loads(line))
         cpu1 = _cpu()
+        done = True
     finally:
         for fd in (ticket_r, ticket_w, ready_r, ready_w, report_r, report_w):
             if fd >= 0:
@@ -524,8 +538,10 @@ def bonnie_seeks(spec: dict) -> dict:
                     pass
         for pid in children:
             try:
+                if not done:  # interrupted: the tickets left in the pipe would keep them seeking
+                    os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-            except ChildProcessError:
+            except (ChildProcessError, ProcessLookupError):
                 pass
     errors = [r["error"] for r in reports if "error" in r]
     if errors or len(reports) < procs:
@@ -557,11 +573,17 @@ def command(op: str, spec: dict, python: str | None = None) -> list[str]:
     return [python or sys.executable, "-I", "-S", os.path.abspath(__file__), op, json.dumps(spec, sort_keys=True)]
 
 
+def _interrupt(signum, frame):
+    """SIGTERM (the sandbox stopping us) unwinds like Ctrl-C: seek children are killed, files closed."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or argv[0] not in OPS:
         print(json.dumps({"error": f"usage: directio.py {{{'|'.join(OPS)}}} SPEC_JSON"}))
         return 2
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         result = OPS[argv[0]](json.loads(argv[1]))
     except KeyboardInterrupt:

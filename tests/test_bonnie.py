@@ -175,3 +175,53 @@ def test_bonnie_options_are_checked(tmp_path):
     with pytest.raises(IolabError, match=r"tests\[0\]: unknown test 'per_char'"):
         runner.run(recipe, [str(tmp_path)], size="128M", mem_limit="32M", data_dir=tmp_path / "data",
                    progress=False)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@needs_root
+def test_ctrl_c_during_the_seek_test_leaves_nothing_behind(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+    recipe = yaml.safe_load((Path(recipes.recipes_dir()) / "bonnie.yaml").read_text())
+    recipe["tests"] = [t for t in recipe["tests"] if t["name"] == "seeks"]
+    recipe["options"].update(seeks=50000)  # minutes at 150 IOPS
+    path = tmp_path / "seeks.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    proc = subprocess.Popen([sys.executable, "-m", "iolab", "run", str(path), "--target", "emulated:hdd",
+                             "--size", "128M", "--mem-limit", "32M", "--data", str(tmp_path / "data"),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "TMPDIR": str(tmp_path)})
+    try:
+        deadline = time.monotonic() + 60
+        while not _processes_mentioning("bonnie-seeks") or not [
+                p for p in _processes_mentioning(str(tmp_path)) if p != proc.pid]:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1.5)  # the five seek children are at work
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0
+    manifest = yaml.safe_load(next((tmp_path / "data").glob("*/*/manifest.json")).read_text())
+    assert manifest["status"] == "interrupted", manifest.get("reason")
+    assert _processes_mentioning(str(tmp_path)) == []  # no worker, no seek child
+    assert emulated.leftovers(owner=proc.pid) == []
+    assert cgroups.leftovers(owner=proc.pid) == []
