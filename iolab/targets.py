@@ -45,8 +45,9 @@ class Target:
     def describe(self) -> dict:
         info = {"spec": self.spec, "kind": self.kind, "name": self.name, "path": self.path,
                 "test_file": self.test_file}
-        if self.path:
-            info.update(sysinfo.mount_of(self.path))
+        if self.test_file or self.kind == "dir":  # a raw device has no file system of its own here
+            info.update(sysinfo.mount_of(self.test_file if self.test_file and os.path.exists(self.test_file)
+                                         else self.path))
         info["device"] = _provenance(self.path) if self.path else None
         info["emulated"] = self.emulated.describe() if self.emulated is not None else None
         return info

@@ -20,4 +20,4 @@ else
   runs+=("$($IOLAB run "$RECIPE" --target scratch --label "scratch directory" --data "$DATA" | tail -n 1)")
 fi
 echo "== report" >&2
-$IOLAB report "${runs[@]}" --out reports/demo
+$IOLAB report "${runs[@]}" --notebook compare --out reports/demo
