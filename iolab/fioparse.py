@@ -599,3 +599,30 @@ def latency_over(text: str, thresholds_s: Iterable[float] = (2.0, 10.0)) -> pd.D
             row[f"over_{limit:g}s_pct"] = 100.0 * slow / total
         rows.append(row)
     return pd.DataFrame(rows, columns=["job", "direction"] + [f"over_{t:g}s_pct" for t in thresholds])
+
+
+def client_fairness(text: str) -> pd.DataFrame:
+    """How evenly the jobs (clients) of one fio job shared the device.
+
+    For a job run with ``numjobs > 1`` *without* ``group_reporting`` fio
+    reports one entry per clone; this gives per job name and direction the
+    number of clients, Jain's fairness index of their bandwidth (1 = equal
+    shares, 1/n = one client got everything) and the slowest and fastest
+    client's MB/s. Jobs with a single entry are left out.
+    """
+    from .curves import jain_index
+    docs = documents(text)
+    columns = ["job", "direction", "clients", "jain_index", "client_min_mbps", "client_max_mbps"]
+    if not docs:
+        return pd.DataFrame(columns=columns)
+    entries, _ = _entries(docs[-1])
+    shares: dict[tuple[str, str], list[float]] = {}
+    for entry in entries:
+        for direction in ("read", "write", "trim"):
+            stats = entry.get(direction) or {}
+            if _did_io(stats):
+                shares.setdefault((entry.get("jobname"), direction), []).append(stats.get("bw_bytes", 0) / 1e6)
+    rows = [{"job": job, "direction": direction, "clients": len(values), "jain_index": jain_index(values),
+             "client_min_mbps": min(values), "client_max_mbps": max(values)}
+            for (job, direction), values in shares.items() if len(values) > 1]
+    return pd.DataFrame(rows, columns=columns)

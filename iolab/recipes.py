@@ -199,9 +199,9 @@ class Recipe:
                         if test.bs:
                             options["bs"] = test.bs
                         options["iodepth"] = iodepth
+                        # no group_reporting: fio then reports each client, iolab sums them
+                        # (exactly, from json+ histograms) and keeps Jain's fairness index
                         options["numjobs"] = numjobs
-                        if numjobs > 1:
-                            options["group_reporting"] = 1
                         if test.rwmixread is not None and rw in ("rw", "readwrite", "randrw"):
                             options["rwmixread"] = test.rwmixread
                         if test.runtime or self.runtime:

@@ -29,7 +29,7 @@ import yaml
 
 from . import fio, progress, recipes, sysinfo, targets as targets_mod
 from .errors import IolabError
-from .fioparse import latency_over, parse_output
+from .fioparse import client_fairness, latency_over, parse_output
 from .isolation import drop_caches, flag_cache_suspect, open_sandbox
 from .store import Run, utcnow
 from .units import fio_size
@@ -234,17 +234,20 @@ class FioEngine:
                 path = self.run.write(rel, text)
                 fio.check_job(path)
                 jobs[(step.id, target.name)] = path
-                commands[rel] = self._argv(path, target)
+                commands[rel] = self._argv(path, target, step)
         self.run.update(commands=commands)
         return jobs
 
-    def _argv(self, path, target) -> list[str]:
+    def _argv(self, path, target, step) -> list[str]:
         extra = []
+        output_format = self.recipe.output_format
+        if int(step.options.get("numjobs", 1)) > 1:
+            output_format = "json+"  # per-client histograms: exact merged percentiles
         if self.recipe.jobfile is not None:
             extra = [f"--{k}={v}" for k, v in fio.REPORTING_OPTIONS.items()]
             if target.kind in ("dir", "emulated") and target.path:
                 extra.append(f"--directory={os.path.dirname(target.test_file) if target.test_file else target.path}")
-        return fio.command(path, output_format=self.recipe.output_format, extra=extra)
+        return fio.command(path, output_format=output_format, extra=extra)
 
     def _steps(self, sandbox, jobs) -> None:
         from .stats import needs_more
@@ -296,7 +299,7 @@ class FioEngine:
         self.run.set_results(flagged)
 
     def _one(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
-        argv = self._argv(jobfile, target)
+        argv = self._argv(jobfile, target, step)
         suffix = "-warmup.json" if rep == 0 else f"-{rep}.json"
         raw = self.run.path / _relpath("raw", step.id, target, self.multi, suffix)
         raw.parent.mkdir(parents=True, exist_ok=True)
@@ -349,6 +352,9 @@ class FioEngine:
             slow = latency_over(text)
             if not slow.empty:
                 frame = frame.merge(slow, on=["job", "direction"], how="left")
+        fairness = client_fairness(text)  # numjobs > 1: how evenly the clients shared the device
+        if not fairness.empty:
+            frame = frame.merge(fairness.drop(columns="clients"), on=["job", "direction"], how="left")
         return frame
 
     def _annotate(self, frame, step, target, rep, device, evidence, elapsed, sandbox) -> pd.DataFrame:

@@ -52,7 +52,7 @@ def test_crystaldiskmark_default_preset_is_cdm8_default():
     nvme = recipes.load("crystaldiskmark").with_overrides(preset="nvme")
     assert [t.name for t in nvme.tests] == ["SEQ1M-Q8T1", "SEQ128K-Q32T1", "RND4K-Q32T16", "RND4K-Q1T1"]
     t16 = [s for s in nvme.steps() if s.test == "RND4K-Q32T16"][0]
-    assert t16.options["numjobs"] == 16 and t16.options["group_reporting"] == 1
+    assert t16.options["numjobs"] == 16 and "group_reporting" not in t16.options  # per-client entries
 
 
 def test_good_recipe_and_overrides(tmp_path):
@@ -125,7 +125,7 @@ def test_sweep_points_are_tests_of_their_own(tmp_path):
     path = write(tmp_path, GOOD.replace("iodepth: 4", "iodepth: [1, 8]\n    numjobs: [1, 2]"))
     steps = [s for s in recipes.load(str(path)).steps() if s.sweep]
     assert [s.test for s in steps] == ["MIX-Q1T1", "MIX-Q8T1", "MIX-Q1T2", "MIX-Q8T2"]
-    assert steps[-1].options["numjobs"] == 2 and steps[-1].options["group_reporting"] == 1
+    assert steps[-1].options["numjobs"] == 2
 
 
 def test_per_char_io_cannot_fall_back_to_o_direct(tmp_path):

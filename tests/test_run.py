@@ -205,3 +205,35 @@ def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
     assert manifest["status"] == "interrupted" and "SIGTERM" in manifest["reason"]
     assert [p.name for p in tmp_path.iterdir()] == ["data"]
     assert subprocess.run(["pgrep", "-f", str(data)], capture_output=True).returncode == 1
+
+
+SWEEP = """
+name: concurrency
+description: random reads by 1 and 3 clients
+defaults: {size: 16M, runtime: 1}
+fio: {ioengine: psync, direct: 1}
+tests:
+  - name: RND4K
+    rw: randread
+    bs: 4k
+    numjobs: [1, 3]
+"""
+
+
+def test_concurrency_sweep_keeps_each_client_and_their_fairness(tmp_path):
+    recipe = tmp_path / "concurrency.yaml"
+    recipe.write_text(SWEEP)
+    result = runner.run(str(recipe), [str(tmp_path)], data_dir=tmp_path / "data", progress=False)
+    assert result.manifest["status"] == "completed", result.manifest["reason"]
+    table = iolab.load(result.path).set_index("test")
+    one, three = table.loc["RND4K-Q1T1"], table.loc["RND4K-Q1T3"]
+    assert one["numjobs"] == 1 and pd.isna(one["jain_index"])
+    assert three["numjobs"] == 3 and three["sweep"] == "RND4K"
+    raw = json.loads((result.path / "raw" / "RND4K-Q1T3-1.json").read_text())
+    clients = [job["read"]["bw_bytes"] / 1e6 for job in raw["jobs"]]
+    assert len(clients) == 3  # fio reported each client: no group_reporting
+    assert three["bw_mbps"] == pytest.approx(sum(clients), rel=1e-6)
+    assert three["client_min_mbps"] == pytest.approx(min(clients))
+    expected_jain = sum(clients) ** 2 / (3 * sum(c * c for c in clients))
+    assert three["jain_index"] == pytest.approx(expected_jain)
+    assert "--output-format=json+" in result.manifest["commands"]["jobs/RND4K-Q1T3.fio"]
