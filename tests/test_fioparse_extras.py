@@ -1,4 +1,4 @@
-"""tiotest's "% of operations over 2 s / 10 s" from fio's json+ latency histogram."""
+"""fio output beyond the contract columns: tiotest's slow-I/O shares, per-client fairness."""
 import json
 from pathlib import Path
 
@@ -34,3 +34,15 @@ def test_entries_of_one_job_are_added_and_plain_json_gives_nothing():
     expected = 100.0 * sum(c for v, c in merged.items() if v > 50_000) / sum(merged.values())
     assert len(shares) == 1 and shares["over_5e-05s_pct"].iloc[0] == pytest.approx(expected)
     assert latency_over((FIXTURES / "json_randread.out").read_text()).empty
+
+
+def test_client_fairness_from_per_client_entries():
+    from iolab.fioparse import client_fairness
+    text = (FIXTURES / "numjobs4.out").read_text()
+    clients = [j["read"]["bw_bytes"] / 1e6 for j in documents(text)[-1]["jobs"] if j["read"]["io_bytes"]]
+    row = client_fairness(text).iloc[0]
+    assert row["clients"] == 4
+    assert row["jain_index"] == pytest.approx(sum(clients) ** 2 / (4 * sum(c * c for c in clients)))
+    assert row["client_min_mbps"] == pytest.approx(min(clients))
+    # with group_reporting fio merged the clients itself: nothing to say about fairness
+    assert client_fairness((FIXTURES / "numjobs4_group_reporting.out").read_text()).empty
