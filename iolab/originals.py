@@ -384,7 +384,8 @@ class ClassicEngine(FioEngine):
                 global_options.update(target.emulated.fio_options)
             path = self.run.write(rel, fio.render_job(step.id, options, global_options))
             fio.check_job(path)
-            self.run.manifest.setdefault("commands", {})[rel] = self._argv(path, target)
+            argv = fio.command(path, output_format=self.recipe.output_format)  # one job, numjobs=1
+            self.run.manifest.setdefault("commands", {})[rel] = argv
             self.run.save_manifest()
         frame = self._one(self.sandbox, dataclasses.replace(step, options={**step.options, **options}),
                           target, rep, path)
