@@ -48,9 +48,9 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-import yaml
 
-from . import recipes, store
+from . import recipes, store, yamlfile
+from .yamlfile import check_keys
 from .errors import IolabError
 from .units import parse_seconds, parse_size
 
@@ -178,12 +178,6 @@ class Inventory:
                          hint="entries: " + ", ".join(e.name for e in self.entries))
 
 
-def _unknown(data: dict, allowed: set, ctx: str) -> None:
-    extra = sorted(set(map(str, data)) - allowed)
-    if extra:
-        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})", context=ctx)
-
-
 def _text(value, ctx) -> str:
     if not isinstance(value, (str, int, float)) or isinstance(value, bool) or str(value) == "":
         raise IolabError(f"must be text, got {value!r}", context=ctx)
@@ -265,24 +259,15 @@ def load_inventory(path: str | os.PathLike) -> Inventory:
     """Read and check an inventory file; every error names the file, the entry and the field."""
     path = Path(path)
     source = str(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise IolabError(f"cannot read: {exc.strerror}", context=source) from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise IolabError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", context=source) from exc
+    data = yamlfile.load(path, what="inventory file")
     if not isinstance(data, dict):
         raise IolabError("an inventory must be a YAML mapping with an 'entries' list", context=source)
-    _unknown(data, INVENTORY_KEYS, source)
+    check_keys(data, INVENTORY_KEYS, source)
     base = path.resolve().parent
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise IolabError("must be a mapping of entry fields", context=f"{source}: defaults")
-    _unknown(defaults, DEFAULT_KEYS, f"{source}: defaults")
+    check_keys(defaults, DEFAULT_KEYS, f"{source}: defaults")
     if "entries" not in data:
         raise IolabError("missing required field 'entries'", context=source)
     raw_entries = data["entries"]
@@ -300,7 +285,7 @@ def load_inventory(path: str | os.PathLike) -> Inventory:
             raise IolabError(f"names become file names: use letters, digits and . _ - only, got {name!r}",
                              context=f"{ctx}.name")
         ctx = f"{source}: entries[{index}] ({name})"
-        _unknown(raw, ENTRY_KEYS, ctx)
+        check_keys(raw, ENTRY_KEYS, ctx)
         if name in seen:
             raise IolabError("duplicate entry name", context=f"{ctx}.name")
         seen.add(name)

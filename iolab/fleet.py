@@ -106,6 +106,8 @@ import yaml
 
 from . import fio, fioserver, jobcheck, recipes, sysinfo, targets as targets_mod
 from . import progress as progress_
+from . import yamlfile
+from .yamlfile import check_keys
 from .errors import IolabError
 from .fioparse import documents, parse_output
 from .store import Run, load as store_load, order_columns, safe_name, utcnow
@@ -226,17 +228,11 @@ def parse_inventory(data, source: str = "inventory") -> Inventory:
     """Validate an inventory mapping; every error names ``source`` and the field."""
     if not isinstance(data, dict):
         raise IolabError("an inventory must be a YAML mapping with a 'hosts' list", context=source)
-    extra = sorted(set(data) - INVENTORY_KEYS)
-    if extra:
-        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(INVENTORY_KEYS))})",
-                         context=source)
+    check_keys(data, INVENTORY_KEYS, source)
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise IolabError("must be a mapping", context=f"{source}: defaults")
-    extra = sorted(set(defaults) - DEFAULT_KEYS)
-    if extra:
-        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(DEFAULT_KEYS))})",
-                         context=f"{source}: defaults")
+    check_keys(defaults, DEFAULT_KEYS, f"{source}: defaults")
     allow = data.get("allow_job_options") or []
     if not isinstance(allow, list):
         raise IolabError("must be a list", context=f"{source}: allow_job_options")
@@ -252,9 +248,7 @@ def parse_inventory(data, source: str = "inventory") -> Inventory:
         ctx = f"{source}: hosts[{index}]"
         if not isinstance(raw, dict):
             raise IolabError("a host must be a mapping", context=ctx)
-        extra = sorted(set(raw) - HOST_KEYS)
-        if extra:
-            raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(HOST_KEYS))})", context=ctx)
+        check_keys(raw, HOST_KEYS, ctx)
         if "name" not in raw:
             raise IolabError("missing required field 'name'", context=ctx)
         name = _text(str(raw["name"]) if isinstance(raw["name"], (int, float)) else raw["name"], f"{ctx}.name")
@@ -339,18 +333,7 @@ def parse_inventory(data, source: str = "inventory") -> Inventory:
 
 def load_inventory(path: str | os.PathLike) -> Inventory:
     """Read and validate an inventory YAML file."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise IolabError(f"cannot read: {exc.strerror}", context=str(path)) from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise IolabError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", context=str(path)) from exc
-    return parse_inventory(data, str(path))
+    return parse_inventory(yamlfile.load(path, what="inventory file"), str(path))
 
 
 def check_security(hosts: Iterable[Host], *, insecure_network: bool = False) -> list[str]:

@@ -28,9 +28,9 @@ import os
 import re
 from pathlib import Path
 
-import yaml
-
+from . import yamlfile
 from .errors import IolabError
+from .yamlfile import check_keys
 from .units import fio_size, parse_seconds, parse_size
 
 ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
@@ -263,17 +263,11 @@ def _int_list(value, ctx) -> list:
     return [_positive_int(v, ctx) for v in values]
 
 
-def _unknown(data: dict, allowed: set, ctx: str) -> None:
-    extra = sorted(set(data) - allowed)
-    if extra:
-        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})", context=ctx)
-
-
 def parse_recipe(data, source: str) -> Recipe:
     """Validate a recipe mapping; every error names ``source`` and the field."""
     if not isinstance(data, dict):
         raise IolabError("a recipe must be a YAML mapping", context=source)
-    _unknown(data, RECIPE_KEYS, source)
+    check_keys(data, RECIPE_KEYS, source)
     for key in REQUIRED_KEYS:
         if key not in data:
             raise IolabError(f"missing required field {key!r}", context=source)
@@ -297,7 +291,7 @@ def parse_recipe(data, source: str) -> Recipe:
     defaults_in = data.get("defaults") or {}
     if not isinstance(defaults_in, dict):
         raise IolabError("must be a mapping", context=f"{source}: defaults")
-    _unknown(defaults_in, DEFAULT_KEYS, f"{source}: defaults")
+    check_keys(defaults_in, DEFAULT_KEYS, f"{source}: defaults")
     defaults = {"size": parse_size(defaults_in.get("size", "1G"), context=f"{source}: defaults.size"),
                 "repeat": _positive_int(defaults_in.get("repeat", 1), f"{source}: defaults.repeat"),
                 "ramp_time": 0.0, "pause": 0.0, "warmup": False, "runtime": None}
@@ -335,7 +329,7 @@ def parse_recipe(data, source: str) -> Recipe:
         ctx = f"{source}: tests[{index}]"
         if not isinstance(raw, dict):
             raise IolabError("a test must be a mapping", context=ctx)
-        _unknown(raw, TEST_KEYS, ctx)
+        check_keys(raw, TEST_KEYS, ctx)
         if "name" not in raw:
             raise IolabError("missing required field 'name'", context=ctx)
         name = str(raw["name"])
@@ -401,18 +395,10 @@ def _fio_options(options, ctx) -> dict:
 def load_file(path: str | os.PathLike) -> Recipe:
     """Load a recipe YAML file or a plain fio job file (``.fio``)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise IolabError(f"cannot read: {exc.strerror}", context=str(path)) from exc
+    text = yamlfile.read_text(path, what="recipe file")
     if path.suffix == ".fio":
         return jobfile_recipe(path, text)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise IolabError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", context=str(path)) from exc
+    data = yamlfile.parse(text, str(path))
     return parse_recipe(data, str(path))
 
 

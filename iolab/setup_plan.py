@@ -77,9 +77,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import yaml
-
-from . import commands, devices, loopdev
+from . import commands, devices, loopdev, yamlfile
 from .errors import IolabError
 from .store import atomic_write
 from .units import human_size, parse_size
@@ -254,18 +252,8 @@ class _Fields:
 def load_plan(path: str | os.PathLike) -> Plan:
     """Read and validate a plan; :class:`IolabError` names the file and the field."""
     source = Path(path)
-    try:
-        raw_text = source.read_text()
-    except FileNotFoundError:
-        raise IolabError("no such plan file", context=str(source)) from None
-    except OSError as exc:
-        raise IolabError(f"cannot read: {exc.strerror}", context=str(source)) from exc
-    try:
-        data = yaml.safe_load(raw_text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise IolabError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", context=str(source)) from exc
+    raw_text = yamlfile.read_text(source, what="plan file")
+    data = yamlfile.parse(raw_text, str(source))
     f = _Fields(source)
     if data is None:
         f.fail("(top level)", "the plan is empty")

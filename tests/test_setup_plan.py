@@ -97,7 +97,7 @@ def test_validation_names_file_and_field(tmp_path, mutate, field, words):
 
 
 def test_invalid_yaml_and_empty_plans(tmp_path):
-    assert "not valid YAML (line 2, column 9)" in error_of(tmp_path, "name: x\nsize: 1G: 2\n")
+    assert "not valid YAML at line 2, column 9" in error_of(tmp_path, "name: x\nsize: 1G: 2\n")
     assert "the plan is empty" in error_of(tmp_path, "")
     assert "the plan does nothing" in error_of(tmp_path, {"name": "x"})
     assert "must be a mapping" in error_of(tmp_path, "- a\n- b\n")

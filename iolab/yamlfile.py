@@ -1,0 +1,40 @@
+"""Reading the YAML files users write (recipes, plans, inventories): errors name file and field."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from .errors import IolabError
+
+
+def read_text(path: str | os.PathLike, *, what: str = "file") -> str:
+    path = Path(path)
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise IolabError(f"no such {what}", context=str(path)) from None
+    except OSError as exc:
+        raise IolabError(f"cannot read: {exc.strerror}", context=str(path)) from exc
+
+
+def parse(text: str, source: str):
+    """YAML text -> Python data; a syntax error says where (line, column)."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise IolabError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}", context=source) from exc
+
+
+def load(path: str | os.PathLike, *, what: str = "file"):
+    return parse(read_text(path, what=what), str(path))
+
+
+def check_keys(data: dict, allowed, ctx: str) -> None:
+    """Refuse a field that is not in ``allowed``, naming it and the allowed ones."""
+    extra = sorted(set(data) - set(allowed))
+    if extra:
+        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})", context=ctx)
