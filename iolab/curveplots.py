@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from . import curves
+from . import curves, optional
 from .errors import IolabError
 
 #: Default texts of :func:`position_plot`.
@@ -50,26 +50,6 @@ SCALING_LABELS = {
 }
 
 _METRIC_NAMES = {"bw_mbps": "throughput (MB/s)", "iops": "IOPS"}
-
-
-def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - matplotlib is in the notebook extra
-        raise IolabError("matplotlib is needed to draw plots", context="curveplots",
-                         hint="pip install 'iolab[notebook]'") from exc
-    return plt
-
-
-def _texts(defaults: dict, labels: dict | None) -> dict:
-    merged = dict(defaults)
-    if labels:
-        unknown = set(labels) - set(defaults)
-        if unknown:
-            raise IolabError(f"unknown label key(s) {', '.join(sorted(unknown))}", context="labels",
-                             hint=f"keys are: {', '.join(defaults)}")
-        merged.update(labels)
-    return merged
 
 
 def _check(data, columns: Sequence[str], what: str) -> None:
@@ -152,8 +132,8 @@ def position_plot(data: pd.DataFrame, *, x: str = "position", y: str = "bw_mbps"
     """
     what = "position_plot"
     _check(data, [x, y, hue], what)
-    texts = _texts(POSITION_LABELS, labels)
-    ax = ax if ax is not None else _pyplot().gca()
+    texts = optional.labels(POSITION_LABELS, labels)
+    ax = ax if ax is not None else optional.pyplot().gca()
     position = pd.to_numeric(data[x], errors="coerce")
     if (position > 1 + 1e-9).any() or (position < -1e-9).any():
         raise IolabError(f"{x!r} must be a fraction of the device (0..1)", context=what)
@@ -199,8 +179,8 @@ def qd_plot(data: pd.DataFrame, *, x: str = "iodepth", y: str = "iops", p99: str
     """
     what = "qd_plot"
     _check(data, [c for c in (x, y, p99, hue) if c != curves.OIO], what)
-    texts = _texts(QD_LABELS, labels)
-    ax = ax if ax is not None else _pyplot().gca()
+    texts = optional.labels(QD_LABELS, labels)
+    ax = ax if ax is not None else optional.pyplot().gca()
     twin = _twin(ax)
     all_x = []
     oio = False
@@ -245,8 +225,8 @@ def scaling_plot(data: pd.DataFrame, *, x: str = "numjobs", y: str = "bw_mbps", 
     """
     what = "scaling_plot"
     _check(data, [x, y, hue, client], what)
-    texts = _texts(SCALING_LABELS, labels)
-    ax = ax if ax is not None else _pyplot().gca()
+    texts = optional.labels(SCALING_LABELS, labels)
+    ax = ax if ax is not None else optional.pyplot().gca()
     table = curves.scaling(data, x, y=y, p99=p99, client=client, by=[hue] if hue else [])
     twin = _twin(ax) if table["p99"].notna().any() else None
     for value, sub in _hue_groups(table, hue):

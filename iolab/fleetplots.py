@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import optional
 from .errors import IolabError
 
 SCALING_LABELS = {
@@ -25,26 +26,6 @@ TAIL_LABELS = {
     "x": "Host",
     "y": "Latency (µs)",
 }
-
-
-def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - matplotlib is in the notebook extra
-        raise IolabError("matplotlib is needed to draw plots", context="fleetplots",
-                         hint="pip install 'iolab[notebook]'") from exc
-    return plt
-
-
-def _texts(defaults: dict, labels: dict | None) -> dict:
-    merged = dict(defaults)
-    if labels:
-        unknown = set(labels) - set(defaults)
-        if unknown:
-            raise IolabError(f"unknown label key(s) {', '.join(sorted(unknown))}", context="labels",
-                             hint=f"keys are: {', '.join(defaults)}")
-        merged.update(labels)
-    return merged
 
 
 def _check(data, columns, what: str) -> None:
@@ -71,8 +52,8 @@ def scaling_plot(data: pd.DataFrame, *, x: str = "n_hosts", y: str = "total", hu
     hue group; filter to one direction first when the table has several).
     """
     _check(data, [x, y, hue], "scaling_plot")
-    texts = _texts(SCALING_LABELS, labels)
-    plt = _pyplot()
+    texts = optional.labels(SCALING_LABELS, labels)
+    plt = optional.pyplot()
     if ax is None:
         _, ax = plt.subplots()
     for key, group in _groups(data, hue):
@@ -109,8 +90,8 @@ def tail_latency_plot(data: pd.DataFrame, *, x: str = "host", y: str = "latency_
     if data.duplicated(subset=keys).any():
         raise IolabError(f"several rows per {' x '.join(keys)}: filter to one test, direction and n_hosts first",
                          context="tail_latency_plot")
-    texts = _texts(TAIL_LABELS, labels)
-    plt = _pyplot()
+    texts = optional.labels(TAIL_LABELS, labels)
+    plt = optional.pyplot()
     if ax is None:
         _, ax = plt.subplots()
     categories = list(dict.fromkeys(data[x].astype(str)))

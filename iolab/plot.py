@@ -16,7 +16,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from . import i18n
+from . import i18n, optional
 from .errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -27,11 +27,8 @@ LATIN_FONT = "DejaVu Sans"
 
 
 def _mpl():
-    try:
-        import matplotlib
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - optional dependency
-        raise IolabError("matplotlib is not installed", hint="pip install 'iolab[notebook]'") from exc
+    plt = optional.pyplot()
+    import matplotlib
     return matplotlib, plt
 
 
