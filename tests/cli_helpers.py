@@ -18,3 +18,21 @@ def iolab_cli(*args, env=None, timeout=600, cwd=None):
     """Run the real CLI in a subprocess; returns CompletedProcess with text output."""
     return subprocess.run(IOLAB + [str(a) for a in args], capture_output=True, text=True,
                           env=env, timeout=timeout, cwd=cwd or ROOT)
+
+
+def live_processes(marker: str) -> list[str]:
+    """Live (not zombie) processes whose command line holds ``marker``: what a test left running."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode()
+            with open(f"/proc/{entry}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state not in ("Z", "X"):
+            found.append(f"{entry}: {cmdline}")
+    return found

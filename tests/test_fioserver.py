@@ -11,42 +11,9 @@ import pytest
 from iolab import fioserver
 from iolab.errors import IolabError
 
-from cli_helpers import IOLAB, ROOT, needs_fio
+from cli_helpers import IOLAB, ROOT, live_processes, needs_fio
 
 pytestmark = needs_fio
-
-
-def fio_processes(marker: str) -> list[str]:
-    """Live (not zombie) processes whose command line holds ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            cmdline = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode()
-            state = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state not in ("Z", "X"):
-            found.append(f"{entry}: {cmdline}")
-    return found
-
-
-@pytest.fixture
-def servers():
-    """Start servers through this factory; all are stopped and checked gone, even if the test fails."""
-    started = []
-
-    def start(**kwargs):
-        server = fioserver.start(**kwargs)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-    for server in started:
-        assert fio_processes(f"--server={server.endpoint.client_spec}") == []
 
 
 def run_client(spec: str, tmp_path, seconds: int = 1) -> subprocess.CompletedProcess:
@@ -77,7 +44,7 @@ def test_tcp_server_on_loopback_runs_jobs_and_stops_with_its_children(servers, t
         server.stop()
         assert time.monotonic() - started < 8
         assert not server.running and fioserver.group_members(server.pid) == []
-        assert fio_processes(f"--server={ep.client_spec}") == []
+        assert live_processes(f"--server={ep.client_spec}") == []
         assert not fioserver.tcp_listeners(ep.port)
     finally:
         client.kill()
@@ -94,7 +61,7 @@ def test_unix_socket_is_private_and_removed(servers, tmp_path):
         assert fioserver.probe(server.endpoint) is None
         assert run_client(server.endpoint.client_spec, tmp_path).returncode == 0
     assert not path.exists()
-    assert fio_processes(f"--server=sock:{path}") == []
+    assert live_processes(f"--server=sock:{path}") == []
 
 
 def test_stale_socket_is_replaced_and_other_files_are_left_alone(servers, tmp_path):
@@ -143,7 +110,7 @@ def test_context_manager_stops_on_error(tmp_path):
         with fioserver.start(port=0) as server:
             spec = server.endpoint.client_spec
             raise RuntimeError("boom")
-    assert fio_processes(f"--server={spec}") == []
+    assert live_processes(f"--server={spec}") == []
 
 
 def test_addresses():
@@ -175,7 +142,7 @@ def test_cli_server_prints_how_to_reach_it_and_stops_cleanly(sig, tmp_path):
         proc.send_signal(sig)
         assert proc.wait(15) == 0
         assert "fio server stopped" in proc.stderr.read()
-        assert fio_processes(f"--server=ip:127.0.0.1,{port}") == []
+        assert live_processes(f"--server=ip:127.0.0.1,{port}") == []
         assert not fioserver.tcp_listeners(port)
     finally:
         if proc.poll() is None:
@@ -193,7 +160,7 @@ def test_cli_server_on_a_socket(tmp_path):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0
         assert not path.exists()
-        assert fio_processes(f"--server=sock:{path}") == []
+        assert live_processes(f"--server=sock:{path}") == []
     finally:
         if proc.poll() is None:
             proc.kill()

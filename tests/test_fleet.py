@@ -22,7 +22,7 @@ from iolab import fioserver, fleet
 from iolab.errors import IolabError
 from iolab.fioparse import documents
 
-from cli_helpers import IOLAB, ROOT, iolab_cli, needs_fio
+from cli_helpers import IOLAB, ROOT, iolab_cli, live_processes, needs_fio
 
 pytestmark = needs_fio
 
@@ -42,37 +42,6 @@ tests:
     bs: 4k
     iodepth: 8
 """
-
-
-def live_processes(marker: str) -> list[str]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            cmdline = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode()
-            state = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state not in ("Z", "X"):
-            found.append(f"{entry}: {cmdline}")
-    return found
-
-
-@pytest.fixture
-def servers():
-    started = []
-
-    def start(**kwargs):
-        server = fioserver.start(**kwargs)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-    for server in started:
-        assert live_processes(f"--server={server.endpoint.client_spec}") == []
 
 
 def recipe_file(tmp_path, runtime=1, tests=2) -> Path:
