@@ -86,8 +86,9 @@ def test_hdparm_direct_reads_reach_the_emulated_limit(tmp_path, machine_clean):
     assert table["direct"].eq(1).all()
     # O_DIRECT -t and even -T go to the device: both at its 100 MB/s (contiguous buffers: one I/O per
     # 1280 KiB request, so the 150 IOPS ceiling does not bind)
-    assert table.loc["disk-reads", "bw_mbps"] == pytest.approx(HDD.read_bps / 1e6, rel=0.10)
-    assert table.loc["cached-reads", "bw_mbps"] == pytest.approx(HDD.read_bps / 1e6, rel=0.10)
+    seen = table[["tool", "bw_mbps", "runtime_s", "dev_read_bytes", "io_bytes"]].to_dict("index")
+    assert table.loc["disk-reads", "bw_mbps"] == pytest.approx(HDD.read_bps / 1e6, rel=0.10), seen
+    assert table.loc["cached-reads", "bw_mbps"] == pytest.approx(HDD.read_bps / 1e6, rel=0.10), seen
     assert "direct=1" in (result.path / "jobs" / "disk-reads.fio").read_text()
 
 
