@@ -9,8 +9,10 @@ import os
 import pandas as pd
 import pytest
 
-from iolab import cgroups, emulated, gnomedisks, recipes, runner
+from iolab import emulated, gnomedisks, recipes, runner
 from iolab.errors import IolabError
+
+from test_bonnie import machine_clean  # noqa: F401 - fixture: nothing left behind
 
 from device_fixtures import make_loop, scratch, sh  # noqa: F401 - fixtures
 
@@ -22,13 +24,6 @@ def gnome(**options) -> recipes.Recipe:
     recipe = recipes.load("gnome-disks")
     recipe.options.update(options)
     return recipe
-
-
-@pytest.fixture
-def machine_clean():
-    yield
-    assert emulated.leftovers(owner=os.getpid()) == []
-    assert cgroups.leftovers(owner=os.getpid()) == []
 
 
 def test_recipe_keeps_gnome_disks_defaults():

@@ -7,8 +7,10 @@ import shutil
 
 import pytest
 
-from iolab import cgroups, emulated, recipes, runner
+from iolab import emulated, recipes, runner
 from iolab.errors import IolabError
+
+from test_bonnie import machine_clean  # noqa: F401 - fixture: nothing left behind
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, cgroups)")
 needs_hdparm = pytest.mark.skipif(shutil.which("hdparm") is None,
@@ -22,13 +24,6 @@ def quick_hdparm(**options) -> recipes.Recipe:
     recipe = recipes.load("hdparm")
     recipe.options.update({"settle": 0, **options})
     return recipe
-
-
-@pytest.fixture
-def machine_clean():
-    yield
-    assert emulated.leftovers(owner=os.getpid()) == []
-    assert cgroups.leftovers(owner=os.getpid()) == []
 
 
 @needs_root
