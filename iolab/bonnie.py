@@ -59,7 +59,7 @@ class Engine(ClassicEngine):
         "seeks": Option(8192, "int", 1, "seeks in the random-seek test"),
         "seek_procs": Option(5, "int", 1, "processes sharing the seeks"),
         "seed": Option(None, "int", 0, "random seed of the seek test (default: a new one, recorded)"),
-        "sync": Option(False, "bool", None, "fsync after every write (bonnie++ -b)"),
+        "sync": Option(False, "bool", None, "fsync each block the seek test writes back (bonnie++ -b)"),
     }
     TESTS = TESTS
     TARGET_KINDS = ("dir", "file", "emulated")
@@ -135,8 +135,6 @@ class Engine(ClassicEngine):
             if test == "put_block":
                 self.remove_file(target)  # bonnie++ writes the file from scratch (unlink, O_EXCL)
                 options = {"rw": "write", "end_fsync": 1, "fallocate": "none"}
-                if self.options["sync"]:
-                    options["fsync"] = 1
             else:
                 self.ensure_file(target)
                 options = {"rw": "read", "invalidate": 0}
@@ -152,8 +150,6 @@ class Engine(ClassicEngine):
         if test == "seeks":
             spec.update(seeks=self.options["seeks"], procs=self.options["seek_procs"],
                         seed=self.options["seed"], sync=self.options["sync"])
-        elif test == "rewrite":
-            spec["sync"] = self.options["sync"]
         frame = self.python_step(step, target, rep, f"bonnie-{test}", spec, self.converter(test))
         return self.bonnie_columns(frame, test, chunk)
 
