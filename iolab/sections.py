@@ -34,7 +34,6 @@ section in a notebook (figures as PNG images with alt text).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -469,7 +468,7 @@ def qd_sweep_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
         name = _curve_name(key, lang)
         mask = np.logical_and.reduce([points[k] == v for k, v in key.items()]) if key else slice(None)
         pts = points[mask]
-        systems = _orders(pts["system"])
+        systems = _order(pts["system"])
         oios = sorted(pts["oio"].unique())
         blocks = {"iops": _t("qd.col_iops", lang), "p50_us": _t("qd.col_p50", lang), "p99_us": _t("qd.col_p99", lang)}
         shown, numbers = {}, {}
@@ -515,10 +514,6 @@ def qd_sweep_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
                                     "value": curve_knees["peak_iops"], "n": 1})
             section.sentences += _winner_lines(summary, lang)
     return section
-
-
-def _orders(series) -> list[str]:
-    return list(dict.fromkeys(series.astype(str)))
 
 
 def _merge_legends(ax, twin, *, below: bool = False) -> None:
@@ -602,7 +597,7 @@ def concurrency_section(data: pd.DataFrame, *, lang: str = "en") -> Section | No
     for key, sub in points.groupby(keys, sort=False, dropna=False) if keys else [((), points)]:
         key = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
         name = _curve_name(key, lang)
-        systems = _orders(sub["system"])
+        systems = _order(sub["system"])
         depths = sorted(_num(sub["iodepth"]).dropna().unique()) if "iodepth" in sub.columns else [math.nan]
         levels = sub[["iodepth", "numjobs"]].drop_duplicates().sort_values(["iodepth", "numjobs"]) \
             if "iodepth" in sub.columns else sub[["numjobs"]].drop_duplicates().sort_values("numjobs")
@@ -840,7 +835,8 @@ def bonnie_results(data: pd.DataFrame) -> pd.DataFrame:
         cpu = cpu.where(cpu.notna(), _col(sub, "cpu_usr_pct") + _col(sub, "cpu_sys_pct"))
         timed = ~plus
         sizes = _col(sub, "file_size").dropna()
-        version = sub["bonnie_version"].dropna().astype(str) if "bonnie_version" in sub.columns else pd.Series([], dtype=str)
+        version = (sub["bonnie_version"].dropna().astype(str) if "bonnie_version" in sub.columns
+                   else pd.Series([], dtype=str))
         rows.append({"system": system, "tool": tool, "test": test, "n": len(sub),
                      "rate": float(rate[timed].mean()) if timed.any() else math.nan,
                      "cpu": float(cpu[timed].mean()) if timed.any() else math.nan,
@@ -898,10 +894,9 @@ def bonnie_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     def tool_name(tool, version):
         return _t("bonnie.tool_iolab", lang) if tool == "iolab" else f"bonnie++ {version}" if version else "bonnie++"
 
-    index = pd.MultiIndex.from_tuples(
-        [(s, tool_name(t, results[(results["system"] == s) & (results["tool"] == t)]["version"].dropna().iloc[0]
-                       if results[(results["system"] == s) & (results["tool"] == t)]["version"].notna().any() else None))
-         for s, t in keys], names=[_t("bonnie.name", lang), _t("bonnie.tool", lang)])
+    versions = results.dropna(subset=["version"]).groupby(["system", "tool"])["version"].first()
+    index = pd.MultiIndex.from_tuples([(s, tool_name(t, versions.get((s, t)))) for s, t in keys],
+                                      names=[_t("bonnie.name", lang), _t("bonnie.tool", lang)])
     size_col = ("", "", _t("bonnie.size", lang))
     columns, lat_columns = [size_col], []
     for test in present:
@@ -914,7 +909,8 @@ def bonnie_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     for system, tool in keys:
         part = results[(results["system"] == system) & (results["tool"] == tool)].set_index("test")
         sizes = part["file_size"].dropna()
-        row_s, row_n = [_bonnie_size(sizes.iloc[0]) if len(sizes) else DASH], [sizes.iloc[0] if len(sizes) else math.nan]
+        size = float(sizes.iloc[0]) if len(sizes) else math.nan
+        row_s, row_n = [_bonnie_size(size)], [size]
         lat_s, lat_n = [], []
         for test in present:
             if test not in part.index:
@@ -968,7 +964,8 @@ def bonnie_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     # a test some system finished too fast to time has no fair winner: it gets its own sentence
     untimed = set(equivalent[equivalent["plus"]]["test"])
     summary = equivalent[~equivalent["test"].isin(untimed)]
-    summary = pd.DataFrame({"system": summary["system"], "test": [_t(f"bonnie.short_{t}", lang) for t in summary["test"]],
+    summary = pd.DataFrame({"system": summary["system"],
+                            "test": [_t(f"bonnie.short_{t}", lang) for t in summary["test"]],
                             "direction": "", "metric": "rate",
                             "unit": ["seeks/s" if t == "seeks" else "K/sec" for t in summary["test"]],
                             "value": summary["rate"], "n": summary["n"]})
@@ -1176,7 +1173,8 @@ def hdparm_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
                 row_n += [math.nan, math.nan]
                 continue
             r = match.iloc[0]
-            sd = f" ± {i18n.number(r['mbps_sd'], digits=tables._digits(r['mbps']))}" if np.isfinite(r["mbps_sd"]) else ""
+            sd = (f" ± {i18n.number(r['mbps_sd'], digits=tables._digits(r['mbps']))}"
+                  if np.isfinite(r["mbps_sd"]) else "")
             row_s += [_fmt(r["mbps"]) + sd, _fmt(r["mibps"], 2)]
             row_n += [r["mbps"], r["mibps"]]
         shown.append(row_s)
@@ -1363,7 +1361,8 @@ def pgbench_section(data: pd.DataFrame, *, lang: str = "en", fio: pd.DataFrame |
             ratio = off["tps"].iloc[0] / on["tps"].iloc[0]
             key = "pg.flush_bound" if ratio >= 2 else "pg.flush_free"
             section.sentences.append(_t(key, lang, system=system, mode=off["test"].iloc[0], factor=i18n.factor(ratio),
-                                        pct=f"{(ratio - 1) * 100:.0f}", clients=_clients(int(mine["clients"].iloc[0]), lang)))
+                                        pct=f"{(ratio - 1) * 100:.0f}",
+                                        clients=_clients(int(mine["clients"].iloc[0]), lang)))
     latency = fio_write_latency(fio if fio is not None else data.iloc[0:0])
     for system in systems:
         mine = one[(one["system"] == system) & _sync_on(one)]
