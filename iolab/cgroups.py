@@ -16,13 +16,20 @@ shapes, all handled here:
   controllers (often none, or only ``hugetlb``). Each controller is taken from
   where it is really attached.
 
-iolab writes cgroupfs directly. Where systemd manages cgroups
-(``/run/systemd/system`` exists) a direct ``mkdir`` works for the v1
-hierarchies and for a delegated v2 subtree; :func:`systemd_managed` tells the
-caller so it can prefer ``systemd-run --scope``. A group is named
-``iolab-<pid>-<random>`` and created as a child of the hierarchy's root, or
-of our own cgroup when the root is not writable, so :func:`leftovers` finds
-groups that a crashed run left behind.
+Two ways to get a group:
+
+* :meth:`Group.create` writes cgroupfs directly: the group is named
+  ``iolab-<pid>-<random>`` and created as a child of the hierarchy's root, or
+  of our own cgroup when the root is not writable.
+* :meth:`Group.adopt` wraps directories someone else made -- the transient
+  scope ``iolab-<pid>-<random>.scope`` that :mod:`iolab.systemd_scope` starts
+  with ``systemd-run --scope`` where systemd manages cgroups
+  (:func:`systemd_managed`). iolab then reads the limits back, puts tasks in
+  and reads the evidence as for its own groups, but never ``mkdir``s or
+  ``rmdir``s them: removing is left to whoever made them (the ``release``
+  callback).
+
+:func:`leftovers` finds both kinds that a crashed run left behind.
 
 Semantics worth knowing:
 
@@ -56,7 +63,8 @@ from .errors import IolabError
 log = logging.getLogger(__name__)
 
 PREFIX = "iolab-"
-_NAME_RE = re.compile(r"^iolab-(\d+)-[0-9a-f]+$")
+_NAME_RE = re.compile(r"^iolab-(\d+)-[0-9a-f]+(?:\.scope)?$")  # cgroupfs groups and systemd scopes
+SCOPE_SUFFIX = ".scope"
 
 #: logical controller names used by iolab -> (v1 name, v2 name)
 CONTROLLERS = {"memory": ("memory", "memory"), "io": ("blkio", "io")}
@@ -138,8 +146,34 @@ def detect(mountinfo: str | os.PathLike = "/proc/self/mountinfo") -> Layout:
 
 
 def systemd_managed() -> bool:
-    """True where systemd is PID 1 and manages cgroups (``systemd-run --scope`` works)."""
+    """True where systemd is PID 1 and manages cgroups (``systemd-run --scope`` works).
+
+    :mod:`iolab.systemd_scope` then makes iolab's groups as transient scopes.
+    """
     return os.path.isdir("/run/systemd/system")
+
+
+def dirs_of_pid(pid: int, controllers: Iterable[str], *, layout: Layout | None = None) -> dict:
+    """``{controller: (version, directory)}`` of the cgroups process ``pid`` is in.
+
+    Read from ``/proc/<pid>/cgroup``, each logical controller (memory, io) in
+    the hierarchy that really serves it on this machine.
+    """
+    layout = layout or detect()
+    proc_cgroup = Path(f"/proc/{int(pid)}/cgroup")
+    if not proc_cgroup.exists():
+        raise IolabError("the process is gone", context=str(proc_cgroup))
+    out: dict[str, tuple[str, Path]] = {}
+    for c in dict.fromkeys(_logical(c) for c in controllers):
+        found = layout.locate(c)
+        if found is None:
+            raise IolabError(f"no {c} controller on this machine (cgroup {layout.version})", context="cgroups")
+        version, mount = found
+        rel = own_cgroup("unified" if version == "v2" else c, proc_cgroup)
+        if rel is None:
+            raise IolabError(f"no {version} {c} line", context=str(proc_cgroup))
+        out[c] = (version, Path(mount) / rel.lstrip("/"))
+    return out
 
 
 def own_cgroup(controller: str, proc_cgroup: str | os.PathLike = "/proc/self/cgroup") -> str | None:
@@ -297,7 +331,8 @@ class _PeakSampler:
 class Group:
     """One iolab cgroup spanning the controllers it was created with.
 
-    Build it with :meth:`create`; remove it with :meth:`remove` (idempotent).
+    Build it with :meth:`create` (cgroupfs) or wrap a systemd scope with
+    :meth:`adopt`; remove it with :meth:`remove` (idempotent).
     ``dirs`` maps each logical controller (``memory``, ``io``) to
     ``(version, directory)``; in v1 every controller has its own directory,
     in v2 they share one.
@@ -308,6 +343,11 @@ class Group:
         self.dirs = dirs
         self.fake = fake
         self.removed = False
+        #: who made the directories: ``cgroupfs`` (iolab) or e.g. ``systemd-run scope <unit>``
+        self.backend = "cgroupfs"
+        #: provenance an adopting backend adds to :meth:`describe` (command, unit, read-backs)
+        self.details: dict = {}
+        self._release = None  # adopted groups: undoes whatever made them (instead of rmdir)
         self.memory_limit: int | None = None
         self.throttles: list[Throttle] = []
         self.notes: list[str] = []
@@ -368,6 +408,38 @@ class Group:
         log.info("created cgroup %s (%s)", name,
                  ", ".join(f"{c}: {v} {d}" for c, (v, d) in group.dirs.items()))
         return group
+
+    @classmethod
+    def adopt(cls, name: str, dirs: dict, *, backend: str, release, details: dict | None = None) -> "Group":
+        """Wrap cgroup directories made by someone else (a systemd scope) as an iolab group.
+
+        ``dirs`` maps logical controllers to ``(version, directory)`` (see
+        :func:`dirs_of_pid`); every directory must exist and be named ``name``.
+        ``release(timeout)`` is called by :meth:`remove` instead of ``rmdir``:
+        it must make the directories go away (or raise :class:`IolabError`);
+        :meth:`remove` then checks that they are gone. ``backend`` and
+        ``details`` are recorded by :meth:`describe`.
+        """
+        checked: dict[str, tuple[str, Path]] = {}
+        for c, (version, d) in dirs.items():
+            d = Path(d)
+            if d.name != name:
+                raise IolabError(f"the {c} cgroup is {d}, not a group named {name}", context=backend,
+                                 hint="the controller is not enabled for it")
+            if not d.is_dir():
+                raise IolabError(f"the {c} cgroup {d} does not exist", context=backend)
+            checked[_logical(c)] = (version, d)
+        group = cls(name, checked)
+        group.backend = backend
+        group.details = dict(details or {})
+        group._release = release
+        log.info("adopted cgroup %s from %s (%s)", name, backend,
+                 ", ".join(f"{c}: {v} {d}" for c, (v, d) in checked.items()))
+        return group
+
+    @property
+    def adopted(self) -> bool:
+        return self._release is not None
 
     def _make(self, version: str, base: Path, controllers: list[str]) -> Path:
         parents = [base]
@@ -466,6 +538,24 @@ class Group:
                                      context=str(limit))
         self.memory_limit = nbytes
         log.info("cgroup %s: memory limit %d bytes", self.name, nbytes)
+
+    def memory_limit_in_force(self) -> dict:
+        """What the kernel shows now: ``limit`` and ``swap`` (bytes; None = unlimited or no file).
+
+        v2: ``memory.max`` and ``memory.swap.max``; v1: ``memory.limit_in_bytes``
+        and ``memory.memsw.limit_in_bytes`` (memory + swap). ``files`` names them
+        and ``swap_file`` says whether the swap file exists (no swap accounting).
+        """
+        if self.version("memory") == "v2":
+            limit_file, swap_file = self._file("memory", "memory.max"), self._file("memory", "memory.swap.max")
+        else:
+            limit_file = self._file("memory", "memory.limit_in_bytes")
+            swap_file = self._file("memory", "memory.memsw.limit_in_bytes")
+        def value(path):
+            got = _read_int(path)
+            return None if got is None or got >= UNLIMITED_V1 else got
+        return {"limit": value(limit_file), "swap": value(swap_file) if swap_file.exists() else None,
+                "swap_file": swap_file.exists(), "files": [str(limit_file), str(swap_file)]}
 
     def memory_current(self) -> int | None:
         name = "memory.current" if self.version("memory") == "v2" else "memory.usage_in_bytes"
@@ -586,6 +676,30 @@ class Group:
         log.info("cgroup %s: throttle %s", self.name, throttle.as_dict())
         return throttle
 
+    def throttle_in_force(self, device: str) -> dict:
+        """The limits the kernel shows now for ``device`` (``MAJ:MIN``): read_bps ... write_iops, None = none."""
+        if self.version("io") == "v2":
+            out = dict.fromkeys(("read_bps", "write_bps", "read_iops", "write_iops"))
+            keys = {"rbps": "read_bps", "wbps": "write_bps", "riops": "read_iops", "wiops": "write_iops"}
+            for line in (_read(self._file("io", "io.max")) or "").splitlines():
+                fields = line.split()
+                if fields[:1] != [device]:
+                    continue
+                for field in fields[1:]:
+                    key, _, value = field.partition("=")
+                    if key in keys and value.isdigit():
+                        out[keys[key]] = int(value)
+            return out
+        out = {}
+        for field in ("read_bps", "write_bps", "read_iops", "write_iops"):
+            out[field] = None
+            path = self._file("io", f"blkio.throttle.{field}_device")
+            for line in (_read(path) or "").splitlines():
+                fields = line.split()
+                if len(fields) == 2 and fields[0] == device and fields[1].isdigit():
+                    out[field] = int(fields[1]) or None
+        return out
+
     # ---- tasks
     def procs_files(self) -> list[Path]:
         """The ``cgroup.procs`` files a new task must be written to (one per hierarchy)."""
@@ -634,6 +748,9 @@ class Group:
         if self._peak_fd is not None:
             os.close(self._peak_fd)
             self._peak_fd = None
+        if self._release is not None:
+            self._remove_adopted(timeout)
+            return
         errors = []
         for _, d in list(dict.fromkeys(self.dirs.values())):
             if not d.exists():
@@ -664,13 +781,23 @@ class Group:
             raise IolabError("cannot remove cgroup: " + "; ".join(errors), context=self.name)
         log.info("removed cgroup %s", self.name)
 
+    def _remove_adopted(self, timeout: float) -> None:
+        """Let the maker remove an adopted group, then check that its directories are gone."""
+        self._release(timeout)
+        left = [str(d) for _, d in dict.fromkeys(self.dirs.values()) if d.exists()]
+        if left:
+            raise IolabError(f"cgroup still there after {self.backend} was stopped: {', '.join(left)}",
+                             context=self.name)
+        self.removed = True
+        log.info("%s removed cgroup %s", self.backend, self.name)
+
     def describe(self) -> dict:
         versions = sorted({v for v, _ in self.dirs.values()})
-        return {"name": self.name, "version": "+".join(versions),
+        return {"name": self.name, "version": "+".join(versions), "backend": self.backend,
                 "paths": {c: str(d) for c, (_, d) in self.dirs.items()},
                 "memory_limit": self.memory_limit,
                 "throttles": [t.as_dict() for t in self.throttles],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), **self.details}
 
     def __repr__(self) -> str:
         return f"Group({self.name!r}, {', '.join(f'{c}={d}' for c, (_, d) in self.dirs.items())})"
@@ -718,7 +845,12 @@ def leftovers(*, owner: int | None = None, layout: Layout | None = None, depth: 
 
 
 def remove_stale(*, layout: Layout | None = None) -> list[str]:
-    """Remove iolab cgroups whose creating process is gone; returns what was removed."""
+    """Remove iolab cgroups whose creating process is gone; returns what was removed.
+
+    A systemd scope (``iolab-*.scope``) on a machine where systemd manages
+    cgroups is stopped with ``systemctl stop`` (which also ends its stray
+    tasks); other groups get their tasks moved to the parent and are removed.
+    """
     removed = []
     for path in leftovers(layout=layout):
         p = Path(path)
@@ -726,6 +858,12 @@ def remove_stale(*, layout: Layout | None = None) -> list[str]:
         if Path(f"/proc/{owner}").exists():
             continue
         try:
+            if p.name.endswith(SCOPE_SUFFIX) and systemd_managed():
+                from .systemd_scope import stop_unit  # the scope module builds on this one
+                if p.exists():
+                    stop_unit(p.name)
+                    removed.append(path)
+                continue
             Group(p.name, {"x": ("v1", p)}).remove()
             removed.append(path)
         except IolabError as exc:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -259,3 +260,60 @@ def test_remove_moves_remaining_tasks_out_and_is_idempotent():
         sleeper.kill()
         sleeper.wait()
     assert cgroups.leftovers(owner=os.getpid()) == []
+
+
+def test_adopted_group_reads_back_and_is_released_not_removed(tmp_path):
+    """A group made by someone else (a systemd scope): read back, and removal is left to its maker."""
+    unit = f"iolab-{os.getpid()}-abcd.scope"
+    mem, blk = tmp_path / "memory" / "system.slice" / unit, tmp_path / "blkio" / "system.slice" / unit
+    mem.mkdir(parents=True)
+    blk.mkdir(parents=True)
+    (mem / "memory.limit_in_bytes").write_text(f"{64 * MiB}\n")
+    (mem / "memory.memsw.limit_in_bytes").write_text("9223372036854771712\n")
+    (blk / "blkio.throttle.read_bps_device").write_text("7:3 100000000\n8:0 5\n")
+    for name in ("write_bps", "read_iops", "write_iops"):
+        (blk / f"blkio.throttle.{name}_device").write_text("")
+    released = []
+
+    def release(timeout):
+        released.append(timeout)
+        shutil.rmtree(mem)  # plain directories with files: what systemd's rmdir does to a real cgroup
+        shutil.rmtree(blk)
+    group = Group.adopt(unit, {"memory": ("v1", mem), "blkio": ("v1", blk)}, backend=f"systemd-run scope {unit}",
+                        release=release, details={"unit": unit})
+    assert group.adopted and group.path("io") == blk
+    assert group.memory_limit_in_force()["limit"] == 64 * MiB
+    assert group.memory_limit_in_force()["swap"] is None  # unlimited
+    assert group.throttle_in_force("7:3") == {"read_bps": 100_000_000, "write_bps": None, "read_iops": None,
+                                              "write_iops": None}
+    info = group.describe()
+    assert info["backend"] == f"systemd-run scope {unit}" and info["unit"] == unit
+    group.remove(timeout=3)
+    assert released == [3] and group.removed
+    group.remove()
+    assert released == [3]
+    # a release that leaves the directory behind is an error, and the group is not marked removed
+    (tmp_path / "memory" / "x" / unit).mkdir(parents=True)
+    stuck = Group.adopt(unit, {"memory": ("v1", tmp_path / "memory" / "x" / unit)}, backend="test",
+                        release=lambda timeout: None)
+    with pytest.raises(IolabError, match="cgroup still there after test was stopped"):
+        stuck.remove()
+    assert not stuck.removed
+    # only directories of that name can be adopted (a controller not enabled for the scope shows the parent)
+    with pytest.raises(IolabError, match="not a group named"):
+        Group.adopt(unit, {"memory": ("v1", tmp_path / "memory" / "x")}, backend="test", release=print)
+    (tmp_path / "memory" / "x" / unit).rmdir()
+
+
+def test_v2_adopted_read_back(tmp_path):
+    d = tmp_path / "iolab-1-ab.scope"
+    d.mkdir()
+    (d / "memory.max").write_text("67108864\n")
+    (d / "memory.swap.max").write_text("0\n")
+    (d / "io.max").write_text("7:3 rbps=100 wbps=max riops=150 wiops=max\n")
+    group = Group.adopt(d.name, {"memory": ("v2", d), "io": ("v2", d)}, backend="test", release=print)
+    assert group.memory_limit_in_force() == {"limit": 64 * MiB, "swap": 0, "swap_file": True,
+                                             "files": [str(d / "memory.max"), str(d / "memory.swap.max")]}
+    assert group.throttle_in_force("7:3") == {"read_bps": 100, "write_bps": None, "read_iops": 150,
+                                              "write_iops": None}
+    assert group.throttle_in_force("8:0") == dict.fromkeys(("read_bps", "write_bps", "read_iops", "write_iops"))
