@@ -32,6 +32,16 @@ Modes (:data:`MODES`):
 ``none``
     Deliberately cached: nothing is dropped or limited (to show the effect).
 
+Who makes the cgroups (:func:`iolab.systemd_scope.choose_backend`): where
+systemd manages cgroups, a transient scope from ``systemd-run --scope``
+(:mod:`iolab.systemd_scope`), adopted as an iolab group after its limits are
+read back; elsewhere, or with ``IOLAB_CGROUP_BACKEND=cgroupfs``, iolab writes
+cgroupfs itself. ``IOLAB_CGROUP_BACKEND=systemd`` insists on the scope (a
+failure of ``systemd-run`` is an error); without it a failing ``systemd-run``
+falls back to cgroupfs with a warning. :meth:`Sandbox.describe` records the
+backend (``cgroup_backend``, and the exact ``systemd_run`` command in the
+group's record).
+
 Fallback: when the requested mode cannot be had (not root, no memory cgroup,
 no huge pages) the sandbox falls back to ``direct`` **only** if the caller
 says its tests can run with O_DIRECT (``buffered=False`` or ``direct_ok=True``),
@@ -67,7 +77,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from . import cgroups
+from . import cgroups, systemd_scope
 from .cgroups import Group, Throttle
 from .errors import IolabError
 from .units import human_size, parse_size
@@ -370,6 +380,7 @@ class Sandbox:
         self.hugepages: dict | None = None          # the hugepages-mode reservation
         self.buffer_pages: dict | None = None       # pages kept for fio's I/O buffers
         self.layout: cgroups.Layout | None = None
+        self.cgroup_backend: dict | None = None     # which backend made the groups, and any fallback
         self._pool = HugePagePool()
         self._children: list[subprocess.Popen] = []
         self._prepared: list[dict] = []
@@ -389,9 +400,10 @@ class Sandbox:
         elif self.mode == "hugepages":
             self._start_hugepages()
         if self.throttles and self.io_group is None:
-            self.io_group = Group.create(["io"])
-            for throttle in self.throttles:
-                self.io_group.throttle(throttle)
+            self.io_group = self._new_group(["io"])
+            if not self.io_group.adopted:
+                for throttle in self.throttles:
+                    self.io_group.throttle(throttle)
         if self.throttles and self.buffer_hugepages:
             self._reserve_buffer_pages()
         log.info("isolation %s in force%s", self.mode, f" (fallback: {self.fallback})" if self.fallback else "")
@@ -414,16 +426,35 @@ class Sandbox:
             return
         controllers = ["memory"] + (["io"] if self.throttles else [])
         try:
-            group = Group.create(controllers, layout=self.layout)
+            group = self._new_group(controllers, mem_limit=self.mem_limit)
         except IolabError as exc:
             self._fall_back(f"cannot make the cgroup: {exc}")
             return
         self.group = group
         if self.throttles:
             self.io_group = group
-        group.set_memory_limit(self.mem_limit)
-        for throttle in self.throttles:
-            group.throttle(throttle)
+        if not group.adopted:  # a systemd scope comes with its limits, already read back
+            group.set_memory_limit(self.mem_limit)
+            for throttle in self.throttles:
+                group.throttle(throttle)
+
+    def _new_group(self, controllers: list[str], *, mem_limit: int | None = None) -> Group:
+        """A group from the chosen backend: a systemd scope (limits applied and read back) or cgroupfs (bare)."""
+        choice = systemd_scope.choose_backend()
+        record = {**choice.as_dict(), "fallback": None}
+        self.cgroup_backend = record
+        if choice.backend == "systemd":
+            try:
+                scope = systemd_scope.Scope(controllers, memory_limit=mem_limit,
+                                            throttles=self.throttles if "io" in controllers else (),
+                                            layout=self.layout)
+                return scope.start()
+            except IolabError as exc:
+                if choice.forced:
+                    raise
+                record.update(backend="cgroupfs", fallback=f"systemd-run failed: {exc}")
+                log.warning("cannot make the cgroup through systemd-run (%s): writing cgroupfs directly", exc)
+        return Group.create(controllers, layout=self.layout)
 
     def _start_hugepages(self) -> None:
         if not self.root:
@@ -607,6 +638,7 @@ class Sandbox:
             "root": self.root,
             "cgroup_layout": self.layout.version if self.layout else None,
             "systemd_managed": cgroups.systemd_managed(),
+            "cgroup_backend": dict(self.cgroup_backend) if self.cgroup_backend else None,
             "cgroup": self.group.describe() if self.group else None,
             "io_cgroup": self.io_group.describe() if self.io_group else None,
             "throttles": [t.as_dict() for t in self.throttles],
