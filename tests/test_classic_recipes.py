@@ -68,24 +68,31 @@ def test_crystaldiskmark3_on_hdd(tmp_path):
 
 
 def test_tiobench_reads_on_hdd_in_the_memory_limited_cgroup(tmp_path):
-    recipe = reduced("tiobench", size="256M", runtime=None, mem_limit="64M")
-    for test in recipe.tests:  # 8 threads x 32 MiB regions; 64 random operations per thread
-        test.size = 32 * 1024**2
+    # The read half of tiotest (the recipe's order is checked in test_recipes): 8 threads x
+    # 64 MiB regions of a file 4x the 128 MiB limit, 64 random operations per thread.
+    # Buffered writes are left out here: under cgroup v1 their writeback partly escapes the
+    # throttled cgroup and partly crawls through it, so no device limit decides them.
+    recipe = reduced("tiobench", size="512M", runtime=None, mem_limit="128M", tests=["SeqRead", "RandRead"])
+    for test in recipe.tests:
+        test.size = 64 * 1024**2
         if "number_ios" in test.fio:
             test.fio["number_ios"] = 64
-    recipe.fio["offset_increment"] = "32m"
+    recipe.fio["offset_increment"] = "64m"
     table = run(recipe, "hdd", tmp_path)
-    assert list(dict.fromkeys(table.test)) == ["SeqWrite", "RandWrite", "SeqRead", "RandRead"]
+    assert list(dict.fromkeys(table.test)) == ["SeqRead", "RandRead"]
     assert (table.isolation == "cgroup").all() and (table.numjobs == 8).all()
-    # buffered reads are issued by fio's threads and throttled: the device's rate
-    assert value(table, "SeqRead", "read", "bw_mbps") == pytest.approx(HDD.read_bps / 1e6, rel=0.10)
+    # random 4 KiB reads: the IOPS ceiling decides
     assert value(table, "RandRead", "read", "iops") == pytest.approx(HDD.read_iops, rel=0.10)
+    # eight sequential streams share 150 I/Os per second between their readahead windows:
+    # bounded by the device's 100 MB/s, not equal to it
+    assert 0.6 * HDD.read_bps / 1e6 <= value(table, "SeqRead", "read", "bw_mbps") <= 1.1 * HDD.read_bps / 1e6
+    # the device served what fio read: the cgroup kept the cache out
+    seq = table[table.test == "SeqRead"].iloc[0]
+    assert seq["dev_read_bytes"] >= 0.9 * seq["io_bytes"] and "cache_suspect" not in str(seq["flags"])
     # tiotest's latency columns: the share of operations slower than 2 s and 10 s
     for column in ("over_2s_pct", "over_10s_pct", "lat_max_us", "lat_mean_us"):
         assert table[column].notna().all(), column
     assert (table["over_10s_pct"] <= table["over_2s_pct"]).all()
-    # writes are buffered: under cgroup v1 the kernel's flusher writes them back outside the
-    # throttled cgroup, so no device limit applies to them (see iolab/emulated.py)
 
 
 def test_qd_sweep_finds_the_ceiling_and_the_knee_on_sata_ssd(tmp_path):
