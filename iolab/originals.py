@@ -25,7 +25,6 @@ contract's decimal ``bw_mbps``:
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
@@ -39,7 +38,7 @@ from collections import defaultdict
 
 import pandas as pd
 
-from . import directio, fio, targets as targets_mod
+from . import directio, fio
 from .errors import IolabError
 from .recipes import Step
 from .runner import FioEngine, _counter, _relpath, _stop
@@ -292,18 +291,9 @@ class ClassicEngine(FioEngine):
 
     # ---- the run
     def execute(self) -> None:
-        from .isolation import open_sandbox
         self.check_before_open()
-        with contextlib.ExitStack() as stack:
-            for target in self.targets:
-                stack.enter_context(targets_mod.opened(
-                    target, run_id=self.run.run_id, size=self.recipe.size,
-                    filesystem=self.recipe.filesystem, scratch_dir=self.scratch_dir))
-            self.run.update(targets=[t.describe() for t in self.targets])
-            throttles = [th for t in self.targets if t.emulated is not None for th in t.emulated.throttles]
-            self.sandbox = stack.enter_context(open_sandbox(
-                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles, buffered=self.buffered,
-                direct_ok=not self.buffered))
+        with self.session(buffered=self.buffered, direct_ok=not self.buffered) as sandbox:
+            self.sandbox = sandbox
             self.run.update(isolation=self.sandbox.describe(), engine_options=self.options)
             self.check_after_open()
             try:

@@ -167,7 +167,10 @@ class FioEngine:
         self.mem_limit, self.progress, self.scratch_dir = mem_limit, progress, scratch_dir
         self.multi = len(targets) > 1
 
-    def execute(self) -> None:
+    @contextlib.contextmanager
+    def session(self, *, buffered: bool, direct_ok: bool):
+        """Open every target (emulated devices made, test file names chosen) and the cache
+        isolation around them; everything is undone on the way out, also on errors and Ctrl-C."""
         with contextlib.ExitStack() as stack:
             for target in self.targets:
                 stack.enter_context(targets_mod.opened(
@@ -175,9 +178,12 @@ class FioEngine:
                     filesystem=self.recipe.filesystem, scratch_dir=self.scratch_dir))
             self.run.update(targets=[t.describe() for t in self.targets])
             throttles = [th for t in self.targets if t.emulated is not None for th in t.emulated.throttles]
-            sandbox = stack.enter_context(open_sandbox(
+            yield stack.enter_context(open_sandbox(
                 self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles,
-                buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok))
+                buffered=buffered, direct_ok=direct_ok))
+
+    def execute(self) -> None:
+        with self.session(buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok) as sandbox:
             force_direct = sandbox.mode == "direct" and self.recipe.isolation != "direct"
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
             jobs = self._write_jobs(force_direct)
