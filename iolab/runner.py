@@ -429,6 +429,15 @@ def dry_run(recipe, target_specs, **kwargs) -> str:
                                                               "confirm", "mem_limit", "tests")})
     lines = [f"# recipe {recipe.name}: {recipe.description}",
              f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
+    if recipe.engine != "fio":
+        # these engines build their work at run time (python loops, pgbench, fio per sample)
+        lines.append(f"# engine {recipe.engine}: it runs these tests itself; the run directory will hold "
+                     "every command and job file it used")
+        lines += [f"# target: {t.spec} ({t.kind})" for t in targets]
+        lines += [f"#   {test.name}: {test.description}" for test in recipe.tests]
+        if recipe.options:
+            lines.append("# options: " + ", ".join(f"{k}={v}" for k, v in recipe.options.items()))
+        return "\n".join(lines)
     for step in recipe.steps():
         for target in targets:
             if target.kind == "dir":

@@ -221,3 +221,10 @@ def test_concurrency_sweep_keeps_each_client_and_their_fairness(tmp_path):
     expected_jain = sum(clients) ** 2 / (3 * sum(c * c for c in clients))
     assert three["jain_index"] == pytest.approx(expected_jain)
     assert "--output-format=json+" in result.manifest["commands"]["jobs/RND4K-Q1T3.fio"]
+
+
+def test_dry_run_of_an_engine_recipe_lists_its_tests(iolab, tmp_path):
+    proc = iolab("run", "bonnie", "--target", tmp_path, "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert "engine bonnie: it runs these tests itself" in proc.stdout and "[global]" not in proc.stdout
+    assert "seeks: Random Seeks" in proc.stdout
