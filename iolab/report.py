@@ -132,12 +132,19 @@ def system_names(manifests: pd.DataFrame) -> list[str]:
     return names
 
 
+#: The host name of a fleet's aggregate runs and rows (iolab.fleet).
+FLEET_HOST = "all"
+
+
 def select(data_dir: str | os.PathLike | None = None, runs: Iterable[str | os.PathLike] = (), *,
-           host=None, label=None, recipe=None, with_results: bool = False) -> Selection:
+           host=None, label=None, recipe=None, with_results: bool = False,
+           aggregates: bool = True) -> Selection:
     """Read the runs under ``runs`` (run directories or directories of runs), else under ``data_dir``.
 
     ``host``, ``label`` and ``recipe`` (a string or a list) keep matching runs
-    only. ``with_results`` drops runs that measured nothing. Raises
+    only. ``with_results`` drops runs that measured nothing. ``aggregates=False``
+    leaves out a fleet's own runs (``data/_fleet/``, host ``all``): they sum the
+    hosts that ran together and are no system of their own. Raises
     :class:`IolabError` naming the directory or the filter when nothing is found.
     """
     sources = _as_list(runs) or _as_list(data_dir)
@@ -158,6 +165,8 @@ def select(data_dir: str | os.PathLike | None = None, runs: Iterable[str | os.Pa
     for column in ("run_id", "host", "label", "recipe", "status"):
         if column not in manifests.columns:
             manifests[column] = None
+    if not aggregates:
+        manifests = manifests[manifests["host"].astype(str) != FLEET_HOST]
     filters = {"host": _as_list(host), "label": _as_list(label), "recipe": _as_list(recipe)}
     for column, wanted in filters.items():
         if wanted:

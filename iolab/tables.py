@@ -145,7 +145,7 @@ def summarize(data: pd.DataFrame, *, value: str = "bw_mbps", system: str = "syst
     # the device a system measured (host and target): pairs a cached run with an isolated one
     parts = [c for c in ("host", "target") if c in frame.columns]
     if parts:
-        ident = frame[parts].astype(str).agg(":".join, axis=1)
+        ident = frame[parts].fillna("").astype(str).agg(":".join, axis=1)
         device = ident.groupby([frame[k] for k in keys], dropna=False, sort=False).first()
         out["device"] = [device.get(tuple(k)) for k in out[keys].itertuples(index=False)]
     else:
@@ -279,12 +279,20 @@ def results_table(data: pd.DataFrame, *, metrics: Sequence[str] = ("bw_mbps", "i
         return Table(pd.DataFrame(), caption=i18n.text("headings.results", lang), notes=[i18n.text("text.no_runs", lang)])
     frame = pd.concat(parts, axis=1).fillna(DASH)
     n = summarize(data, value=metrics[0], system=system, statistic=statistic, by=by)["n"]
-    note_key = "labels.ci_note" if n.nunique() == 1 else "labels.ci_note_varied"
-    if statistic != "mean":
-        note_key = "labels.stat_note" if n.nunique() == 1 else "labels.stat_note_varied"
-    note = i18n.text(note_key, lang, statistic=i18n.text(f"labels.{statistic}", lang), n=int(n.iloc[0]) if len(n) else 0)
+    note = repetitions_note(n, statistic, lang)
     return Table(frame, caption=i18n.text("headings.results", lang), notes=[note],
                  data=pd.concat(numbers, axis=1))
+
+
+def repetitions_note(n: pd.Series, statistic: str, lang: str) -> str:
+    """The note under a table: how many repetitions each value stands for, and what ± means."""
+    if len(n) and n.nunique() == 1 and int(n.iloc[0]) == 1:
+        return i18n.text("labels.single_note", lang)
+    if statistic == "mean":
+        key = "labels.ci_note" if n.nunique() == 1 else "labels.ci_note_varied"
+    else:
+        key = "labels.stat_note" if n.nunique() == 1 else "labels.stat_note_varied"
+    return i18n.text(key, lang, statistic=i18n.text(f"labels.{statistic}", lang), n=int(n.iloc[0]) if len(n) else 0)
 
 
 #: More systems than this and tables turn: one row per system.
@@ -323,11 +331,7 @@ def article_table(data: pd.DataFrame, *, metric: str = "bw_mbps", system: str = 
                                            for t in labels for d in directions])
         shown, numbers = shown.reindex(columns=order), numbers.reindex(columns=order)
         shown.index.name = numbers.index.name = i18n.text("labels.system", lang)
-    n = summary["n"]
-    key = "labels.ci_note" if n.nunique() == 1 else "labels.ci_note_varied"
-    if statistic != "mean":
-        key = "labels.stat_note" if n.nunique() == 1 else "labels.stat_note_varied"
-    note = i18n.text(key, lang, statistic=i18n.text(f"labels.{statistic}", lang), n=int(n.iloc[0]))
+    note = repetitions_note(summary["n"], statistic, lang)
     return Table(shown, caption=caption or caption_for(metric, metric_unit(metric), lang), notes=[note], data=numbers)
 
 

@@ -214,3 +214,18 @@ def test_many_servers_render_through_the_speed_benchmark(tmp_path, capsys):
     assert "| System | SEQ1M-Q8T1 / read |" in md  # 13 systems: one row each
     assert re.search(r"the other \d+ systems range over", md)
     assert capsys.readouterr().out.strip().splitlines()[-1].endswith("compare.html")
+
+
+def test_plain_report_on_every_recipe_kind_leaves_fleet_sums_out(tmp_path):
+    """The first report on a store with pgbench (no MB/s) and fleet runs (host "all")."""
+    sections = ROOT / "tests" / "fixtures" / "sections"
+    proc = cli("--data", sections, "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    nb = nbformat.read(str(tmp_path / "report.ipynb"), as_version=4)
+    text = " ".join(str(o.get("text", "")) + json.dumps(o.get("data", {})) for c in nb.cells
+                    for o in c.get("outputs", []))
+    assert "This recipe measures no MB/s" in text  # pgbench: transactions, not throughput
+    assert len(report.select(sections, host="all").manifests) >= 1  # the store has fleet sums...
+    html = (tmp_path / "report.html").read_text()
+    assert ">all<" not in html  # ...and no table shows one as a host of its own
+    assert "single repetition" in text or "repetitions" in text

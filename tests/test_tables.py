@@ -79,7 +79,11 @@ def test_article_table_is_crystaldiskmark_shaped():
     assert list(table.frame.index) == ["SEQ1M-Q8T1", "RND4K-Q1T1"]
     assert list(table.frame.columns) == [("A", "read"), ("A", "write"), ("B", "read"), ("B", "write")]
     assert "±" not in table.frame.iloc[0, 0]  # a CI belongs to the mean only
-    assert table.notes == ["Values are the best of 1 repetitions."]
+    assert table.notes == ["Values come from a single repetition: no confidence interval "
+                           "(run with --repeat 3 or more for one)."]
+    three = results([(s, t, d, rep, 10.0 + rep) for s in ("A", "B") for t in ("SEQ1M-Q8T1",)
+                     for d in ("read",) for rep in (1, 2, 3)])
+    assert tables.article_table(three, statistic="best").notes == ["Values are the best of 3 repetitions."]
 
 
 def test_results_table_has_metric_and_unit_in_the_header():
