@@ -72,7 +72,7 @@ class Engine(ClassicEngine):
             from .devices import check_writable
             for target in self.targets:
                 if target.kind == "block":
-                    check_writable(target.path)  # refuses mounted, held, swap, root, signatures
+                    check_writable(target.path, confirm=target.confirm)  # --confirm; refuses mounted, held, swap, root, signatures
 
     def check_after_open(self) -> None:
         for target in self.targets:

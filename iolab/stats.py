@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 
 #: Default grouping: one group per run x target x test x direction; its rows are
 #: the repetitions of one measurement.
-DEFAULT_BY = ("run_id", "target", "test", "direction", "numjobs")  # numjobs: pgbench's client counts
+# numjobs: pgbench's client counts; tool: an equivalent and the original tool (bonnie++, hdparm) never pooled
+DEFAULT_BY = ("run_id", "target", "test", "direction", "numjobs", "tool")
 #: Default metrics of :func:`summarize`.
 DEFAULT_METRICS = ("bw_mbps", "iops", "lat_mean_us", "lat_p99_us")
 #: Columns carried into summaries when they are constant within a group.
