@@ -45,9 +45,10 @@ class Target:
     def describe(self) -> dict:
         info = {"spec": self.spec, "kind": self.kind, "name": self.name, "path": self.path,
                 "test_file": self.test_file}
-        if self.test_file or self.kind == "dir":  # a raw device has no file system of its own here
-            info.update(sysinfo.mount_of(self.test_file if self.test_file and os.path.exists(self.test_file)
-                                         else self.path))
+        where = self.test_file if self.test_file and os.path.exists(self.test_file) else self.path
+        # a raw block device has no file system of its own here (findmnt would name /dev's devtmpfs)
+        if where and os.path.exists(where) and not stat.S_ISBLK(os.stat(where).st_mode):
+            info.update(sysinfo.mount_of(where))
         info["device"] = _provenance(self.path) if self.path else None
         info["emulated"] = self.emulated.describe() if self.emulated is not None else None
         return info
