@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 IOLAB=.venv/bin/iolab
 DATA=${IOLAB_DEMO_DATA:-data}
 RECIPE=${IOLAB_DEMO_RECIPE:-quick}
+OUT=${IOLAB_DEMO_OUT:-reports/demo}
 runs=()
 if [ "$(id -u)" -eq 0 ] && [ -z "${IOLAB_DEMO_NO_EMULATION:-}" ]; then
   for profile in hdd sata-ssd; do
@@ -20,4 +21,4 @@ else
   runs+=("$($IOLAB run "$RECIPE" --target scratch --label "scratch directory" --data "$DATA" | tail -n 1)")
 fi
 echo "== report" >&2
-$IOLAB report "${runs[@]}" --notebook compare --out reports/demo
+$IOLAB report "${runs[@]}" --notebook compare --out "$OUT"
