@@ -128,7 +128,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
     log.info("run directory %s", run_.path)
     try:
         engine = engine_class(recipe.engine)(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
-                                             scratch_dir=scratch_dir or tempfile.gettempdir())
+                                             scratch_dir=scratch_dir)  # None: /var/tmp, not a RAM-backed /tmp
         engine.execute()
     except KeyboardInterrupt as exc:
         how = "SIGTERM" if isinstance(exc, Terminated) else "the user (Ctrl-C)"
