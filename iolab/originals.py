@@ -31,9 +31,6 @@ import logging
 import os
 import re
 import shutil
-import subprocess
-import tempfile
-import time
 from collections import defaultdict
 
 import pandas as pd
@@ -41,7 +38,7 @@ import pandas as pd
 from . import directio, fio
 from .errors import IolabError
 from .recipes import Step
-from .runner import FioEngine, _counter, _relpath, _stop
+from .runner import FioEngine, _relpath
 from .store import utcnow
 from .units import fio_size
 
@@ -392,21 +389,7 @@ class ClassicEngine(FioEngine):
         raw.parent.mkdir(parents=True, exist_ok=True)
         self.run.manifest.setdefault("commands", {})[rel] = argv
         self.sandbox.prepare_test()
-        counter = _counter(target)
-        before = counter.snapshot() if counter else None
-        started = time.monotonic()
-        with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
-            proc = self.sandbox.popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-            try:
-                self._wait(proc, label, expected)
-            except KeyboardInterrupt:
-                _stop(proc)
-                raise
-            err.seek(0)
-            stderr = err.read().decode(errors="replace")
-        elapsed = time.monotonic() - started
-        device = counter.delta(before) if counter else {}
-        return proc, stderr, device, self.sandbox.test_evidence(), elapsed
+        return self._measure(self.sandbox, argv, target, raw, label, expected)
 
     def _label(self, test: str, target, rep: int, tool: str) -> str:
         return f"{test}" + (f" @{target.name}" if self.multi else "") + f" [{tool}] {rep}/{self.recipe.repeat}"

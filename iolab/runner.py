@@ -128,7 +128,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
     log.info("run directory %s", run_.path)
     try:
         engine = engine_class(recipe.engine)(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
-                                             scratch_dir=scratch_dir)  # None: /var/tmp, not a RAM-backed /tmp
+                                             scratch_dir=scratch_dir or _scratch_dir())
         engine.execute()
     except KeyboardInterrupt as exc:
         how = "SIGTERM" if isinstance(exc, Terminated) else "the user (Ctrl-C)"
@@ -146,6 +146,12 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
     else:
         run_.finish("completed")
     return RunResult(run_.path, run_.manifest, run_.results)
+
+
+def _scratch_dir() -> str | None:
+    """Where emulated devices keep their backing files: $TMPDIR when the user set it, else None
+    (the emulated module's /var/tmp: disk-backed, unlike a /tmp that may live in RAM)."""
+    return os.environ.get("TMPDIR") or None
 
 
 def engine_class(name: str):
@@ -313,14 +319,27 @@ class FioEngine:
             drop_caches()  # whatever the isolation: this test must start cold
         elif step.cache == "isolation":
             sandbox.prepare_test()
+        label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
+        proc, stderr, device, evidence, elapsed = self._measure(
+            sandbox, argv, target, raw, label, self._expected_seconds(step))
+        text = raw.read_text(errors="replace")
+        frame = self._parse(text, stderr, proc.returncode, step)
+        return self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox)
+
+    def _measure(self, sandbox, argv, target, raw, label, expected):
+        """Run ``argv`` in the sandbox with its stdout in ``raw``, counting the device's bytes.
+
+        Returns the process, its stderr, the device's byte counts, the
+        sandbox's evidence and the wall time: what :meth:`_annotate` takes.
+        Ctrl-C stops the process (fio writes what it has) and goes on up.
+        """
         counter = _counter(target)
         before = counter.snapshot() if counter else None
-        label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
         started = time.monotonic()
         with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
             proc = fio.start(argv, stdout=out, stderr=err, popen=sandbox.popen)
             try:
-                self._wait(proc, label, self._expected_seconds(step))
+                self._wait(proc, label, expected)
             except KeyboardInterrupt:
                 _stop(proc)
                 raise
@@ -328,10 +347,7 @@ class FioEngine:
             stderr = err.read().decode(errors="replace")
         elapsed = time.monotonic() - started
         device = counter.delta(before) if counter else {}
-        evidence = sandbox.test_evidence()
-        text = raw.read_text(errors="replace")
-        frame = self._parse(text, stderr, proc.returncode, step)
-        return self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox)
+        return proc, stderr, device, sandbox.test_evidence(), elapsed
 
     def _expected_seconds(self, step) -> float | None:
         runtime = step.options.get("runtime")
