@@ -512,10 +512,20 @@ def parse_output(text: str) -> pd.DataFrame:
     entries, client_mode = _entries(doc)
     global_options = doc.get("global options", {}) or {}
 
+    # clients are servers; two on one address (different ports) are two hosts: "addr:port"
+    ports: dict = {}
+    for entry in entries if client_mode else ():
+        ports.setdefault(entry.get("hostname"), set()).add(entry.get("port"))
+
+    def client(entry: Mapping) -> str | None:
+        if not client_mode:
+            return None
+        name = entry.get("hostname")
+        return f"{name}:{entry.get('port')}" if len(ports.get(name, ())) > 1 else name
+
     groups: dict[tuple, list[Mapping]] = {}
     for entry in entries:
-        host = entry.get("hostname") if client_mode else None
-        key = (host, _int(entry.get("groupid")), entry.get("jobname"))
+        key = (client(entry), _int(entry.get("groupid")), entry.get("jobname"))
         groups.setdefault(key, []).append(entry)
 
     rows: list[dict] = []

@@ -46,3 +46,22 @@ def test_client_fairness_from_per_client_entries():
     assert row["client_min_mbps"] == pytest.approx(min(clients))
     # with group_reporting fio merged the clients itself: nothing to say about fairness
     assert client_fairness((FIXTURES / "numjobs4_group_reporting.out").read_text()).empty
+
+
+@pytest.mark.skipif(__import__("shutil").which("fio") is None, reason="fio is not installed")
+def test_two_servers_on_one_address_are_two_hosts(servers, tmp_path):
+    """fio names a client by its address only: the port tells two loopback servers apart."""
+    import subprocess
+
+    from iolab.fioparse import parse_output
+    a, b = servers(port=0), servers(port=0)
+    job = tmp_path / "job.fio"
+    job.write_text(f"[r]\nfilename={tmp_path}/f\nsize=4m\nrw=randread\nbs=4k\nruntime=1\ntime_based\n")
+    out = subprocess.run(["fio", "--output-format=json", f"--client={a.endpoint.client_spec}", str(job),
+                          f"--client={b.endpoint.client_spec}", str(job)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    frame = parse_output(out.stdout)
+    assert len(frame) == 2 and frame["host"].nunique() == 2
+    assert all(host.startswith("127.0.0.1:") for host in frame["host"])
+    assert (frame["numjobs"] == 1).all() and (frame["iops"] > 0).all()
