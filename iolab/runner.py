@@ -404,6 +404,8 @@ class FioEngine:
         read_bytes = frame.loc[frame["direction"] == "read", "io_bytes"].sum()
         if device and read_bytes and flag_cache_suspect(read_bytes, device.get("read_bytes") or 0):
             flags.append("cache_suspect")
+        if target.emulated is not None and target.emulated.profile.throttled:
+            flags.append("emulated_latency")  # limits are emulated; latency percentiles are the throttle's
         if evidence.get("oom_killed"):
             flags.append("oom_killed")
             reason = evidence.get("oom_reason") or "fio was killed by the OOM killer in the memory-limited cgroup"
