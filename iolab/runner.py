@@ -406,6 +406,9 @@ class FioEngine:
             flags.append("cache_suspect")
         if target.emulated is not None and target.emulated.profile.throttled:
             flags.append("emulated_latency")  # limits are emulated; latency percentiles are the throttle's
+            if step.buffered and "write" in set(frame["direction"].dropna()) and _io_cgroup_v1():
+                # v1 charges writeback to the flusher, outside the throttled group
+                flags.append("v1_writeback")
         if evidence.get("oom_killed"):
             flags.append("oom_killed")
             reason = evidence.get("oom_reason") or "fio was killed by the OOM killer in the memory-limited cgroup"
@@ -413,6 +416,13 @@ class FioEngine:
         frame["flags"] = ";".join(flags) or None
         frame["valid"] = frame["error"].isna() & ("oom_killed" not in flags)
         return frame
+
+
+def _io_cgroup_v1() -> bool:
+    """Block throttling comes from a cgroup v1 hierarchy (buffered writeback escapes it)."""
+    from .cgroups import detect
+    where = detect().locate("io")
+    return bool(where) and where[0] == "v1"
 
 
 def _counter(target):

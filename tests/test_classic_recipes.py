@@ -109,3 +109,26 @@ def test_qd_sweep_finds_the_ceiling_and_the_knee_on_sata_ssd(tmp_path):
     # the knee is where the ceiling is reached: past it, more depth buys only latency
     assert knee.row["iops"] >= 0.9 * SSD.read_iops, table[["iodepth", "iops", "lat_p99_us"]]
     assert value(table, "RND4K-Q32T1", "read", "lat_p99_us") > 1.2 * knee.row["p99"]
+
+
+BUFFERED_WRITE = """
+name: buffered-write
+description: a buffered sequential write and read of 8 MiB
+isolation: none
+defaults: {size: 8M}
+fio: {ioengine: psync, direct: 0, bs: 1M, end_fsync: 1}
+tests:
+  - name: SEQ
+    rw: [write, read]
+"""
+
+
+def test_buffered_writes_under_cgroup_v1_carry_their_caveat(tmp_path):
+    from iolab.runner import _io_cgroup_v1
+    path = tmp_path / "buffered-write.yaml"
+    path.write_text(BUFFERED_WRITE)
+    table = run(recipes.load(str(path)), "hdd", tmp_path)
+    write, read = table[table.direction == "write"].iloc[0], table[table.direction == "read"].iloc[0]
+    assert "emulated_latency" in write["flags"] and "emulated_latency" in read["flags"]
+    assert ("v1_writeback" in write["flags"]) == _io_cgroup_v1()
+    assert "v1_writeback" not in read["flags"]
