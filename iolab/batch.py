@@ -270,16 +270,8 @@ def load_inventory(path: str | os.PathLike) -> Inventory:
     check_keys(defaults, DEFAULT_KEYS, f"{source}: defaults")
     if "entries" not in data:
         raise IolabError("missing required field 'entries'", context=source)
-    raw_entries = data["entries"]
-    if not isinstance(raw_entries, list) or not raw_entries:
-        raise IolabError("must be a non-empty list of entries", context=f"{source}: entries")
     entries, seen = [], set()
-    for index, raw in enumerate(raw_entries):
-        ctx = f"{source}: entries[{index}]"
-        if not isinstance(raw, dict):
-            raise IolabError("an entry must be a mapping", context=ctx)
-        if "name" not in raw:
-            raise IolabError("missing required field 'name'", context=ctx)
+    for index, ctx, raw in yamlfile.named_items(data["entries"], f"{source}: entries", what="entry"):
         name = str(raw["name"])
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", name):
             raise IolabError(f"names become file names: use letters, digits and . _ - only, got {name!r}",

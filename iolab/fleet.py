@@ -241,16 +241,8 @@ def parse_inventory(data, source: str = "inventory") -> Inventory:
     except IolabError as exc:
         raise IolabError(exc.message, context=f"{source}: allow_job_options") from exc
     hosts_in = data.get("hosts")
-    if not isinstance(hosts_in, list) or not hosts_in:
-        raise IolabError("must be a non-empty list of hosts", context=f"{source}: hosts")
     hosts, names, endpoints = [], set(), {}
-    for index, raw in enumerate(hosts_in):
-        ctx = f"{source}: hosts[{index}]"
-        if not isinstance(raw, dict):
-            raise IolabError("a host must be a mapping", context=ctx)
-        check_keys(raw, HOST_KEYS, ctx)
-        if "name" not in raw:
-            raise IolabError("missing required field 'name'", context=ctx)
+    for index, ctx, raw in yamlfile.named_items(hosts_in, f"{source}: hosts", what="host", allowed=HOST_KEYS):
         name = _text(str(raw["name"]) if isinstance(raw["name"], (int, float)) else raw["name"], f"{ctx}.name")
         if safe_name(name) != name:
             raise IolabError(f"{name!r} is not usable as a directory name (letters, digits, '.', '_', '-')",

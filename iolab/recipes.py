@@ -321,17 +321,9 @@ def parse_recipe(data, source: str) -> Recipe:
         defaults["mem_limit"] = parse_size(defaults_in["mem_limit"], context=f"{source}: defaults.mem_limit")
 
     fio_global = _fio_options(data.get("fio") or {}, f"{source}: fio")
-    tests_in = data["tests"]
-    if not isinstance(tests_in, list) or not tests_in:
-        raise IolabError("must be a non-empty list of tests", context=f"{source}: tests")
     tests, seen = [], set()
-    for index, raw in enumerate(tests_in):
-        ctx = f"{source}: tests[{index}]"
-        if not isinstance(raw, dict):
-            raise IolabError("a test must be a mapping", context=ctx)
-        check_keys(raw, TEST_KEYS, ctx)
-        if "name" not in raw:
-            raise IolabError("missing required field 'name'", context=ctx)
+    for index, ctx, raw in yamlfile.named_items(data["tests"], f"{source}: tests", what="test",
+                                                  allowed=TEST_KEYS):
         name = str(raw["name"])
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", name):
             raise IolabError(f"test names become file names: use letters, digits and . _ + - only, got {name!r}",
