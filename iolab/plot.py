@@ -32,6 +32,16 @@ def _mpl():
     return matplotlib, plt
 
 
+def _texts(ax, xlabel, ylabel, title) -> None:
+    """Axis labels and title; None keeps what seaborn set, "" clears it."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+
+
 def japanese_font() -> str:
     """Register IPAexGothic from matplotlib-fontja and return its family name."""
     try:
@@ -163,12 +173,7 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     use_log = wants_log(pos["y"]) if log == "auto" else bool(log)
     if use_log:
         ax.set_yscale("log")
-    if xlabel is not None:
-        ax.set_xlabel(xlabel)
-    if ylabel is not None:
-        ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
+    _texts(ax, xlabel, ylabel, title)
     if hue and len(hues) > 1:
         ax.legend(title=legend_title, fontsize="small", title_fontsize="small", frameon=False,
                   loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -222,12 +227,7 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
             for _, row in picks.iterrows():
                 ax.annotate(str(row[label]), (row["dot_pos"], row["dot_y"]), fontsize="x-small",
                             xytext=(3, 0), textcoords="offset points", va="center")
-    if xlabel is not None:
-        ax.set_xlabel(xlabel)
-    if ylabel is not None:
-        ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
+    _texts(ax, xlabel, ylabel, title)
     ax.grid(axis="x", visible=False)
     return ax
 
@@ -243,12 +243,7 @@ def latency_percentiles(data: pd.DataFrame, *, x: str = "percentile", y: str = "
     sns.lineplot(data=data, x=x, y=y, hue=hue, marker="o", ax=ax, palette=palette, sort=False,
                  errorbar=None)
     ax.set_yscale("log")
-    if xlabel is not None:
-        ax.set_xlabel(xlabel)
-    if ylabel is not None:
-        ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
+    _texts(ax, xlabel, ylabel, title)
     if ax.get_legend() is not None:
         ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax
