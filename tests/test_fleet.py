@@ -342,7 +342,9 @@ def test_scale_hosts_gives_throughput_vs_hosts_and_tail_latency(servers, tmp_pat
     assert set(tails["host"]) == {"s1", "s2"}
     one = tails[(tails.test == "SEQ1M-Q4T1") & (tails.n_hosts == 2)]
     p = one.set_index(["host", "percentile"])["latency_us"]
-    assert (p.loc[("s1", "p50")] <= p.loc[("s1", "p99")] <= p.loc[("s1", "max")])
+    # fio's percentiles are histogram buckets (1/64 of a power of two wide): p99 may sit one
+    # bucket above the exact maximum
+    assert p.loc[("s1", "p50")] <= p.loc[("s1", "p99")] <= p.loc[("s1", "max")] * (1 + 2 / 64)
 
     ax = fleetplots.scaling_plot(table, x="n_hosts", y="total", hue="test")
     assert [tuple(line.get_xdata()) for line in ax.get_lines()][0] == (1.0, 2.0)
