@@ -69,14 +69,15 @@ def test_crystaldiskmark3_on_hdd(tmp_path):
 
 def test_tiobench_reads_on_hdd_in_the_memory_limited_cgroup(tmp_path):
     # The read half of tiotest (the recipe's order is checked in test_recipes): 8 threads x
-    # 64 MiB regions of a file 4x the 128 MiB limit, 64 random operations per thread.
+    # 64 MiB regions of a file 4x the 128 MiB limit, 160 random operations per thread (~8 s at
+    # 150 IOPS: long enough that the throttle's first time slice does not inflate the rate).
     # Buffered writes are left out here: under cgroup v1 their writeback partly escapes the
     # throttled cgroup and partly crawls through it, so no device limit decides them.
     recipe = reduced("tiobench", size="512M", runtime=None, mem_limit="128M", tests=["SeqRead", "RandRead"])
     for test in recipe.tests:
         test.size = 64 * 1024**2
         if "number_ios" in test.fio:
-            test.fio["number_ios"] = 64
+            test.fio["number_ios"] = 160
     recipe.fio["offset_increment"] = "64m"
     table = run(recipe, "hdd", tmp_path)
     assert list(dict.fromkeys(table.test)) == ["SeqRead", "RandRead"]
