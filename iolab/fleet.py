@@ -889,7 +889,7 @@ class _FleetRun:
             try:
                 timed_out = _wait(proc, label, expected, limit, self.progress)
             except BaseException:
-                _stop(proc)
+                progress_.stop(proc)
                 raise
             err.seek(0)
             stderr = err.read().decode(errors="replace")
@@ -1015,21 +1015,9 @@ def _wait(proc, label: str, expected: float | None, limit: float | None, progres
     """Wait for the fio client; True when iolab had to stop it at ``limit`` seconds."""
     if progress_.wait(proc, label, expected, progress=progress, limit=limit, poll=0.1) == progress_.LIMIT:
         log.warning("%s: no end after %.0f s; stopping fio", label, limit)
-        _stop(proc)
+        progress_.stop(proc)
         return True
     return False
-
-
-def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
-    """SIGINT (fio's client then stops the servers' jobs and prints what it has), then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @contextlib.contextmanager

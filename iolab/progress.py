@@ -1,6 +1,8 @@
 """Waiting for a benchmark process with a progress bar (tqdm: a terminal bar or a Jupyter widget)."""
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 import time
 from typing import Callable
@@ -42,3 +44,15 @@ def wait(proc, label: str, expected: float | None = None, *, progress: bool | No
             if alive is not None and not alive() and proc.poll() is None:
                 return GONE
     return None
+
+
+def stop(proc, grace: float = 10.0) -> None:
+    """SIGINT (fio stops its jobs and writes what it has, also as a client), then SIGKILL after ``grace``."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -19,7 +19,6 @@ import dataclasses
 import logging
 import os
 import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -224,7 +223,7 @@ class FioEngine:
                 try:
                     self._wait(proc, f"laying out {target.name}", None)
                 except KeyboardInterrupt:
-                    _stop(proc)
+                    progress.stop(proc, STOP_GRACE_S)
                     raise
                 err.seek(0)
                 stderr = err.read().decode(errors="replace")
@@ -341,7 +340,7 @@ class FioEngine:
             try:
                 self._wait(proc, label, expected)
             except KeyboardInterrupt:
-                _stop(proc)
+                progress.stop(proc, STOP_GRACE_S)
                 raise
             err.seek(0)
             stderr = err.read().decode(errors="replace")
@@ -436,18 +435,6 @@ def _counter(target):
     except IolabError as exc:
         log.info("no block device counters for %s: %s", path, exc)
         return None
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Ask fio to stop (it writes what it has on SIGINT), kill it if it does not."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def dry_run(recipe, target_specs, **kwargs) -> str:
