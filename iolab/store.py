@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import owner
 from .columns import EXTRA_COLUMNS, RESULT_COLUMNS
 from .errors import IolabError
 
@@ -113,7 +114,8 @@ class Run:
         else:  # pragma: no cover - 100 collisions of 16 random bits in one second
             raise IolabError("could not find a free run directory name", context=str(parent))
         base = {"schema": 1, "run_id": run_id, "host": host, "label": label or host,
-                "recipe": recipe, "status": "running", "started": utcnow(), "ended": None}
+                "recipe": recipe, "status": "running", "started": utcnow(), "ended": None,
+                **owner.current()}  # pid, pid_start, boot_id: who may leave it "running"
         run = cls(path, {**base, **manifest})
         run.save_manifest()
         return run
@@ -151,6 +153,49 @@ class Run:
 
     def finish(self, status: str, reason: str | None = None) -> None:
         self.update(status=status, reason=reason, ended=utcnow())
+
+
+#: A test's or run's status while its owner works on it.
+RUNNING = "running"
+
+
+def mark_interrupted(manifest: dict, reason: str) -> dict:
+    """``manifest`` with the run and its running test(s) marked interrupted, ``reason`` recorded."""
+    now = utcnow()
+    for test in manifest.get("tests") or []:
+        if isinstance(test, dict) and test.get("status") == RUNNING:
+            test.update(status="interrupted", ended=test.get("ended") or now,
+                        error=test.get("error") or reason)
+    manifest.update(status="interrupted", reason=reason, ended=manifest.get("ended") or now)
+    return manifest
+
+
+def interrupt_orphans(data_dir: str | os.PathLike) -> list[Path]:
+    """Mark runs left ``running`` by a process that is gone as ``interrupted``; return their directories.
+
+    The owner is the manifest's ``pid`` with its ``pid_start`` and ``boot_id``
+    (recorded by :meth:`Run.create`), so a PID reused by another process does
+    not keep a dead run "running". Manifests without a ``pid`` (written before
+    owners were recorded) are left as they are: nobody can tell whether their
+    owner lives. A missing ``data_dir`` has no orphans.
+    """
+    if not Path(data_dir).exists():
+        return []
+    reaped = []
+    for run_dir in run_dirs(data_dir):
+        try:
+            manifest = read_manifest(run_dir)
+        except IolabError as exc:
+            log.warning("%s", exc)
+            continue
+        if manifest.get("status") != RUNNING or owner.alive(manifest) is not False:
+            continue
+        reason = (f"interrupted: the iolab process (pid {manifest['pid']}) ended without finishing "
+                  "the run; results so far are kept")
+        atomic_write(run_dir / MANIFEST, json.dumps(mark_interrupted(manifest, reason), indent=2, default=str) + "\n")
+        log.info("run %s: %s", run_dir, reason)
+        reaped.append(run_dir)
+    return reaped
 
 
 def order_columns(frame: pd.DataFrame) -> pd.DataFrame:

@@ -73,3 +73,55 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
     assert target.read_text() == "one"
     assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()  # readable like any file, not 0600
     assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]
+
+
+def _run_made_by_a_dead_process(data_dir):
+    """A run created by another iolab process that then died without finishing it."""
+    import subprocess
+    import sys
+    code = ("import sys; from iolab.store import Run; "
+            "r = Run.create(sys.argv[1], recipe='quick', host='h', "
+            "tests=[{'name': 'a', 'status': 'completed'}, {'name': 'b', 'status': 'running'}, "
+            "{'name': 'c', 'status': 'pending'}]); print(r.path)")
+    out = subprocess.run([sys.executable, "-c", code, str(data_dir)], check=True, capture_output=True, text=True)
+    from pathlib import Path
+    return Path(out.stdout.strip())
+
+
+def test_manifest_names_its_owner_process(tmp_path):
+    from iolab.owner import start_ticks
+    manifest = Run.create(tmp_path, recipe="quick", host="h").manifest
+    assert manifest["pid"] == os.getpid()
+    assert manifest["pid_start"] == start_ticks(os.getpid()) and manifest["boot_id"]
+
+
+def test_interrupt_orphans_marks_runs_of_dead_processes(tmp_path):
+    from iolab.store import interrupt_orphans, read_manifest
+    dead = _run_made_by_a_dead_process(tmp_path)
+    live = Run.create(tmp_path, recipe="quick", host="h")  # this process: alive
+    done = Run.create(tmp_path, recipe="quick", host="h")
+    done.finish("completed")
+    assert interrupt_orphans(tmp_path) == [dead]
+    manifest = read_manifest(dead)
+    assert manifest["status"] == "interrupted" and "ended without finishing" in manifest["reason"]
+    assert manifest["ended"]
+    assert [t["status"] for t in manifest["tests"]] == ["completed", "interrupted", "pending"]
+    assert "ended without finishing" in manifest["tests"][1]["error"]
+    assert read_manifest(live.path)["status"] == "running"
+    assert read_manifest(done.path)["status"] == "completed"
+    assert interrupt_orphans(tmp_path) == []  # once is enough
+    assert interrupt_orphans(tmp_path / "missing") == []
+
+
+def test_interrupt_orphans_is_not_fooled_by_a_reused_pid(tmp_path):
+    from iolab.store import interrupt_orphans, read_manifest
+    run = Run.create(tmp_path, recipe="quick", host="h")
+    # our PID, but the owner started at another time: that owner is gone, the PID reused
+    run.update(pid_start=run.manifest["pid_start"] - 1)
+    assert interrupt_orphans(tmp_path) == [run.path]
+    legacy = Run.create(tmp_path, recipe="quick", host="h")
+    for key in ("pid", "pid_start", "boot_id"):
+        legacy.manifest.pop(key)
+    legacy.save_manifest()
+    assert interrupt_orphans(tmp_path) == []  # no owner recorded: nobody can tell
+    assert read_manifest(legacy.path)["status"] == "running"
