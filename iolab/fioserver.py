@@ -135,6 +135,13 @@ def check_bind_address(address: str, *, allow_network: bool = False, context: st
         hint="serve on 127.0.0.1 or a Unix socket and reach other machines through an SSH tunnel")
 
 
+def check_port(port, *, context: str = "fio server") -> int:
+    """``port`` as an int in 0-65535 (0: the kernel picks a free one); anything else is refused at once."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise IolabError(f"must be a TCP port 1-65535 (or 0 for a free one), got {port!r}", context=context)
+    return port
+
+
 def free_port(address: str = LOOPBACK) -> int:
     """A TCP port nobody listens on at ``address`` right now (the kernel picks it)."""
     family = _socket.AF_INET6 if (parse_ip(address) and parse_ip(address).version == 6) else _socket.AF_INET
@@ -339,6 +346,8 @@ def start(*, port: int | None = None, socket: str | os.PathLike | None = None, a
         if ip is None:
             raise IolabError("bind a fio server to an IP address, not a host name", context=f"fio server {address}")
         address = str(ip)
+        if port is not None:
+            port = check_port(port, context=f"fio server {address}")
     last_error = None
     for _ in range(attempts):
         if socket is not None:

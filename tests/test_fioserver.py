@@ -165,3 +165,26 @@ def test_cli_server_on_a_socket(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("port", [-1, 65536, 70000, "8765", 1.5, True])
+def test_a_bad_port_is_refused_before_anything_starts(monkeypatch, port):
+    def no_popen(*args, **kwargs):
+        raise AssertionError("a process was started")
+    monkeypatch.setattr(subprocess, "Popen", no_popen)
+    with pytest.raises(IolabError, match=r"must be a TCP port 1-65535 \(or 0 for a free one\)"):
+        fioserver.start(port=port)
+
+
+@pytest.mark.parametrize("port, message", [
+    ("-1", "must be a TCP port 1-65535 (or 0 for a free one), got -1"),
+    ("65536", "must be a TCP port 1-65535 (or 0 for a free one), got 65536"),
+    ("http", "must be a TCP port number, got 'http'"),
+])
+def test_cli_server_refuses_a_bad_port_at_once(port, message):
+    # before: fio was started with --server=ip:127.0.0.1,-1 and iolab waited 10 s for it to listen
+    proc = subprocess.run(IOLAB + ["server", f"--port={port}"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"iolab: error: --port: {message}"]
+    assert "did not listen" not in proc.stderr and proc.stdout == ""

@@ -15,7 +15,7 @@ DESCRIPTION = (
 
 def add_arguments(parser) -> None:
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--port", type=int, metavar="N",
+    where.add_argument("--port", metavar="N",
                        help="TCP port on 127.0.0.1 (default: fio's 8765; 0 picks a free port)")
     where.add_argument("--socket", metavar="PATH",
                        help="listen on this Unix socket instead (mode 0600: only its owner can connect)")
@@ -30,10 +30,21 @@ def _on_sigterm(signum, frame):
     raise _Stop()
 
 
+def _port(text: str) -> int:
+    """``--port`` checked before anything starts: a number 0-65535 (0: a free one)."""
+    from .. import fioserver
+    from ..errors import IolabError
+    try:
+        port = int(text.strip())
+    except ValueError:
+        raise IolabError(f"must be a TCP port number, got {text!r}", context="--port") from None
+    return fioserver.check_port(port, context="--port")
+
+
 def run(args) -> int:
     from .. import fioserver
     from ..store import hostname
-    port = None if args.socket else (fioserver.DEFAULT_PORT if args.port is None else args.port)
+    port = None if args.socket else (fioserver.DEFAULT_PORT if args.port is None else _port(args.port))
     server = fioserver.start(port=port, socket=args.socket)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     name = args.name or hostname()
