@@ -595,6 +595,24 @@ def _match(entry: dict, specs: dict) -> str | None:
     return by_port[0] if len(by_port) == 1 else None
 
 
+def _rows_by_host(text: str, per_host: dict) -> dict:
+    """:func:`iolab.fioparse.parse_output` of fio's combined client output, its rows split per host.
+
+    The parser names a client by its address, or ``address:port`` where one
+    address has several servers; the output entries each host owns (``per_host``,
+    matched by :func:`_match`) say which of those names are its own.
+    """
+    table = parse_output(text)
+    split = {}
+    for name, entries in per_host.items():
+        keys = set()
+        for entry in entries:
+            hostname, port = _client_key(entry)
+            keys.update((hostname, f"{hostname}:{port}"))
+        split[name] = table[table["host"].isin(keys)].reset_index(drop=True)
+    return split
+
+
 def _missing_reason(text: str, hostname: str, port, timed_out: bool) -> str:
     lines = [fioserver_line for fioserver_line in (l.strip() for l in text.splitlines()) if fioserver_line]
     hits = [l for l in lines if hostname in l and ("connect" in l or "timed out" in l or "timeout" in l
@@ -910,6 +928,7 @@ class _FleetRun:
             per_host[name].append(entry)
         starts = _start_times(logdir, [p.name for p in active])
         combined = text + "\n" + stderr
+        parsed = _rows_by_host(combined, per_host) if docs else {}
         frames = {}
         for plan in active:
             hostname, port, kind = specs[plan.name]
@@ -920,8 +939,7 @@ class _FleetRun:
             host_doc = _host_document(doc, per_host[plan.name], hostname, plan.jobs[step.id].read_text())
             plan.run.write(f"raw/{step.id}-{'warmup' if rep == 0 else rep}.json",
                            json.dumps(host_doc, indent=2) + "\n")
-            frame = parse_output(json.dumps(host_doc))
-            frame = self._annotate(frame, plan, step, rep, n_hosts=n_hosts, start_ms=starts.get(plan.name),
+            frame = self._annotate(parsed[plan.name], plan, step, rep, n_hosts=n_hosts, start_ms=starts.get(plan.name),
                                    wall=wall)
             record = plan.run.manifest["tests"][self.steps.index(step)]
             record["reps"] = rep
