@@ -58,6 +58,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+from . import ownership
 from .errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -399,12 +400,18 @@ class Group:
         wanted: dict[tuple[str, Path], list[str]] = {}
         for c in logical:
             wanted.setdefault(places[c], []).append(c)
+        if not fake:  # recorded before the mkdirs: a crash right after still leaves the owner
+            ownership.record("cgroup", name, undo="kill its tasks; rmdir",
+                             dirs=[str(base / name) for _, base in wanted])
         try:
             for (ver, base), ctrls in wanted.items():
                 group._make(ver, base, ctrls)
         except BaseException:
             group.remove()
             raise
+        if not fake:  # where the directories really are (under our own cgroup when the root is not writable)
+            ownership.record("cgroup", name, undo="kill its tasks; rmdir",
+                             dirs=[str(d) for _, d in dict.fromkeys(group.dirs.values())])
         log.info("created cgroup %s (%s)", name,
                  ", ".join(f"{c}: {v} {d}" for c, (v, d) in group.dirs.items()))
         return group
@@ -779,6 +786,8 @@ class Group:
         self.removed = not errors
         if errors:
             raise IolabError("cannot remove cgroup: " + "; ".join(errors), context=self.name)
+        if not self.fake:
+            ownership.forget("cgroup", self.name)
         log.info("removed cgroup %s", self.name)
 
     def _remove_adopted(self, timeout: float) -> None:
@@ -869,3 +878,58 @@ def remove_stale(*, layout: Layout | None = None) -> list[str]:
         except IolabError as exc:
             log.warning("%s", exc)
     return removed
+
+
+def owner_of(name: str) -> int | None:
+    """The PID in an iolab group or scope name (``iolab-<pid>-<hex>[.scope]``), else None."""
+    match = _NAME_RE.match(name)
+    return int(match.group(1)) if match else None
+
+
+def tasks_in(dirs: Iterable[str | os.PathLike]) -> list[int]:
+    """PIDs in the groups ``dirs`` (every hierarchy)."""
+    found: set[int] = set()
+    for d in dirs:
+        found.update(int(x) for x in (_read(Path(d) / "cgroup.procs") or "").split() if x.isdigit())
+    return sorted(found)
+
+
+def kill_tasks(dirs: Iterable[str | os.PathLike], *, timeout: float = 10.0) -> list[int]:
+    """SIGKILL every task in the groups ``dirs`` and wait until they are gone; returns the PIDs.
+
+    For groups whose maker died: the fio (or postgres) it left keeps the
+    device busy and the group populated. Raises :class:`IolabError` when a
+    task outlives ``timeout`` (stuck in D state).
+    """
+    import signal
+    dirs = [Path(d) for d in dirs]
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [p for p in tasks_in(dirs) if p != os.getpid()]
+        if not left:
+            return killed
+        if time.monotonic() > deadline:
+            raise IolabError(f"tasks {left} are still in the group {timeout:.0f} s after SIGKILL",
+                             context=", ".join(map(str, dirs)), hint="a task in D state: look at /proc/PID/stack")
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            if pid not in killed:
+                killed.append(pid)
+        time.sleep(0.05)
+
+
+def undo_stale(name: str, dirs: Iterable[str], *, dry_run: bool) -> str | None:
+    """Remove an iolab group whose maker is gone (its tasks are killed first)."""
+    present = [Path(d) for d in dirs if Path(d).is_dir() and Path(d).name == name]
+    if not present:
+        return None
+    tasks = tasks_in(present)
+    if dry_run:
+        return f"would remove cgroup {', '.join(map(str, present))}" + (f" (and kill tasks {tasks})" if tasks else "")
+    killed = kill_tasks(present)
+    Group(name, {f"x{i}": ("v1", d) for i, d in enumerate(present)}).remove()
+    return f"removed cgroup {', '.join(map(str, present))}" + (f" (killed tasks {killed})" if killed else "")

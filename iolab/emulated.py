@@ -39,6 +39,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import secrets
 import tempfile
 import time
@@ -48,7 +49,7 @@ from typing import Iterator
 
 import yaml
 
-from . import blockstat, commands, loopdev
+from . import blockstat, commands, loopdev, ownership
 from .cgroups import Throttle
 from .errors import IolabError
 from .units import human_size, parse_size
@@ -57,6 +58,8 @@ log = logging.getLogger(__name__)
 
 PROFILES_FILE = "profiles/emulated.yaml"
 FILE_PREFIX = "iolab-emulated-"
+#: mount points are ``<scratch>/iolab-mnt-<pid>-<random>``: the owner is in the name
+MOUNT_PREFIX = "iolab-mnt-"
 FILESYSTEMS = {
     # lazy init off: no background inode-table zeroing while a test measures
     "ext4": ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", "-L", "iolab"],
@@ -271,8 +274,10 @@ def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLik
 
     with contextlib.ExitStack() as undo:
         fd, backing = tempfile.mkstemp(prefix=f"{FILE_PREFIX}{os.getpid()}-{secrets.token_hex(3)}-",
-                                       suffix=".img", dir=scratch)
+                                       suffix=".img", dir=scratch.resolve())
         undo.callback(_unlink, backing)
+        ownership.record("file", backing, undo=f"rm {backing}", inode=os.fstat(fd).st_ino,
+                         purpose=f"backing file of emulated:{name}")
         try:
             os.ftruncate(fd, nbytes)  # sparse: blocks are allocated as they are written
         finally:
@@ -291,8 +296,11 @@ def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLik
                                   size=nbytes)
         if filesystem:
             commands.run(FILESYSTEMS[filesystem] + [device])
-            mountpoint = tempfile.mkdtemp(prefix="iolab-mnt-", dir=scratch)
+            mountpoint = tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-", dir=scratch.resolve())
             undo.callback(_rmdir, mountpoint)
+            # recorded before mounting: a crash right after the mount still leaves its owner behind
+            ownership.record("mount", mountpoint, undo=f"umount {mountpoint}; rmdir {mountpoint}",
+                             device=device, filesystem=filesystem)
             argv = ["mount", "-t", filesystem] + (["-o", mount_options] if mount_options else []) \
                 + [device, mountpoint]
             commands.run(argv)
@@ -318,6 +326,7 @@ def _unlink(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
         log.info("removed %s", path)
+    ownership.forget("file", path)
 
 
 def _rmdir(path: str) -> None:
@@ -326,6 +335,7 @@ def _rmdir(path: str) -> None:
         return
     with contextlib.suppress(FileNotFoundError):
         os.rmdir(path)
+    ownership.forget("mount", path)
 
 
 def _mounts_of_dir(path: str) -> bool:
@@ -335,3 +345,76 @@ def _mounts_of_dir(path: str) -> bool:
         if len(fields) > 4 and fields[4] == real:
             return True
     return False
+
+
+# --------------------------------------------------------------------------- stale state (see iolab.reaper)
+
+def owner_of_name(path: str, prefix: str) -> int | None:
+    """The PID in ``<prefix><pid>-...`` (a backing file or mount point name), None if not such a name."""
+    name = os.path.basename(path.replace(" (deleted)", ""))
+    if not name.startswith(prefix):
+        return None
+    head = name[len(prefix):].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def mounts() -> list[dict]:
+    """Mounts whose point is an iolab mount point or whose source is an iolab loop device."""
+    loops = {loop["device"]: loop["backing_file"] for loop in leftovers()}
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if len(fields) < 5 or len(rfields) < 2:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        source = rfields[1]
+        owner = owner_of_name(point, MOUNT_PREFIX)
+        if owner is None and source in loops:
+            owner = owner_of_name(loops[source], FILE_PREFIX)
+        if owner is not None:
+            found.append({"mountpoint": point, "device": source, "owner": owner})
+    return found
+
+
+def undo_stale_mount(mountpoint: str, details: dict, *, dry_run: bool) -> str | None:
+    """Unmount (lazily if it stays busy) and remove an iolab mount point whose owner is gone."""
+    mounted = [m for m in mounts() if m["mountpoint"] == mountpoint]
+    device = details.get("device")
+    if mounted and device and mounted[0]["device"] != device:
+        log.info("%s is now a mount of %s, not %s: not ours any more", mountpoint, mounted[0]["device"], device)
+        return None
+    if not mounted and not os.path.isdir(mountpoint):
+        return None
+    if dry_run:
+        return f"would unmount {mountpoint}" if mounted else f"would remove mount point {mountpoint}"
+    if mounted:
+        _umount(mountpoint)
+    _rmdir(mountpoint)
+    return f"unmounted {mountpoint}" if mounted else f"removed mount point {mountpoint}"
+
+
+def undo_stale_file(path: str, details: dict, *, dry_run: bool) -> str | None:
+    """Delete a backing file whose owner is gone (if it is still the file that was recorded)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if details.get("inode") is not None and st.st_ino != details["inode"]:
+        log.info("%s is another file now (inode %d, recorded %s)", path, st.st_ino, details["inode"])
+        return None
+    if dry_run:
+        return f"would remove backing file {path} ({human_size(st.st_blocks * 512)} on disk)"
+    os.unlink(path)
+    return f"removed backing file {path}"
+
+
+def stale_backing_files(directories=("/var/tmp",)) -> list[dict]:
+    """iolab backing files in ``directories`` (their names carry the owner's PID)."""
+    found = []
+    for directory in directories:
+        for path in sorted(Path(directory).glob(f"{FILE_PREFIX}*.img")):
+            owner = owner_of_name(str(path), FILE_PREFIX)
+            if owner is not None:
+                found.append({"path": str(path), "owner": owner})
+    return found

@@ -77,7 +77,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from . import cgroups, systemd_scope
+from . import cgroups, ownership, systemd_scope
 from .cgroups import Group, Throttle
 from .errors import IolabError
 from .units import human_size, parse_size
@@ -118,35 +118,88 @@ def _lock_dir() -> str:
     return "/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir()
 
 
+def _holder_path(pid: int) -> str:
+    return os.path.join(_lock_dir(), f"iolab-hugepages.{pid}")
+
+
 def _mark_holder() -> None:
-    """While this process holds pages, ``<lock dir>/iolab-hugepages.<pid>`` says how many."""
-    path = os.path.join(_lock_dir(), f"iolab-hugepages.{os.getpid()}")
+    """While this process holds pages, ``<lock dir>/iolab-hugepages.<pid>`` says how many.
+
+    The same count goes to the ownership ledger (:mod:`iolab.ownership`, with
+    the process start time), from which :mod:`iolab.reaper` gives the pages
+    of a process that died back to the pool. Called under the pool lock.
+    """
+    pid = os.getpid()
+    path = _holder_path(pid)
     try:
         if _outstanding_pages > 0:
+            ownership.record("hugepages", f"pid-{pid}", undo=f"nr_hugepages -= {_outstanding_pages}",
+                             pages=_outstanding_pages, holder_file=path)
             with open(path, "w") as fh:
                 fh.write(f"{_outstanding_pages}\n")
         else:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
+            ownership.forget("hugepages", f"pid-{pid}")
     except OSError as exc:
         log.debug("huge page holder mark %s: %s", path, exc)
 
 
-def hugepage_holders() -> dict[int, int]:
-    """Live iolab processes holding huge pages on this machine: ``{pid: pages}``."""
-    holders = {}
+def _holder_files() -> dict[int, Path]:
+    found = {}
     for path in Path(_lock_dir()).glob("iolab-hugepages.*"):
         suffix = path.name.rsplit(".", 1)[-1]
-        if not suffix.isdigit():
-            continue
-        pid = int(suffix)
-        if not Path(f"/proc/{pid}").exists():
-            with contextlib.suppress(OSError):
-                path.unlink()  # a crashed run: its pages are still in the pool, but nobody holds them
+        if suffix.isdigit():
+            found[int(suffix)] = path
+    return found
+
+
+def hugepage_holders() -> dict[int, int]:
+    """Live iolab processes holding huge pages on this machine: ``{pid: pages}``.
+
+    The mark of a process that died stays for :mod:`iolab.reaper` (its pages
+    are still in the pool, and the mark says how many).
+    """
+    holders = {}
+    for pid, path in _holder_files().items():
+        if not ownership.pid_alive(pid):
             continue
         with contextlib.suppress(OSError, ValueError):
             holders[pid] = int(path.read_text().strip() or 0)
     return holders
+
+
+def stale_hugepage_marks() -> dict[int, int]:
+    """``{pid: pages}`` from the holder marks of processes that are gone (crashed runs)."""
+    stale = {}
+    for pid, path in _holder_files().items():
+        if ownership.pid_alive(pid):
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            stale[pid] = int(path.read_text().strip() or 0)
+    return stale
+
+
+def undo_stale_hugepages(pid: int, pages: int, *, dry_run: bool) -> str | None:
+    """Give back the ``pages`` huge pages a dead iolab process ``pid`` added to the pool."""
+    pool = HugePagePool()
+    holder = Path(_holder_path(pid))
+    if pages <= 0 or not pool.path.exists():
+        with contextlib.suppress(FileNotFoundError):
+            holder.unlink()
+        return None
+    if dry_run:
+        return f"would give back {pages} huge pages of PID {pid} (nr_hugepages {pool.total()} -> " \
+               f"{max(0, pool.total() - pages)})"
+    with pool.locked():
+        before = pool.total()
+        after = pool.set_total(max(0, before - pages))
+        with contextlib.suppress(FileNotFoundError):
+            holder.unlink()
+    if after != max(0, before - pages):
+        raise IolabError(f"nr_hugepages is {after} after giving back {pages} of {before} huge pages of "
+                         f"PID {pid} (pages still in use?)", context=str(pool.path))
+    return f"gave back {pages} huge pages of PID {pid} (nr_hugepages {before} -> {after})"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -627,7 +680,12 @@ class Sandbox:
     flag_cache_suspect = staticmethod(flag_cache_suspect)
 
     def describe(self) -> dict:
-        """Provenance for the run manifest: what was asked, what was in force, and the checks."""
+        """Provenance for the run manifest: what was asked, what was in force, and the checks.
+
+        The huge-page records are the sandbox's own dicts: they gain ``released``
+        (pages given back) and ``nr_hugepages_after`` when the sandbox closes, so
+        keep the returned mapping and save it again after the ``with`` block.
+        """
         drops = [r for r in self._prepared if r.get("drop_caches")]
         info = {
             "mode": self.mode,
@@ -643,8 +701,10 @@ class Sandbox:
             "cgroup": self.group.describe() if self.group else None,
             "io_cgroup": self.io_group.describe() if self.io_group else None,
             "throttles": [t.as_dict() for t in self.throttles],
-            "hugepages": dict(self.hugepages) if self.hugepages else None,
-            "buffer_hugepages": dict(self.buffer_pages) if self.buffer_pages else None,
+            # the live records, not copies: a manifest saved after the sandbox closed
+            # (the run's final status) shows how many pages were ``released``
+            "hugepages": self.hugepages,
+            "buffer_hugepages": self.buffer_pages,
             "drop_caches": {
                 "tests": len(self._prepared),
                 "dropped": len(drops),

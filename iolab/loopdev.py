@@ -5,19 +5,22 @@ import logging
 import os
 from pathlib import Path
 
-from . import commands
+from . import commands, ownership
 from .errors import IolabError
 
 log = logging.getLogger(__name__)
 
 
 def attach(backing_file: str | os.PathLike, *, direct_io: bool = True,
-           sector_size: int | None = None) -> str:
+           sector_size: int | None = None, owned: bool = True) -> str:
     """Attach ``backing_file`` to a free loop device and return ``/dev/loopN``.
 
     With ``direct_io`` the loop device reads and writes its backing file with
     O_DIRECT (checked afterwards in ``/sys/block/loopN/loop/dio``); otherwise a
     loop device silently caches its backing file in the host's page cache.
+    ``owned``: the device is this process's (recorded in :mod:`iolab.ownership`,
+    detached by :mod:`iolab.reaper` if the process dies without detaching it);
+    pass False for a device meant to outlive the process.
     """
     argv = ["losetup", "--find", "--show"]
     if sector_size:
@@ -26,6 +29,9 @@ def attach(backing_file: str | os.PathLike, *, direct_io: bool = True,
         argv += ["--direct-io=on"]
     argv.append(str(backing_file))
     device = commands.run(argv).stdout.strip()
+    if owned:
+        ownership.record("loop", device, undo=f"losetup --detach {device}",
+                         backing_file=os.path.abspath(backing_file))
     if direct_io and not dio_enabled(device):
         detach(device)
         raise IolabError(
@@ -40,9 +46,30 @@ def attach(backing_file: str | os.PathLike, *, direct_io: bool = True,
 def detach(device: str) -> None:
     """Detach ``device``; a device that is already gone is not an error."""
     if not Path(device).exists() or backing_file(device) is None:
+        ownership.forget("loop", device)
         return
     commands.run(["losetup", "--detach", device])
+    ownership.forget("loop", device)
     log.info("detached %s", device)
+
+
+def undo_stale(device: str, details: dict, *, dry_run: bool) -> str | None:
+    """Detach a loop device whose owner is gone, if it still has the recorded backing file.
+
+    Returns what was (or would be) done, None when there is nothing to do
+    (detached already, or the number now belongs to another backing file).
+    """
+    now = backing_file(device)
+    wanted = details.get("backing_file")
+    if now is None:
+        return None
+    if wanted and os.path.realpath(now.removesuffix(" (deleted)")) != os.path.realpath(wanted):
+        log.info("%s now backs %s, not %s: not ours any more", device, now, wanted)
+        return None
+    if dry_run:
+        return f"would detach loop device {device} ({now})"
+    commands.run(["losetup", "--detach", device])
+    return f"detached loop device {device} ({now})"
 
 
 def _sys(device: str) -> Path:

@@ -47,6 +47,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from . import ownership
 from .errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -259,6 +260,9 @@ class Cluster:
         except OSError as exc:
             raise IolabError(f"cannot create the cluster directory: {exc.strerror}", context=str(self.root)) from exc
         self.created = True
+        ownership.record("pgcluster", str(self.root), undo=f"pg_ctl stop -D {self.data} -m immediate; rm -r {self.root}",
+                         data=str(self.data), bindir=self.binaries.bindir, account=self.account.name,
+                         uid=self.account.uid, gid=self.account.gid)
         os.chown(self.root, self.account.uid, self.account.gid)
         self._check_reachable()
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -409,6 +413,8 @@ class Cluster:
         if self.created and self.root.exists():
             shutil.rmtree(self.root)
             log.info("removed cluster %s", self.root)
+        if self.created:
+            ownership.forget("pgcluster", str(self.root))
         self.created = False
 
     def destroy(self) -> list[str]:
@@ -422,3 +428,46 @@ class Cluster:
         return {"root": str(self.root), "data_directory": str(self.data), "socket": str(self.socket),
                 "port": PORT, "listen_addresses": "", "user": self.account.name, "uid": self.account.uid,
                 "bindir": self.binaries.bindir, "version": self.binaries.version}
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        return b"postgres" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def undo_stale(root: str, details: dict, *, dry_run: bool) -> str | None:
+    """Stop the server of a cluster whose iolab process is gone and remove the cluster directory.
+
+    ``pg_ctl stop -m immediate`` as the server's account (the data are
+    throw-away), then SIGKILL of the postmaster and its processes if it is
+    still there; then the directory goes (iolab made it: the record was written
+    right after its ``mkdir``).
+    """
+    root_path = Path(root)
+    data = Path(details.get("data") or root_path / "data")
+    if not root_path.exists():
+        return None
+    pid = _lock_pid(data / "postmaster.pid")
+    running = pid is not None and ownership.pid_alive(pid) and _is_postgres(pid)
+    if dry_run:
+        return f"would {'stop postgres (PID %d) and ' % pid if running else ''}remove cluster {root}"
+    steps = []
+    if running:
+        account = Account(str(details.get("account")), int(details.get("uid", os.geteuid())),
+                          int(details.get("gid", os.getegid())))
+        argv = account.wrap([os.path.join(str(details.get("bindir")), "pg_ctl"), "stop", "-D", str(data),
+                             "-m", "immediate", "-w", "-t", str(STOP_TIMEOUTS_S["immediate"])])
+        try:
+            subprocess.run(argv, capture_output=True, text=True, timeout=STOP_TIMEOUTS_S["immediate"] + 5)
+            steps.append("pg_ctl stop -m immediate")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("pg_ctl stop of %s: %s", data, exc)
+        if ownership.pid_alive(pid) and _is_postgres(pid):
+            for victim in [pid, *_children(pid)]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(victim, signal.SIGKILL)
+            steps.append("SIGKILL")
+    shutil.rmtree(root_path)
+    return f"{'stopped postgres (PID %d: %s) and ' % (pid, ', '.join(steps)) if running else ''}removed cluster {root}"

@@ -59,7 +59,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from . import cgroups
+from . import cgroups, ownership
 from .cgroups import Group, Throttle
 from .errors import IolabError
 
@@ -233,6 +233,7 @@ class Scope:
         """Start the scope, adopt its cgroup and check the limits; undone on any failure (and Ctrl-C)."""
         log.info("starting %s: %s", self.unit, " ".join(self.argv))
         self._stderr = tempfile.TemporaryFile()
+        ownership.record("scope", self.unit, undo=f"systemctl stop {self.unit}", dirs=[])
         try:
             try:
                 self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -245,6 +246,9 @@ class Scope:
                                      details={"systemd_run": list(self.argv), "unit": self.unit,
                                               "placeholder": list(self.placeholder),
                                               "placeholder_pid": self.proc.pid})
+            ownership.record("scope", self.unit, undo=f"systemctl stop {self.unit}",
+                             dirs=[str(d) for _, d in dict.fromkeys(self.dirs.values()) if d.name == self.unit],
+                             placeholder_pid=self.proc.pid)
             self._check_limits(self.group)
         except BaseException:
             try:
@@ -381,6 +385,7 @@ class Scope:
             self._stderr.close()
             self._stderr = None
         if not self.dirs or self.stopped_by is not None and not self._left():
+            ownership.forget("scope", self.unit)
             return
         if self._wait_gone(STOP_GRACE):
             self.stopped_by = "placeholder exit"
@@ -396,4 +401,28 @@ class Scope:
                                  hint=f"systemctl stop {self.unit}; systemctl status {self.unit}")
         if self.group is not None:
             self.group.details["stopped_by"] = self.stopped_by
+        ownership.forget("scope", self.unit)
         log.info("scope %s gone (%s)", self.unit, self.stopped_by)
+
+
+def undo_stale(unit: str, dirs: Iterable[str], *, dry_run: bool) -> str | None:
+    """End a scope whose iolab process is gone: ``systemctl stop`` where systemd manages cgroups.
+
+    Elsewhere (a scope left by a stand-in, or systemd gone meanwhile) its
+    directories are removed like any stale iolab group.
+    """
+    present = [d for d in dirs if Path(d).is_dir()]
+    if not present:
+        return None
+    if not cgroups.systemd_managed():
+        return cgroups.undo_stale(unit, present, dry_run=dry_run)
+    if dry_run:
+        return f"would stop scope {unit} (systemctl stop)"
+    stop_unit(unit)
+    deadline = time.monotonic() + STOP_GRACE + 10
+    while [d for d in present if Path(d).exists()] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [d for d in present if Path(d).exists()]
+    if left:
+        raise IolabError(f"scope still there after systemctl stop: {', '.join(left)}", context=unit)
+    return f"stopped scope {unit}"
