@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from . import fio, progress, recipes, sysinfo, targets as targets_mod
+from . import fio, progress, reaper, recipes, sysinfo, targets as targets_mod
 from .errors import IolabError
 from .fioparse import client_fairness, latency_over, parse_output
 from .isolation import drop_caches, flag_cache_suspect, open_sandbox
@@ -109,6 +109,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
         runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
         argv=None, scratch_dir=None, with_original=False, tests=None) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
+    reaper.reap_before_run(data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
     recipe, targets = plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
                            isolation=isolation, preset=preset, confirm=confirm, mem_limit=mem_limit,
                            tests=tests)
