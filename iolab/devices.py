@@ -249,6 +249,35 @@ def swap_devnos() -> dict[int, str]:
     return found
 
 
+def swap_files() -> set[str]:
+    """Realpaths of the active swap areas (``/proc/swaps``: files and devices)."""
+    try:
+        lines = Path("/proc/swaps").read_text().splitlines()[1:]
+    except OSError:
+        return set()
+    return {os.path.realpath(_unescape(line.split()[0])) for line in lines if line.strip()}
+
+
+def loops_backed_by(path: str | os.PathLike) -> list[str]:
+    """Loop devices (``/dev/loopN``) whose backing file is ``path`` (same file, by inode)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    found = []
+    for entry in sorted(Path("/sys/block").glob("loop*")):
+        backing = _read(entry / "loop" / "backing_file")
+        if not backing:
+            continue
+        try:
+            other = os.stat(backing.removesuffix(" (deleted)"))
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            found.append(f"/dev/{entry.name}")
+    return found
+
+
 # --------------------------------------------------------------- chain of /
 
 def _below(name: str, seen: set[str]) -> None:

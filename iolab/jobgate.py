@@ -335,3 +335,165 @@ def _job_accesses(job: Job, target: str | None) -> list[Access]:
     if job.options.get("replay_redirect"):
         add("replay_redirect", job.options["replay_redirect"], None, True, False, "replays an iolog's writes")
     return found
+
+
+# ------------------------------------------------------------------ the run gate
+
+@dataclasses.dataclass(frozen=True)
+class Allowances:
+    """What the user allowed on purpose (``--allow-path``, ``--allow-exec``); recorded in the manifest."""
+
+    paths: tuple = ()
+    exec: bool = False
+
+    def record(self, confirm=None) -> dict:
+        """The manifest's ``safety`` entry."""
+        return {"confirm": _as_list(confirm), "allow_paths": [os.path.abspath(p) for p in self.paths],
+                "allow_exec": bool(self.exec)}
+
+
+def _as_list(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        return [str(value)]
+    return [str(v) for v in value]
+
+
+def _marker(target) -> str:
+    """Stand-in path for an emulated target's device or file system (made at run time)."""
+    return f"/<emulated {target.name}>"
+
+
+def _default_dir(target) -> str | None:
+    """The ``--directory`` the runner gives fio for a job file on this target."""
+    if target.kind == "dir":
+        return target.path
+    if target.kind == "emulated":
+        return _marker(target)
+    return None
+
+
+def root_of(target) -> str:
+    """The path a target lets jobs reach: its directory tree, file or device."""
+    return _marker(target) if target.kind == "emulated" else target.path
+
+
+def plan_jobs(recipe, target) -> list[tuple[str, str | None]]:
+    """(job text, default directory) of every fio job the recipe runs on ``target``."""
+    from . import fio, runner
+    if recipe.jobfile is not None:
+        return [(recipe.jobfile, _default_dir(target))]
+    stand_in = dataclasses.replace(target)
+    if target.kind == "dir":
+        stand_in.test_file = os.path.join(target.path, "iolab-<run_id>.dat")
+    elif target.kind == "emulated":
+        stand_in.test_file = os.path.join(_marker(target), "iolab-<run_id>.dat")
+    texts = []
+    for step in recipe.steps():
+        global_options, options = runner.job_options(recipe, step, stand_in, force_direct=False)
+        texts.append((fio.render_job(step.id, options, global_options), None))
+    return texts
+
+
+def target_accesses(recipe, target) -> tuple[list[Access], list[str]]:
+    """Every access of ``recipe`` on ``target`` and the job texts behind them."""
+    if recipe.engine != "fio":  # the engine opens the target itself, in the steps' directions
+        texts, found = [], []
+        for step in recipe.steps():
+            writes, trims, why = effects(dict(step.options, rw=step.rw or "read"))
+            if target.kind != "emulated":
+                found.append(Access(step.id, "--target", target.path, _kind(target.path), writes, trims, why))
+        return found, texts
+    found, texts = [], []
+    for text, directory in plan_jobs(recipe, target):
+        texts.append(text)
+        found += accesses(text, f"recipe {recipe.name}", target=directory)
+    if (target.kind == "file" and recipe.jobfile is None
+            and os.path.getsize(target.path) < recipe.size):  # runner lays the file out to size
+        found.append(Access("layout", "layout", target.path, "file", True, False,
+                            "iolab writes the test file up to --size"))
+    return found, texts
+
+
+def check(recipe, targets, *, confirm=None, allow: Allowances | None = None) -> list[Access]:
+    """Refuse what the recipe's jobs would do beyond what the user named or allowed.
+
+    Sets ``writes`` and ``confirm`` on each target (so a written block target
+    is held with ``O_EXCL`` while it runs) and returns every access. Raises
+    :class:`IolabError` naming the job, option and path of the first refusal.
+    """
+    allow = allow or Allowances()
+    confirms = _as_list(confirm)
+    roots = [root_of(t) for t in targets] + list(allow.paths)
+    everything: list[Access] = []
+    for target in targets:
+        found, texts = target_accesses(recipe, target)
+        for text in texts:
+            _check_options(text, f"recipe {recipe.name}", allow)
+        root = os.path.realpath(root_of(target))
+        target.writes = any(a.destructive and os.path.realpath(a.path) == root for a in found)
+        target.confirm = confirm
+        everything += found
+    unique = list(dict.fromkeys(everything))
+    refused = [(a, f"outside the targets ({', '.join(roots)})",
+                f"name it with --target, or allow it on purpose with --allow-path {a.path}")
+               for a in outside(unique, roots)]
+    for access in unique:
+        if access.destructive:
+            problem = _destructive_problem(access, confirms)
+            if problem:
+                refused.append((access, *problem))
+    if refused:  # the most telling first: a device, then a file, then a directory
+        refused.sort(key=lambda item: ("device", "file", "directory").index(item[0].kind))
+        access, why, hint = refused[0]
+        more = f"; and {len(refused) - 1} more" if len(refused) > 1 else ""
+        raise IolabError(f"refusing {access}: {why}{more}", context=f"recipe {recipe.name}", hint=hint)
+    return unique
+
+
+def _check_options(text: str, source: str, allow: Allowances) -> None:
+    """allow_mounted_write is never accepted; exec hooks and triggers need ``--allow-exec``."""
+    from . import jobcheck
+    lines = []
+    for job in parse(text, source):
+        if str(job.options.get("allow_mounted_write", "0")).strip() not in ("0", "", "false"):
+            raise IolabError("allow_mounted_write: refused: iolab never writes to a mounted file system's device",
+                             context=f"{source}: [{job.name}]")
+        lines.append(f"[{job.name}]")
+        lines += [f"{k}={v}" if v is not None else k for k, v in job.options.items()]
+    refused = [p for p in jobcheck.problems("\n".join(lines), source) if p.category in ("exec", "trigger")]
+    if refused and not allow.exec:
+        first = refused[0]
+        raise IolabError(f"[{first.section}] {first.option}: refused: {first.reason.replace('on the server', 'here')}",
+                         context=source, hint="run programs from a job on purpose with --allow-exec")
+
+
+def _destructive_problem(access: Access, confirms: list[str]) -> tuple[str, str] | None:
+    """Why writing ``access`` is refused (reason, hint), or None."""
+    from . import devices
+    real = os.path.realpath(access.path)
+    confirmed = any(os.path.realpath(c) == real for c in confirms)
+    if access.kind == "device":
+        try:
+            devices.check_writable(access.path, confirm=confirms)
+        except IolabError as exc:
+            return exc.message, exc.hint or ""
+        return None
+    if access.kind != "file" or not os.path.isfile(real):
+        return None  # a new file (or a directory jobs create files in)
+    if real in devices.swap_files():
+        return "it is an active swap file", "iolab never writes a swap file"
+    for loop in devices.loops_backed_by(real):
+        verdict = devices.assess(loop)
+        hard = [r.text for r in verdict.reasons if not r.overridable]
+        if hard:
+            return (f"it backs {loop}, which is {'; '.join(hard)}",
+                    "iolab never writes a device that is mounted, swap, held or backs /; --confirm does not change that")
+        if not confirmed:
+            return (f"it backs {loop}" + (f", which {verdict.why_not}" if verdict.reasons else ""),
+                    f"if you really mean to overwrite it, confirm with --confirm {real}")
+    if not confirmed:
+        return ("an existing file iolab did not create",
+                f"if you really mean to overwrite it, confirm with --confirm {real}")
+    return None
