@@ -71,17 +71,17 @@ class RunResult:
 
 
 def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
-         preset=None, confirm=None, mem_limit=None, tests=None):
+         preset=None, confirm=None, mem_limit=None, tests=None, allow=None):
     """Load and check the recipe and targets; nothing is created or run."""
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(recipe)
     recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
                                    isolation=isolation, preset=preset, mem_limit=mem_limit, tests=tests)
     fio.fio_binary()  # fio missing: say how to install it, before anything else
-    writes = recipe.jobfile is not None or any(
-        "write" in step.rw or step.rw in ("rw", "readwrite", "randrw", "trimwrite") for step in recipe.steps())
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
-    resolved = targets_mod.resolve(list(target_specs), size=largest, writes=writes, confirm=confirm)
+    resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=confirm)
+    from . import jobgate  # every path the jobs open: device rules, --confirm, --allow-path, --allow-exec
+    jobgate.check(recipe, resolved, confirm=confirm, allow=allow)
     return recipe, resolved
 
 
@@ -107,14 +107,15 @@ def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
 
 def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
         runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
-        argv=None, scratch_dir=None, with_original=False, tests=None) -> RunResult:
+        argv=None, scratch_dir=None, with_original=False, tests=None, allow=None) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
     reaper.reap_before_run(data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
     recipe, targets = plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
                            isolation=isolation, preset=preset, confirm=confirm, mem_limit=mem_limit,
-                           tests=tests)
+                           tests=tests, allow=allow)
     mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
     steps = recipe.steps()
+    from . import jobgate  # what the user allowed on purpose goes into the manifest
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
                       recipe_description=recipe.description, tool=recipe.tool,
                       system=sysinfo.system(), versions=sysinfo.versions(), argv=argv,
@@ -122,6 +123,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
                                "preset": recipe.preset, "mem_limit": mem_limit, "with_original": with_original,
                                "warmup": recipe.defaults.get("warmup"), "pause": recipe.defaults.get("pause")},
                       targets=[{"spec": t.spec, "kind": t.kind} for t in targets],
+                      safety=(allow or jobgate.Allowances()).record(confirm),
                       tests=[{"name": s.id, "test": s.test, "rw": s.rw, "status": "pending", "reps": 0}
                              for s in steps])
     run_.write("recipe.yaml", yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True))
@@ -442,7 +444,7 @@ def dry_run(recipe, target_specs, **kwargs) -> str:
     """The job files and commands a run would use, as text; nothing is created."""
     recipe, targets = plan(recipe, target_specs, **{k: v for k, v in kwargs.items()
                                                      if k in ("size", "runtime", "repeat", "isolation", "preset",
-                                                              "confirm", "mem_limit", "tests")})
+                                                              "confirm", "mem_limit", "tests", "allow")})
     lines = [f"# recipe {recipe.name}: {recipe.description}",
              f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
     if recipe.engine != "fio":
