@@ -19,6 +19,7 @@ declare -A NEED=(
   [ssh]=openssh-client
   [sshd]=openssh-server
   [ip]=iproute2
+  [mariadbd]=mariadb-server  # the sqlbench recipe's server (Debian: /usr/sbin/mariadbd, mariadb-install-db)
 )
 missing=()
 for cmd in "${!NEED[@]}"; do
