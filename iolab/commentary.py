@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import i18n
+from . import i18n, verdicts
 from .errors import IolabError
 
 #: Metrics where smaller is better (run columns and article metrics).
@@ -51,8 +51,8 @@ def higher_is_better(metric: str) -> bool:
 @dataclass(frozen=True)
 class Rules:
     """Thresholds of the commentary (defaults as in the module docstring)."""
-    tolerance: float = 0.03   # a tie when values differ by at most this fraction
-    par: float = 0.10         # "on par" with the baseline within this fraction
+    tolerance: float = verdicts.TIE_TOLERANCE  # a tie when values differ by at most this fraction
+    par: float = verdicts.PAR  # "on par" with the baseline within this fraction
     inflated: float = 10.0    # cached / isolated >= this: inflated by the page cache
     helped: float = 2.0       # cached / isolated >= this: probably helped by the cache
     max_cov: float = 0.03     # a CoV above this is a caveat (as iolab.stats.flag_results)
@@ -79,23 +79,13 @@ def _check(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _better(a: float, b: float, higher: bool) -> float:
-    """How many times ``a`` is better than ``b`` (> 1: a is better)."""
-    if higher:
-        return a / b if b else math.inf
-    return b / a if a else math.inf
+_better = verdicts.advantage
 
 
-def is_close(a: pd.Series, b: pd.Series, tolerance: float = Rules.tolerance) -> str | None:
-    """``"ci"`` if both have CIs that overlap, ``"pct"`` if within ``tolerance``, else None."""
-    if (a.get("n", 1) or 0) >= 2 and (b.get("n", 1) or 0) >= 2:
-        lo_a, hi_a, lo_b, hi_b = a.get("ci_low"), a.get("ci_high"), b.get("ci_low"), b.get("ci_high")
-        if not any(pd.isna(v) for v in (lo_a, hi_a, lo_b, hi_b)) and lo_a <= hi_b and lo_b <= hi_a:
-            return "ci"
-    top = max(abs(a["value"]), abs(b["value"]))
-    if top and abs(a["value"] - b["value"]) / top <= tolerance:
-        return "pct"
-    return None
+def is_close(a: pd.Series, b: pd.Series, tolerance: float = verdicts.TIE_TOLERANCE) -> str | None:
+    """``"ci"`` if both have CIs that overlap, ``"pct"`` if within ``tolerance``, else None
+    (:func:`iolab.verdicts.tie`)."""
+    return verdicts.tie(a, b, tolerance)
 
 
 def _groups_of(frame: pd.DataFrame):
@@ -255,7 +245,8 @@ def cache_effects(summary: pd.DataFrame, pairs: dict[str, str] | None = None, *,
             if pd.isna(i["value"]):
                 continue
             f = _better(c["value"], i["value"], up)
-            verdict = "inflated" if f >= rules.inflated else "helped" if f >= rules.helped else "unaffected"
+            verdict = ("inflated" if f >= rules.inflated else "helped" if f >= rules.helped
+                       else "worse" if f <= 1 / rules.helped else "unaffected")
             rows.append({**row, "factor": f, "verdict": verdict})
     return pd.DataFrame(rows, columns=["system", "reference", "test", "direction", "value", "reference_value",
                                        "factor", "unit", "verdict"])
@@ -355,10 +346,11 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
             direction = "higher" if up else "lower"
             if f < rules.pct_below:
                 sentence = _t(f"lead_pct_{direction}", lang, test=test, winner=row["winner"], value=value,
-                              runner=row["runner_up"], pct=i18n.percent(f - 1))
+                              runner=row["runner_up"], pct=i18n.percent(verdicts.pct_difference(row["value"], row["runner_value"])))
             else:
                 sentence = _t(f"lead_factor_{direction}", lang, test=test, winner=row["winner"], value=value,
-                              runner=row["runner_up"], factor=i18n.factor(f))
+                              runner=row["runner_up"], factor=i18n.factor(f),
+                              runner_value=_value(row["runner_value"], row["unit"], lang, published=published))
         if not pd.isna(row["ci_pct"]) and not row["close"]:
             sentence += _t("ci", lang, pct=i18n.percent(row["ci_pct"]))
         if row["unmeasurable"]:
@@ -408,7 +400,8 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
     return out
 
 
-def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False) -> list[str]:
+def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False,
+                    rules: Rules = Rules()) -> list[str]:
     """Per not-isolated system: what the page cache did to its numbers."""
     out = []
     for system in dict.fromkeys(effects["system"]):
@@ -424,15 +417,25 @@ def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False
                         factor=i18n.factor(r["factor"]))
                      for _, r in rows.iterrows()]
             parts.append(_t(f"cache_{verdict}", lang, items=i18n.join(items, lang), reference=reference))
+        worse = part[part["verdict"] == "worse"]
+        if not worse.empty:
+            items = [_t("cache_item_worse", lang, test=_test(r["test"], r["direction"], lang),
+                        value=_value(r["value"], r["unit"], lang, published=published),
+                        factor=i18n.factor(1 / r["factor"]))
+                     for _, r in worse.iterrows()]
+            parts.append(_t("cache_worse", lang, items=i18n.join(items, lang), reference=reference))
         too_fast = part[part["verdict"] == "unmeasurable"]
         if not too_fast.empty:
             parts.append(_t("cache_unmeasurable", lang, tests=i18n.join(
                 [_test(r["test"], r["direction"], lang) for _, r in too_fast.iterrows()], lang)))
         rest = part[part["verdict"] == "unaffected"]
-        if not rest.empty:
-            parts.append(_t("cache_unaffected", lang, tests=i18n.join(
-                [_test(r["test"], r["direction"], lang) for _, r in rest.iterrows()], lang),
-                factor=_range(rest["factor"].min(), rest["factor"].max()), reference=reference))
+        near = rest["factor"].map(lambda f: verdicts.close(f, rules.par)).astype(bool)
+        for key, rows in (("cache_close", rest[near]), ("cache_unaffected", rest[~near])):
+            if not rows.empty:
+                parts.append(_t(key, lang, tests=i18n.join(
+                    [_test(r["test"], r["direction"], lang) for _, r in rows.iterrows()], lang),
+                    factor=_range(rows["factor"].min(), rows["factor"].max()), reference=reference,
+                    helped=i18n.factor(rules.helped)))
         if len(parts) > 1:
             out.append(" ".join(parts) if lang == "en" else "".join(parts))
     return out
@@ -478,7 +481,7 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
                                                                               higher=higher, rules=rules)))
     effects = cache_effects(frame, pairs, rules=rules)
     if not effects.empty:
-        paragraphs.extend(cache_sentences(effects, lang=lang, published=published))
+        paragraphs.extend(cache_sentences(effects, lang=lang, published=published, rules=rules))
     found = caveats(frame, rules=rules)
     if not found.empty:
         paragraphs.append(_t("caveats", lang) + "\n" + "\n".join(

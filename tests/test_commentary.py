@@ -77,7 +77,7 @@ def test_lower_is_better_for_latency():
     row = commentary.winners(s).iloc[0]
     assert row["winner"] == "A" and row["factor"] == pytest.approx(3.0)
     text = commentary.describe(s, lang="en")
-    assert "A is lowest at 1.00 ms, 3.0x lower than the runner-up B." in text
+    assert "A is lowest at 1.00 ms; the runner-up B is 3.0x as high (3.00 ms)." in text
     assert "ミリ秒" in commentary.describe(s, lang="ja")
 
 
@@ -216,3 +216,33 @@ def test_many_systems_are_summarised_not_listed():
     assert "残り 17 台は 2.0–18 倍 (中央値 10 倍)" in ja
     tie = [(f"s{i:02d}", "T", "", 100.0 + i * 0.1) for i in range(12)]
     assert "and 5 more are within" in commentary.describe(summary(tie), lang="en")
+
+
+@pytest.mark.parametrize("win, runner, pct", [(0.258, 0.305, "15"), (6.0, 7.0, "14"), (55.0, 61.0, "9.8")])
+def test_lower_is_better_percentages_are_relative_to_the_runner_up(win, runner, pct):
+    """Known answers from the issue: (0.305 - 0.258) / 0.305 = 15%, not 18%."""
+    s = summary([("A", "T", "", win), ("B", "T", "", runner)], metric="elapsed", unit="s")
+    text = commentary.describe(s, lang="en", baseline="B")
+    assert f"{pct}% below the runner-up B" in text
+    assert f"{pct}% 短い" in commentary.describe(s, lang="ja", baseline="B")
+
+
+def test_higher_is_better_percentage_is_relative_to_the_runner_up():
+    s = summary([("A", "T", "", 115.0), ("B", "T", "", 100.0)])
+    assert "15% ahead of the runner-up B" in commentary.describe(s, lang="en", baseline="B")
+    assert "B を 15% 上回る" in commentary.describe(s, lang="ja", baseline="B")
+
+
+def test_cache_worse_is_said_and_close_only_when_close():
+    s = summary([("disk", "a", "", 100.0), ("disk+cache", "a", "", 43.0),
+                 ("disk", "b", "", 100.0), ("disk+cache", "b", "", 104.0),
+                 ("disk", "c", "", 100.0), ("disk+cache", "c", "", 170.0)])
+    s["device"] = "hdd"
+    s["cache_isolated"] = s["system"] == "disk"
+    effects = commentary.cache_effects(s).set_index("test")
+    assert effects.loc["a", "verdict"] == "worse"
+    text = commentary.describe(s, lang="en")
+    assert "(43.0 MB/s, 2.3x worse)" in text and "worse than the isolated run" in text
+    assert "b: close to disk (1.0x)" in text.replace("**", "")
+    assert "close" not in text.split("b: close")[1]  # 1.7x is not called close
+    assert "2.3 倍悪い" in commentary.describe(s, lang="ja")
