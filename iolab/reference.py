@@ -149,3 +149,29 @@ def as_summary(frame: pd.DataFrame) -> pd.DataFrame:
         "benchmark": frame["benchmark"].astype(str),
     })
     return out.reset_index(drop=True)
+
+
+def method(info: dict, lang: str) -> str:
+    """The article's method notes in ``lang`` (English when not translated; '' when none)."""
+    text = info.get("method") or {}
+    return str(text.get(lang) or text.get("en") or "")
+
+
+def table_specs(info: dict, frame: pd.DataFrame) -> list[dict]:
+    """The article's tables: as listed in ``articles.yaml``, else one per
+    (benchmark, metric) with a number, in the article's order."""
+    if info.get("tables"):
+        return list(info["tables"])
+    part = frame[frame["value"].notna()][["benchmark", "metric"]].drop_duplicates()
+    return [{"benchmark": b, "metric": m, "title": f"{b}: {m}"} for b, m in part.itertuples(index=False)]
+
+
+def notes(frame: pd.DataFrame, lang: str) -> str:
+    """The article's remarks on the rows of one table, as a Markdown list ('' when none)."""
+    from . import i18n
+    rows = frame[frame["note"].astype(str).str.strip() != ""]
+    rows = rows[~unmeasurable(rows)]
+    if rows.empty:
+        return ""
+    items = [f"- {r['system']}, {i18n.test_label(r['test'], '', lang)}: {r['note']}" for _, r in rows.iterrows()]
+    return "**" + i18n.text("labels.article_notes", lang) + "**\n\n" + "\n".join(items)

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from iolab import commentary, reference, report
+from iolab import commentary, i18n, reference, report
 from iolab.errors import IolabError
 
 ARTICLE = "dedicated-server-2013"
@@ -133,3 +133,23 @@ def test_exports_of_the_article(article):
     assert len(files.figures) == 7 and all(Path(f).is_file() for f in files.figures)
     stderr = " ".join(o.text for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr")
     assert "missing from font" not in stderr and "Glyph" not in stderr
+
+
+OTHER_ARTICLES = [a for a in reference.articles() if a != ARTICLE]
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+@pytest.mark.parametrize("name", OTHER_ARTICLES)
+def test_every_article_renders_in_both_languages(name, lang, tmp_path):
+    """Every article of articles.yaml renders (nytro & co. failed with KeyError 'method')."""
+    files = report.report(reference=name, lang=lang, out=tmp_path)
+    markdown = files.markdown.read_text(encoding="utf-8")
+    info = reference.article_info(name)
+    assert markdown.startswith("# " + info["title"][lang])
+    assert reference.method(info, lang) in markdown.replace("\n", " ")
+    frame = reference.load(article=name)
+    for value in frame["value"].dropna():
+        text = f"{int(value):,}" if float(value).is_integer() else format(value, ",")
+        assert f"| {text} |" in markdown or f"| {text}\n" in markdown, (name, text)
+    for spec in reference.table_specs(info, frame):
+        assert i18n.label(spec["title"], lang, section="tables") != spec["title"]  # a real, localised title
