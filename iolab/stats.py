@@ -53,6 +53,8 @@ FLAG_CPU_BOUND = "cpu_bound"
 FLAG_TOO_SHORT = "too_short"
 FLAG_HIGH_VARIANCE = "high_variance"
 FLAG_SMALL_FILE = "small_file"
+#: The one high_variance threshold (CoV as a fraction): the flag, the report's text and the README use it.
+HIGH_VARIANCE_COV = 0.05
 #: Set by the engine from the device counters; kept as it is.
 FLAG_CACHE_SUSPECT = "cache_suspect"
 OWN_FLAGS = (FLAG_CPU_BOUND, FLAG_TOO_SHORT, FLAG_HIGH_VARIANCE, FLAG_SMALL_FILE)
@@ -479,7 +481,7 @@ def _buffered(results: pd.DataFrame, buffered) -> pd.Series:
 
 
 def flag_results(results: pd.DataFrame, *, cpu_count: int | None = None, min_runtime_s: float = 1.0,
-                 mem_limit=None, file_size=None, cov_threshold: float = 0.03,
+                 mem_limit=None, file_size=None, cov_threshold: float = HIGH_VARIANCE_COV,
                  cpu_bound_pct: float = 90.0, variance_metric: str = "bw_mbps",
                  by: Sequence[str] = DEFAULT_BY, file_factor: float = 4.0,
                  buffered=None, cpu_is_total: bool = True) -> pd.DataFrame:
