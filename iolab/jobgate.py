@@ -286,7 +286,8 @@ def _kind(path: str, default: str = "file") -> str:
 def _names(job: Job) -> list[str]:
     """File names fio generates from filename_format for every clone and file of a job."""
     fmt = job.options.get("filename_format") or DEFAULT_FORMAT
-    numjobs, nrfiles = max(1, _int(job.options.get("numjobs"), 64)), max(1, _int(job.options.get("nrfiles"), 64))
+    # unset: fio's 1; not a plain number ($ncpus arithmetic): assume many
+    numjobs, nrfiles = (max(1, _int(job.options.get(key) or 1, 64)) for key in ("numjobs", "nrfiles"))
     varies = ("$jobnum" in fmt) * numjobs * ((("$filenum" in fmt) and nrfiles) or 1)
     if varies > MAX_NAMES:
         raise IolabError(f"filename_format {fmt!r} names {varies} files; iolab checks at most {MAX_NAMES}",
@@ -309,10 +310,10 @@ def _job_accesses(job: Job, target: str | None) -> list[Access]:
 
     directory = job.options.get("directory")
     dirs = _split(directory) if directory else ([target] if target else [])
-    for d in dirs:
-        if directory:
-            add("directory", d, _kind(d, "directory"))
     filename = job.options.get("filename")
+    if directory and not filename:  # fio makes its files there (with filename= it is only a prefix)
+        for d in dirs:
+            add("directory", d, _kind(d, "directory"))
     if filename:
         names, option = [n for n in _split(filename) if n != "-"], "filename"
     else:
@@ -476,7 +477,7 @@ def _destructive_problem(access: Access, confirms: list[str]) -> tuple[str, str]
     confirmed = any(os.path.realpath(c) == real for c in confirms)
     if access.kind == "device":
         try:
-            devices.check_writable(access.path, confirm=confirms)
+            devices.check_writable(access.path, confirm=confirms or None)
         except IolabError as exc:
             return exc.message, exc.hint or ""
         return None

@@ -81,7 +81,11 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
     if not specs:
         raise IolabError("no target given", context="--target", hint="e.g. --target /mnt/scratch")
     targets, used = [], set()
+    shared: dict[int, list] = {}  # file system (st_dev) -> [(directory, bytes needed, spec)]
     for spec in specs:
+        if not isinstance(spec, str) or not spec.strip():
+            raise IolabError("empty target: name a directory, file, block device or emulated:NAME",
+                             context=f"--target {spec!r}")
         name = _name(spec, used)
         if spec.startswith(EMULATED_PREFIX):
             profile = spec[len(EMULATED_PREFIX):]
@@ -97,6 +101,7 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
         mode = path.stat().st_mode
         if stat.S_ISDIR(mode):
             _check_space(path, size, spec)
+            shared.setdefault(path.stat().st_dev, []).append((path, size, spec))
             targets.append(Target(spec=spec, kind="dir", path=str(path.resolve()), name=name))
         elif stat.S_ISBLK(mode):
             if writes:
@@ -109,10 +114,15 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
             missing = max(0, size - path.stat().st_size)
             if missing:
                 _check_space(path.parent, missing, spec)
+                shared.setdefault(path.stat().st_dev, []).append((path.parent, missing, spec))
             targets.append(Target(spec=spec, kind="file", path=str(path.resolve()), name=name,
                                   test_file=str(path.resolve())))
         else:
             raise IolabError("not a directory, regular file or block device", context=f"--target {spec}")
+    for group in shared.values():  # two targets on one file system share its free space
+        if len(group) > 1:
+            _check_space(group[0][0], sum(needed for _, needed, _ in group),
+                         " and ".join(spec for _, _, spec in group) + " (one file system)")
     return targets
 
 

@@ -20,10 +20,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--runtime", metavar="SECONDS", help="seconds per test")
     parser.add_argument("--repeat", type=int, metavar="N", help="passes per test")
     parser.add_argument("--preset", help="recipe preset (e.g. crystaldiskmark: default, nvme, peak, real-world, mix)")
-    parser.add_argument("--tests", metavar="NAME,...", type=lambda text: [t for t in text.split(",") if t],
+    parser.add_argument("--tests", metavar="NAME,...", type=_test_names,
                         help="run only these tests of the recipe (comma-separated, see `iolab recipes NAME`)")
     parser.add_argument("--data", default="data", metavar="DIR", help="result store (default: ./data)")
-    parser.add_argument("--confirm", metavar="DEVICE", help="allow writing to this exact block device")
+    parser.add_argument("--confirm", metavar="PATH", action="append",
+                        help="allow writing to this exact block device, or overwriting this existing file "
+                             "(repeat for several)")
+    parser.add_argument("--allow-path", metavar="PATH", action="append", default=[],
+                        help="let the jobs open this file, device or directory tree outside the targets "
+                             "(repeat for several; recorded in the manifest)")
+    parser.add_argument("--allow-exec", action="store_true",
+                        help="let the jobs run programs (exec_prerun/exec_postrun, ioengine=exec, external "
+                             "engines, triggers); recorded in the manifest")
     parser.add_argument("--with-original", action="store_true",
                         help="also run the original tool (bonnie++, hdparm) where the recipe emulates one")
     parser.add_argument("--dry-run", action="store_true", help="print the job files and commands; run nothing")
@@ -40,6 +48,15 @@ def add_arguments(parser) -> None:
                             "without an SSH tunnel (recorded in every manifest)")
 
 
+def _test_names(text: str) -> list[str]:
+    """``--tests a,b``: the names, refusing a list that names none (``--tests ,``)."""
+    import argparse
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"no test named in {text!r} (e.g. --tests seq-read,rand-read)")
+    return names
+
+
 def run(args) -> int:
     from .. import runner
     from ..errors import IolabError
@@ -49,8 +66,11 @@ def run(args) -> int:
         raise IolabError("--sequential, --scale-hosts and --insecure-network go with --hosts INVENTORY")
     if not args.target:
         raise IolabError("give --target PATH (or --hosts INVENTORY)", context="iolab run")
+    from ..jobgate import Allowances
+    allow = Allowances(paths=tuple(args.allow_path), exec=args.allow_exec)
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
-                   preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests)
+                   preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests,
+                   allow=allow)
     if args.dry_run:
         print(runner.dry_run(args.recipe, args.target, **options))
         print("dry run: nothing was created or run")
@@ -69,7 +89,9 @@ def _run_fleet(args) -> int:
     from .. import fleet
     from ..errors import IolabError
     for option, value in (("--target", args.target), ("--mem-limit", args.mem_limit), ("--confirm", args.confirm),
-                          ("--with-original", getattr(args, "with_original", False))):
+                          ("--with-original", getattr(args, "with_original", False)),
+                          ("--allow-path", getattr(args, "allow_path", None)),
+                          ("--allow-exec", getattr(args, "allow_exec", False))):
         if value:
             raise IolabError(f"{option} does not go with --hosts: the inventory gives each host's target "
                              "(and 'confirm'); jobs run inside the fio servers, out of reach of cgroups",
