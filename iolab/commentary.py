@@ -22,7 +22,8 @@ Computation (:func:`winners`, :func:`versus`, :func:`group_ranges`,
   device and is reported as inflated by the page cache, >= ``helped`` (2x) as
   probably helped by it.
 * **Caveats**: engine flags (``cache_suspect``, ``cpu_bound``, ...) and a CoV
-  above ``max_cov`` (3%, as :func:`iolab.stats.flag_results`) across repetitions.
+  above ``max_cov`` (:data:`iolab.stats.HIGH_VARIANCE_COV`, the threshold of the stored
+  flag) across repetitions; a CoV above ``severe_cov`` (20%) is worded as such.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ import pandas as pd
 
 from . import i18n, verdicts
 from .errors import IolabError
+from .stats import HIGH_VARIANCE_COV
 
 #: Metrics where smaller is better (run columns and article metrics).
 LOWER_IS_BETTER_PREFIXES = ("lat_", "latency")
@@ -55,7 +57,8 @@ class Rules:
     par: float = verdicts.PAR  # "on par" with the baseline within this fraction
     inflated: float = 10.0    # cached / isolated >= this: inflated by the page cache
     helped: float = 2.0       # cached / isolated >= this: probably helped by the cache
-    max_cov: float = 0.03     # a CoV above this is a caveat (as iolab.stats.flag_results)
+    max_cov: float = HIGH_VARIANCE_COV  # a CoV above this is a caveat (the stored flag's threshold)
+    severe_cov: float = 0.20  # ... above this, the variation is called large
     pct_below: float = 1.2    # leads below this factor are stated in percent
     max_listed: int = 8       # more systems than this: name the first few, summarise the rest
     top: int = 3              # ... naming this many
@@ -260,6 +263,7 @@ def caveats(summary: pd.DataFrame, *, rules: Rules = Rules()) -> pd.DataFrame:
     """
     frame = _check(summary)
     found: dict[tuple[str, str], list[str]] = {}
+    worst: dict[tuple[str, str], float] = {}
     for _, row in frame.iterrows():
         flags = [f for f in str(row["flags"]).split(";") if f]
         cov = row.get("cov")
@@ -268,9 +272,12 @@ def caveats(summary: pd.DataFrame, *, rules: Rules = Rules()) -> pd.DataFrame:
         for flag in flags:
             found.setdefault((flag, row["system"]), []).append(
                 (row["test"], row["direction"]))
-    rows = [{"flag": flag, "system": system, "tests": list(dict.fromkeys(tests))}
+            if flag == "high_variance" and cov is not None and not pd.isna(cov):
+                worst[(flag, row["system"])] = max(worst.get((flag, row["system"]), 0.0), float(cov))
+    rows = [{"flag": flag, "system": system, "tests": list(dict.fromkeys(tests)),
+             "cov": worst.get((flag, system), math.nan)}
             for (flag, system), tests in found.items()]
-    return pd.DataFrame(rows, columns=["flag", "system", "tests"])
+    return pd.DataFrame(rows, columns=["flag", "system", "tests", "cov"])
 
 
 def pick_baseline(summary: pd.DataFrame) -> str | None:
@@ -441,13 +448,18 @@ def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False
     return out
 
 
-def caveat_sentences(found: pd.DataFrame, *, lang: str) -> list[str]:
+def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules()) -> list[str]:
     out = []
     for _, row in found.iterrows():
         flag = row["flag"]
         tests = i18n.join([_test(t, d, lang) for t, d in row["tests"]], lang)
         key = f"flags.{flag}" if i18n.has(f"flags.{flag}", lang) else "flags.other"
-        out.append(i18n.text(key, lang, system=row["system"], tests=tests, flag=flag))
+        cov = row.get("cov", math.nan)
+        if flag == "high_variance" and cov is not None and not pd.isna(cov) and cov > rules.severe_cov:
+            key = "flags.high_variance_severe"
+        out.append(i18n.text(key, lang, system=row["system"], tests=tests, flag=flag,
+                             threshold=i18n.percent(rules.max_cov),
+                             cov=i18n.percent(cov) if cov is not None and not pd.isna(cov) else ""))
     return out
 
 
@@ -485,5 +497,5 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     found = caveats(frame, rules=rules)
     if not found.empty:
         paragraphs.append(_t("caveats", lang) + "\n" + "\n".join(
-            f"- {s}" for s in caveat_sentences(found, lang=lang)))
+            f"- {s}" for s in caveat_sentences(found, lang=lang, rules=rules)))
     return "\n\n".join(paragraphs)

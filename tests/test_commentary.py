@@ -246,3 +246,25 @@ def test_cache_worse_is_said_and_close_only_when_close():
     assert "b: close to disk (1.0x)" in text.replace("**", "")
     assert "close" not in text.split("b: close")[1]  # 1.7x is not called close
     assert "2.3 倍悪い" in commentary.describe(s, lang="ja")
+
+
+def test_variance_caveat_uses_the_flags_threshold_and_grades_it():
+    """One threshold (stats.HIGH_VARIANCE_COV): a 3.1% CoV is neither flagged nor listed; 28% is 'widely'."""
+    from iolab import stats
+    s = summary([("A", "T", "", 100.0, 3, 97.0, 103.0, "", 0.031),
+                 ("B", "T", "", 50.0, 3, 40.0, 60.0, "", 0.07),
+                 ("C", "T", "", 20.0, 3, 10.0, 30.0, "", 0.28)])
+    found = commentary.caveats(s)
+    assert set(found["system"]) == {"B", "C"}
+    # the stored flag agrees: the same CoV in repetitions
+    reps = pd.DataFrame({"run_id": "r", "test": "T", "direction": "", "rep": [1, 2, 3],
+                         "bw_mbps": [100 * (1 - 0.031 * 1.0), 100.0, 100 * (1 + 0.031 * 1.0)]})
+    cov = reps["bw_mbps"].std() / reps["bw_mbps"].mean()
+    flagged = stats.flag_results(reps, by=["run_id", "test", "direction"])
+    assert (cov > stats.HIGH_VARIANCE_COV) == flagged["flags"].str.contains("high_variance").any()
+    text = commentary.describe(s, lang="en")
+    pct = f"{stats.HIGH_VARIANCE_COV * 100:.1f}"
+    assert f"**B** (T): results varied across repetitions (CoV above {pct}%)" in text
+    assert f"**C** (T): results varied widely across repetitions (CoV up to 28%, threshold {pct}%)" in text
+    ja = commentary.describe(s, lang="ja")
+    assert f"変動係数 {pct}% 超" in ja and "最大 28%" in ja
