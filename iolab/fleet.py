@@ -35,7 +35,10 @@ runs ``ssh -N -L <private unix socket>:127.0.0.1:<port> user@host`` with
 the caller passes ``insecure_network=True`` (``--insecure-network``), which
 every manifest of the run records. ``0.0.0.0``/``::`` are refused always. The
 check is made on the inventory before any connection. Job files are checked by
-:func:`iolab.jobcheck.check_text` before they are sent.
+:func:`iolab.jobcheck.check_text` (what the server would run) and
+:func:`iolab.fleetgate.check` (every path a job opens, reads a pattern from or
+logs to must be inside that host's ``target``; no ``..``) before anything
+connects.
 
 **Where results go.** One run directory per host, ``data/<host>/<fleet_id>-<host>/``,
 with the usual layout (``jobs/`` exact job files sent to that host,
@@ -104,7 +107,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 import yaml
 
-from . import fio, fioserver, jobcheck, recipes, sysinfo, targets as targets_mod
+from . import fio, fioserver, fleetgate, jobcheck, recipes, sysinfo, targets as targets_mod
 from . import progress as progress_
 from . import yamlfile
 from .yamlfile import check_keys
@@ -499,6 +502,12 @@ def _target_kind(host: Host, recipe, writes: bool) -> tuple[str, str]:
     return kind, host.target
 
 
+def _check_job(text: str, source: str, plan: HostPlan, inventory: Inventory) -> None:
+    """What a fio server would run (jobcheck) and open (fleetgate: only inside the host's target)."""
+    jobcheck.check_text(text, source, allow=inventory.allow_job_options)
+    fleetgate.check(text, source, root=plan.path, local=plan.host.local, context=plan.host.context)
+
+
 def _writes(recipe) -> bool:
     return recipe.jobfile is not None or any(
         "write" in s.rw or s.rw in ("rw", "readwrite", "randrw", "trimwrite") for s in recipe.steps())
@@ -745,7 +754,7 @@ class _FleetRun:
             for index, step in enumerate(self.steps):
                 text = _job_text(self.recipe, step, draft, force_direct=self.force_direct,
                                  last_step=index == len(self.steps) - 1)
-                jobcheck.check_text(text, f"{host.name}: jobs/{step.id}.fio", allow=self.inventory.allow_job_options)
+                _check_job(text, f"{host.name}: jobs/{step.id}.fio", draft, self.inventory)
         n = 1 if self.sequential else len(self.hosts)
         security = {"insecure_network": self.insecure, "hosts_over_network": self.exposed,
                     "tunnelled": [h.name for h in self.hosts if h.connection == "ssh"],
@@ -795,7 +804,7 @@ class _FleetRun:
                 text = _job_text(self.recipe, step, plan, force_direct=self.force_direct,
                                  last_step=index == len(self.steps) - 1)
                 path = plan.run.write(f"jobs/{step.id}.fio", text)
-                jobcheck.check_text(text, str(path), allow=self.inventory.allow_job_options)
+                _check_job(text, str(path), plan, self.inventory)
                 plan.jobs[step.id] = path
                 paths.append(path)
         # fio --parse-only takes a few hundred ms each (fio's start-up): check them side by side
@@ -1151,7 +1160,7 @@ def dry_run(recipe, inventory, *, hosts=None, sequential=False, insecure_network
         for index, step in enumerate(steps):
             text = _job_text(recipe, step, plan, force_direct=iso["forced_o_direct"],
                              last_step=index == len(steps) - 1)
-            jobcheck.check_text(text, f"{host.name}: {step.id}", allow=inventory.allow_job_options)
+            _check_job(text, f"{host.name}: {step.id}", plan, inventory)
             lines += [f"# --- {step.id} on {host.name} ({via}), target {host.target}", text]
     clients = " ".join(f"--client=<{h.name}> <{h.name}/jobs/STEP.fio>" for h in chosen)
     lines.append(f"# per test and repetition: fio --output-format={recipe.output_format} {clients}")
