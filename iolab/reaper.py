@@ -21,6 +21,7 @@ With ``data_dir`` the run manifests left ``running`` by dead processes become
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -144,7 +145,8 @@ def reap(*, dry_run: bool = False, data_dir=None) -> list[str]:
     or with ``dry_run`` what would be). A failure to undo one object is a line too (its record
     stays for the next attempt); the others are still undone."""
     lines: list[str] = []
-    with ownership.locked():
+    # a dry run changes nothing, so it does not wait for (or hold up) a reaper at work
+    with (contextlib.nullcontext() if dry_run else ownership.locked()):
         items = find_stale()
         lines += _stop_tasks(items, dry_run=dry_run) if items else []
         for item in items:
@@ -177,3 +179,8 @@ def reap_before_run(data_dir=None) -> list[str]:
     if lines:
         log.warning("reaped %d object(s) left by iolab processes that are gone: %s", len(lines), "; ".join(lines))
     return lines
+
+
+def stale_loops() -> dict[str, int]:
+    """``{"/dev/loopN": owner PID}`` for loop devices whose iolab owner is gone (``iolab devices``)."""
+    return {item.id: item.pid for item in find_stale() if item.kind == "loop"}

@@ -2,6 +2,7 @@
 and the cache-check experiment on a throttled loop device."""
 from __future__ import annotations
 
+import json
 import logging
 import mmap
 import os
@@ -231,6 +232,20 @@ def test_hugepages_reserve_and_give_back():
     assert box.hugepages["released"] == 128
     assert isolation.outstanding_hugepages() == 0
     print(f"nr_hugepages before {before}, after {nr_hugepages()}")
+
+
+@needs_root
+def test_manifest_taken_inside_the_sandbox_says_how_many_pages_were_released():
+    """Runs record describe() while the sandbox is open and save the manifest after it closed:
+    that manifest must say how many pages went back, not ``released: None``."""
+    if not Path("/proc/sys/vm/nr_hugepages").exists():
+        pytest.skip("this kernel has no huge pages")
+    with open_sandbox("hugepages", hugepages_bytes="16M") as box:
+        manifest = {"isolation": {**box.describe(), "forced_o_direct": False}}
+        assert manifest["isolation"]["hugepages"]["released"] is None  # still held
+    saved = json.loads(json.dumps(manifest))  # what Run.finish writes after the with-block
+    assert saved["isolation"]["hugepages"]["released"] == saved["isolation"]["hugepages"]["reserved_pages"] == 8
+    assert isolation.outstanding_hugepages() == 0
 
 
 class _CappedPool(isolation.HugePagePool):

@@ -7,8 +7,9 @@ HELP = "list block devices and whether iolab would write to them (and why not)"
 DESCRIPTION = (
     "List every block device (disks, partitions, attached loop devices) with model, size, "
     "rotational flag, sector sizes, scheduler, mounts, holders and signatures, and iolab's "
-    "verdict: writable, writable only with --confirm DEVICE (a signature is in the way), or "
-    "never (mounted, swap, held, backs /). Signatures need root to probe.")
+    "verdict: writable, writable only with --confirm DEVICE (a signature is in the way), "
+    "never (mounted, swap, held, backs /), or stale (a loop device left by an iolab process "
+    "that is gone: `iolab cleanup` removes it). Signatures need root to probe.")
 
 
 def add_arguments(parser) -> None:
@@ -17,7 +18,24 @@ def add_arguments(parser) -> None:
                         help="show every column (serial, firmware, ...) in the table")
 
 
+def _mark_stale(rows: list[dict]) -> None:
+    """A loop device left by a dead iolab process is not a device to benchmark: say so."""
+    from .. import reaper
+    stale = reaper.stale_loops()
+    for row in rows:
+        pid = stale.get(row["device"])
+        row["stale"] = pid is not None
+        if pid is None:
+            continue
+        reason = f"stale: left by iolab process {pid}, which is gone (iolab cleanup removes it)"
+        row["writable"] = False
+        row["confirmable"] = False
+        row["why_not"] = "; ".join(x for x in (reason, row.get("why_not")) if x)
+
+
 def _verdict(row: dict) -> str:
+    if row.get("stale"):
+        return "stale"
     if row["writable"]:
         return "yes"
     return "confirm" if row["confirmable"] else "no"
@@ -36,6 +54,7 @@ def _text(value) -> str:
 def run(args) -> int:
     from .. import devices
     rows = devices.inventory_records()
+    _mark_stale(rows)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -63,5 +82,6 @@ def run(args) -> int:
         print("(no block devices visible)")
     print()
     print("WRITE: yes = iolab may write; confirm = only with --confirm <exact device path> "
-          "(a signature would be overwritten); no = never (mounted, swap, held, backs /, read-only, empty)")
+          "(a signature would be overwritten); no = never (mounted, swap, held, backs /, read-only, empty); "
+          "stale = left by a dead iolab process (iolab cleanup)")
     return 0
