@@ -262,3 +262,36 @@ def test_targets_on_one_file_system_share_its_free_space(scratch, tmp_path):
         assert both.returncode == 2 and "not enough free space" in both.stderr and "one file system" in both.stderr
     finally:
         unmount(fs)
+
+
+def test_allow_path_lets_a_job_write_outside_and_is_recorded(tmp_path):
+    (tmp_path / "dir").mkdir()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    job = tmp_path / "logged.fio"
+    job.write_text(f"[w]\nrw=write\nbs=64k\nsize=1M\nwrite_bw_log={logs}/bw\n")
+    refused = iolab_cli("run", job, "--target", tmp_path / "dir", "--no-progress", "--data", tmp_path / "data")
+    assert refused.returncode == 2 and f"write_bw_log: {logs}/bw" in refused.stderr
+    proc = iolab_cli("run", job, "--target", tmp_path / "dir", "--allow-path", logs, "--no-progress",
+                     "--data", tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((last_line(proc) / "manifest.json").read_text())["safety"]["allow_paths"] == [str(logs)]
+    assert list(logs.glob("bw*.log"))
+
+
+@needs_root
+@requires("mkswap", "swapon", "swapoff")
+def test_an_active_swap_file_is_never_written(tmp_path):
+    swap = tmp_path / "swapfile"
+    sh("dd", "if=/dev/zero", f"of={swap}", "bs=1M", "count=16")
+    swap.chmod(0o600)
+    sh("mkswap", swap)
+    if sh("swapon", swap, check=False).returncode != 0:
+        pytest.skip("this kernel or file system cannot swap to a file")
+    try:
+        assert str(swap) in devices.swap_files()
+        proc = iolab_cli("run", recipe_file(tmp_path, ["write"]), "--size", "4M", "--target", swap,
+                         "--confirm", swap, "--dry-run")
+        assert proc.returncode == 2 and "active swap file" in proc.stderr
+    finally:
+        sh("swapoff", swap)
