@@ -1,6 +1,8 @@
 """Waiting for a benchmark process with a progress bar (tqdm: a terminal bar or a Jupyter widget)."""
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -46,13 +48,54 @@ def wait(proc, label: str, expected: float | None = None, *, progress: bool | No
     return None
 
 
-def stop(proc, grace: float = 10.0) -> None:
-    """SIGINT (fio stops its jobs and writes what it has, also as a client), then SIGKILL after ``grace``."""
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+#: What :func:`stop` had to do: nothing (the process had ended), SIGINT was enough, or SIGKILL.
+ENDED, BY_SIGINT, BY_SIGKILL = None, "SIGINT", "SIGKILL"
+
+
+def stop(proc, grace: float = 10.0) -> str | None:
+    """SIGINT (fio stops its jobs and writes what it has, also as a client), then SIGKILL after ``grace``.
+
+    Returns :data:`ENDED`, :data:`BY_SIGINT` or :data:`BY_SIGKILL`. A process
+    that outlives SIGKILL by ``grace`` seconds (stuck in the kernel, D state)
+    raises :class:`~iolab.errors.IolabError` naming it, rather than waiting forever.
+    """
     if proc.poll() is not None:
-        return
+        return ENDED
     proc.send_signal(signal.SIGINT)
     try:
         proc.wait(grace)
+        return BY_SIGINT
     except subprocess.TimeoutExpired:
+        family = descendants(proc.pid)  # fio's job processes would outlive their parent
         proc.kill()
-        proc.wait()
+        for pid in family:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        from .errors import IolabError
+        raise IolabError(f"process {proc.pid} still runs {grace:.0f} s after SIGKILL (stuck in the kernel?)",
+                         context=str(proc.args[0] if isinstance(proc.args, (list, tuple)) else proc.args),
+                         hint="see its state in /proc/<pid>/status; a reboot may be needed") from None
+    return BY_SIGKILL

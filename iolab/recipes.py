@@ -31,7 +31,7 @@ from pathlib import Path
 from . import yamlfile
 from .errors import IolabError
 from .yamlfile import check_keys
-from .units import fio_size, parse_seconds, parse_size
+from .units import fio_size, human_size, parse_seconds, parse_size
 
 ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
 #: The page cache a buffered test may use when nobody says otherwise (the articles' mem=512M).
@@ -43,7 +43,9 @@ RECIPE_KEYS = {"name", "description", "about", "tool", "statistic", "isolation",
 ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks", "sqlbench")
 REQUIRED_KEYS = ("name", "description", "tests")
 DEFAULT_KEYS = {"size", "size_mem_factor", "runtime", "repeat", "max_repeat", "cov_target", "ramp_time", "pause", "warmup",
-                "mem_limit"}
+                "mem_limit", "watchdog_margin"}
+#: Below this a memory limit starves fio itself (it hung in D state under 10M) instead of the page cache.
+MIN_MEM_LIMIT = 32 * 1024**2
 TEST_KEYS = {"name", "description", "rw", "bs", "iodepth", "numjobs", "rwmixread", "fio",
              "runtime", "size", "cache"}
 #: cache state a test starts from: dropped by the isolation (default), always cold, or left warm
@@ -147,7 +149,7 @@ class Recipe:
         recipe = copy.deepcopy(self)
         ctx = "command line"
         if mem_limit is not None:
-            recipe.defaults["mem_limit"] = parse_size(mem_limit, context=f"{ctx}: --mem-limit")
+            recipe.defaults["mem_limit"] = _mem_limit(mem_limit, f"{ctx}: --mem-limit")
         if "size_mem_factor" in recipe.defaults and size is None:
             # e.g. cachecheck: a file 4x the memory the page cache may use
             limit = recipe.defaults.get("mem_limit", DEFAULT_MEM_LIMIT)
@@ -243,6 +245,15 @@ def _fmt_seconds(seconds: float) -> str:
     return f"{int(seconds)}s" if float(seconds).is_integer() else f"{int(seconds * 1000)}ms"
 
 
+def _mem_limit(value, context: str) -> int:
+    """A memory limit in bytes, refused below :data:`MIN_MEM_LIMIT`."""
+    limit = parse_size(value, context=context)
+    if limit < MIN_MEM_LIMIT:
+        raise IolabError(f"{value} is below the minimum of {human_size(MIN_MEM_LIMIT)}: under a smaller limit "
+                         "fio itself runs out of memory (or hangs) instead of the page cache", context=context)
+    return limit
+
+
 def _choice(value, allowed, ctx) -> str:
     if value not in allowed:
         raise IolabError(f"must be one of {', '.join(allowed)}, got {value!r}", context=ctx)
@@ -318,7 +329,10 @@ def parse_recipe(data, source: str) -> Recipe:
             raise IolabError(f"must be a positive number, got {factor!r}", context=f"{source}: defaults.size_mem_factor")
         defaults["size_mem_factor"] = float(factor)
     if "mem_limit" in defaults_in:
-        defaults["mem_limit"] = parse_size(defaults_in["mem_limit"], context=f"{source}: defaults.mem_limit")
+        defaults["mem_limit"] = _mem_limit(defaults_in["mem_limit"], f"{source}: defaults.mem_limit")
+    if "watchdog_margin" in defaults_in:  # seconds a test may overrun its estimate before it is stopped
+        defaults["watchdog_margin"] = parse_seconds(defaults_in["watchdog_margin"],
+                                                    context=f"{source}: defaults.watchdog_margin")
 
     fio_global = _fio_options(data.get("fio") or {}, f"{source}: fio")
     tests, seen = [], set()

@@ -11,6 +11,14 @@ target, interleaved per step so drift hits all targets alike, inside the
 chosen cache isolation. Each repetition's raw fio output and the growing
 results.csv are written as soon as they exist; the manifest ends as
 ``completed``, ``failed`` (with the reason) or ``interrupted``.
+
+Faults: a test whose fio aborts a job, does no I/O, exits non-zero, is
+killed by a signal (``fio killed by SIGKILL``) or is stopped by the per-test
+watchdog (:mod:`iolab.watchdog`: SIGINT, then SIGKILL after
+:data:`STOP_GRACE_S`) is ``failed`` with that reason and is not repeated, and
+the run goes on with the next test; the run then ends ``failed`` (exit code
+1). Only an interrupt (Ctrl-C, SIGTERM) or an error outside fio (e.g. the test
+file cannot be laid out) stops the run early.
 """
 from __future__ import annotations
 
@@ -19,16 +27,16 @@ import dataclasses
 import logging
 import os
 import signal
-import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from . import fio, progress, reaper, recipes, sysinfo, targets as targets_mod
+from . import fio, fioproc, leftfiles, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
 from .errors import IolabError
-from .fioparse import client_fairness, latency_over, parse_output
+from .fiooutcome import fio_reason, judge, killed_by
+from .fioparse import client_fairness, latency_over
 from .isolation import drop_caches, flag_cache_suspect, open_sandbox
 from .store import Run, utcnow
 from .units import fio_size
@@ -78,6 +86,7 @@ def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolatio
     recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
                                    isolation=isolation, preset=preset, mem_limit=mem_limit, tests=tests)
     fio.fio_binary()  # fio missing: say how to install it, before anything else
+    runinput.check(recipe, target_specs)  # bad input: refused before a run directory exists
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
     resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=confirm)
     from . import jobgate  # every path the jobs open: device rules, --confirm, --allow-path, --allow-exec
@@ -134,7 +143,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
         engine.execute()
     except KeyboardInterrupt as exc:
         how = "SIGTERM" if isinstance(exc, Terminated) else "the user (Ctrl-C)"
-        run_.finish("interrupted", f"interrupted by {how}; results so far are kept")
+        run_.interrupt(f"interrupted by {how}; results so far are kept")
         raise
     except IolabError as exc:
         run_.finish("failed", str(exc))
@@ -196,7 +205,20 @@ class FioEngine:
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
             jobs = self._write_jobs(force_direct)
             self._layout(sandbox)
-            self._steps(sandbox, jobs)
+            with leftfiles.removed_after(self._job_dirs()):
+                self._steps(sandbox, jobs)
+
+    def _job_dirs(self) -> list[str]:
+        """Where a user's job file makes its files (the --directory iolab passes): cleaned afterwards."""
+        if self.recipe.jobfile is None:
+            return []  # iolab names and removes its own test files
+        return [d for d in (self._job_dir(t) for t in self.targets) if d]
+
+    @staticmethod
+    def _job_dir(target) -> str | None:
+        if target.kind in ("dir", "emulated") and target.path:
+            return os.path.dirname(target.test_file) if target.test_file else target.path
+        return None
 
     def _layout(self, sandbox) -> None:
         """Write each test file once, inside the isolation, before any test is timed.
@@ -220,19 +242,36 @@ class FioEngine:
             path = self.run.write(rel, fio.render_job("layout", options))
             fio.check_job(path)
             raw = self.run.path / _relpath("raw", "_layout", target, self.multi, ".json")
-            raw.parent.mkdir(parents=True, exist_ok=True)
-            with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
-                proc = fio.start(fio.command(path), stdout=out, stderr=err, popen=sandbox.popen)
-                try:
-                    self._wait(proc, f"laying out {target.name}", None)
-                except KeyboardInterrupt:
-                    progress.stop(proc, STOP_GRACE_S)
-                    raise
-                err.seek(0)
-                stderr = err.read().decode(errors="replace")
-            if proc.returncode != 0:
-                detail = "; ".join(fio.error_lines(stderr)) or stderr.strip()[-200:]
-                raise IolabError(f"fio could not lay out the test file: {detail}", context=target.test_file)
+            limit = watchdog.Limit(0.0, 0.0, self.recipe.size / self._floor_bps(target), self._margin())
+            done = fioproc.run(fio.command(path), raw, popen=sandbox.popen, label=f"laying out {target.name}",
+                               expected=None, limit=limit, show_progress=self.progress, grace=STOP_GRACE_S)
+            if done.interrupt is not None:
+                raise done.interrupt
+            if done.returncode != 0 or done.stopped:
+                raise IolabError(f"fio could not lay out the test file: {self._layout_failure(sandbox, done)}",
+                                 context=target.test_file)
+
+    @staticmethod
+    def _layout_failure(sandbox, done) -> str:
+        """Why laying out failed: the OOM killer (from the cgroup's memory events) first, then fio's words."""
+        evidence = sandbox.test_evidence()
+        if evidence.get("oom_killed"):
+            return f"out of memory: {evidence.get('oom_reason') or 'the OOM killer killed fio'}"
+        return (done.stopped or killed_by(done.returncode) or fio_reason(done.stderr)
+                or f"fio exited with {done.returncode} and printed no reason")
+
+    def _floor_bps(self, target) -> float:
+        """The slowest rate the watchdog assumes for ``target``: an emulated device's throttle if lower."""
+        floor = watchdog.FLOOR_BPS
+        profile = target.emulated.profile if target.emulated is not None else None
+        if profile is not None:
+            rates = [profile.read_bps, profile.write_bps] + [i * 4096 for i in (profile.read_iops,
+                                                                                profile.write_iops) if i]
+            floor = min([floor] + [r for r in rates if r])
+        return floor
+
+    def _margin(self) -> float:
+        return float(self.recipe.defaults.get("watchdog_margin") or watchdog.MARGIN_S)
 
     def _write_jobs(self, force_direct: bool) -> dict:
         """Render and check every job file before anything runs."""
@@ -259,8 +298,8 @@ class FioEngine:
             output_format = "json+"  # per-client histograms: exact merged percentiles
         if self.recipe.jobfile is not None:
             extra = [f"--{k}={v}" for k, v in fio.REPORTING_OPTIONS.items()]
-            if target.kind in ("dir", "emulated") and target.path:
-                extra.append(f"--directory={os.path.dirname(target.test_file) if target.test_file else target.path}")
+            if self._job_dir(target):
+                extra.append(f"--directory={self._job_dir(target)}")
         return fio.command(path, output_format=output_format, extra=extra)
 
     def _steps(self, sandbox, jobs) -> None:
@@ -322,56 +361,40 @@ class FioEngine:
         elif step.cache == "isolation":
             sandbox.prepare_test()
         label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
-        proc, stderr, device, evidence, elapsed = self._measure(
-            sandbox, argv, target, raw, label, self._expected_seconds(step))
-        text = raw.read_text(errors="replace")
-        frame = self._parse(text, stderr, proc.returncode, step)
-        return self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox)
+        limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
+                                       floor_bps=self._floor_bps(target), margin_s=self._margin())
+        done, device, evidence = self._measure(sandbox, argv, target, raw, label, self._expected_seconds(step), limit)
+        frame = self._parse(fioproc.read_raw(raw), done, step)
+        frame = self._annotate(frame, step, target, rep, device, evidence, done.elapsed, sandbox)
+        if done.interrupt is not None:  # keep what fio wrote before it was stopped, then stop the run
+            if rep:
+                self.run.add_results(frame)
+            raise done.interrupt
+        return frame
 
-    def _measure(self, sandbox, argv, target, raw, label, expected):
+    def _measure(self, sandbox, argv, target, raw, label, expected, limit):
         """Run ``argv`` in the sandbox with its stdout in ``raw``, counting the device's bytes.
 
-        Returns the process, its stderr, the device's byte counts, the
-        sandbox's evidence and the wall time: what :meth:`_annotate` takes.
-        Ctrl-C stops the process (fio writes what it has) and goes on up.
+        Returns how fio ended (:class:`iolab.fioproc.Finished`), the device's
+        byte counts and the sandbox's evidence: what :meth:`_annotate` takes.
         """
         counter = _counter(target)
         before = counter.snapshot() if counter else None
-        started = time.monotonic()
-        with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
-            proc = fio.start(argv, stdout=out, stderr=err, popen=sandbox.popen)
-            try:
-                self._wait(proc, label, expected)
-            except KeyboardInterrupt:
-                progress.stop(proc, STOP_GRACE_S)
-                raise
-            err.seek(0)
-            stderr = err.read().decode(errors="replace")
-        elapsed = time.monotonic() - started
+        done = fioproc.run(argv, raw, popen=sandbox.popen, label=label, expected=expected, limit=limit,
+                           show_progress=self.progress, grace=STOP_GRACE_S)
         device = counter.delta(before) if counter else {}
-        return proc, stderr, device, sandbox.test_evidence(), elapsed
+        return done, device, sandbox.test_evidence()
 
     def _expected_seconds(self, step) -> float | None:
         runtime = step.options.get("runtime")
         if runtime is None:
             return None
-        seconds = float(str(runtime).rstrip("s")) if not str(runtime).endswith("ms") else float(str(runtime)[:-2]) / 1000
-        return seconds + float(self.recipe.defaults.get("ramp_time") or 0)
+        return watchdog.fio_seconds(runtime) + float(self.recipe.defaults.get("ramp_time") or 0)
 
-    def _wait(self, proc, label, expected) -> None:
-        progress.wait(proc, label, expected, progress=self.progress)
-
-    def _parse(self, text, stderr, returncode, step) -> pd.DataFrame:
-        try:
-            frame = parse_output(text + "\n" + stderr)
-        except IolabError as exc:
-            lines = fio.error_lines(stderr) or fio.error_lines(text)
-            detail = "; ".join(lines) or str(exc)
-            frame = pd.DataFrame([{"job": step.id, "direction": None, "error": f"fio exited with {returncode}: {detail}"}])
+    def _parse(self, text, done, step) -> pd.DataFrame:
+        frame = judge(text, done.stderr, done.returncode, job=step.id, stopped=done.stopped)
+        if frame["direction"].isna().all():
             return frame
-        if returncode != 0:
-            extra = "; ".join(fio.error_lines(stderr)) or f"fio exited with {returncode}"
-            frame["error"] = frame["error"].where(frame["error"].notna(), extra)
         if self.recipe.output_format == "json+":  # tiotest's share of slow operations
             slow = latency_over(text)
             if not slow.empty:
@@ -380,6 +403,10 @@ class FioEngine:
         if not fairness.empty:
             frame = frame.merge(fairness.drop(columns="clients"), on=["job", "direction"], how="left")
         return frame
+
+    def _ram_backed(self, target) -> bool:
+        described = [t for t in self.run.manifest.get("targets") or [] if t.get("name") == target.name]
+        return bool(described) and described[0].get("filesystem") in RAM_FILESYSTEMS
 
     def _annotate(self, frame, step, target, rep, device, evidence, elapsed, sandbox) -> pd.DataFrame:
         m = self.run.manifest
@@ -411,6 +438,8 @@ class FioEngine:
             if step.buffered and "write" in set(frame["direction"].dropna()) and _io_cgroup_v1():
                 # v1 charges writeback to the flusher, outside the throttled group
                 flags.append("v1_writeback")
+        if self._ram_backed(target):
+            flags.append("ram_backed")  # tmpfs/ramfs: the numbers are memory's, not a storage device's
         if evidence.get("oom_killed"):
             flags.append("oom_killed")
             reason = evidence.get("oom_reason") or "fio was killed by the OOM killer in the memory-limited cgroup"
@@ -418,6 +447,10 @@ class FioEngine:
         frame["flags"] = ";".join(flags) or None
         frame["valid"] = frame["error"].isna() & ("oom_killed" not in flags)
         return frame
+
+
+#: File systems whose "device" is RAM.
+RAM_FILESYSTEMS = ("tmpfs", "ramfs")
 
 
 def _io_cgroup_v1() -> bool:

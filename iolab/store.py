@@ -154,6 +154,11 @@ class Run:
     def finish(self, status: str, reason: str | None = None) -> None:
         self.update(status=status, reason=reason, ended=utcnow())
 
+    def interrupt(self, reason: str) -> None:
+        """End the run as ``interrupted``; the test that was running says so too."""
+        mark_interrupted(self.manifest, reason)
+        self.save_manifest()
+
 
 #: A test's or run's status while its owner works on it.
 RUNNING = "running"

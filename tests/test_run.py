@@ -185,7 +185,14 @@ def test_interrupting_keeps_what_was_measured(tmp_path, signum, how):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "interrupted" and how in manifest["reason"]
     table = pd.read_csv(run_dir / "results.csv")
-    assert len(table) >= 1 and (table["bw_mbps"] > 0).all()
+    done, cut = table[table["error"].isna()], table[table["error"].notna()]
+    assert len(done) >= 1 and (done["bw_mbps"] > 0).all()
+    # the test that was running: its row (what fio wrote when stopped) is kept and says why it is not a result
+    assert len(cut) == 1 and cut["error"].iloc[0].startswith("interrupted by") and how in cut["error"].iloc[0]
+    assert not cut["valid"].any()
+    statuses = [t["status"] for t in manifest["tests"]]
+    assert statuses.count("interrupted") == 1 and "running" not in statuses
+    assert all(p.stat().st_size for p in (run_dir / "raw").iterdir())  # no empty raw JSON
     assert [p.name for p in tmp_path.iterdir()] == ["data"]  # test file removed
     # no fio of this run is left behind (its command line names the run directory)
     assert subprocess.run(["pgrep", "-f", str(data)], capture_output=True).returncode == 1
