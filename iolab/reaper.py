@@ -107,11 +107,17 @@ def _undo(item: Stale, *, dry_run: bool) -> str | None:
 
 
 def _stop_tasks(items: list[Stale], *, dry_run: bool) -> list[str]:
-    """Kill what still runs in dead owners' cgroups (fio, postgres), so mounts and loops can go."""
+    """Kill what still runs in dead owners' cgroups (fio, postgres), so mounts and loops can go.
+
+    A scope where systemd manages cgroups is stopped here (``systemctl stop``
+    ends its tasks), not emptied behind systemd's back.
+    """
     lines = []
     for item in items:
         if item.kind not in ("cgroup", "scope"):
             continue
+        if item.kind == "scope" and cgroups.systemd_managed():
+            continue  # systemd_scope.undo_stale stops it, first thing (see _undo_all)
         dirs = [d for d in item.details.get("dirs") or [] if os.path.isdir(d)]
         tasks = cgroups.tasks_in(dirs)
         if not tasks or dry_run:
@@ -140,28 +146,41 @@ def _orphan_runs(data_dir, *, dry_run: bool) -> list[str]:
     return lines
 
 
+def _undo_all(items: list[Stale], *, dry_run: bool) -> list[str]:
+    lines = []
+    if cgroups.systemd_managed():  # scopes first: systemctl stop ends the tasks that keep mounts busy
+        items = sorted(items, key=lambda s: s.kind != "scope")
+    for item in items:
+        try:
+            done = _undo(item, dry_run=dry_run)
+        except IolabError as exc:
+            lines.append(f"PID {item.pid}: could not undo {item.kind} {item.id}: {exc}")
+            continue
+        except OSError as exc:
+            lines.append(f"PID {item.pid}: could not undo {item.kind} {item.id}: {exc.strerror or exc}")
+            continue
+        if done:
+            lines.append(f"PID {item.pid}: {done}")
+        if not dry_run and item.record is not None:
+            ownership.drop(item.record)
+    return lines
+
+
+def reap_unlocked(*, dry_run: bool = False) -> list[str]:
+    """:func:`reap` without taking the reapers' lock (the caller holds :func:`iolab.ownership.locked`)."""
+    items = find_stale()
+    if not items:
+        return []
+    return _stop_tasks(items, dry_run=dry_run) + _undo_all(items, dry_run=dry_run)
+
+
 def reap(*, dry_run: bool = False, data_dir=None) -> list[str]:
     """Undo every object whose owning iolab process is gone; one line per object (what was done,
     or with ``dry_run`` what would be). A failure to undo one object is a line too (its record
     stays for the next attempt); the others are still undone."""
-    lines: list[str] = []
     # a dry run changes nothing, so it does not wait for (or hold up) a reaper at work
     with (contextlib.nullcontext() if dry_run else ownership.locked()):
-        items = find_stale()
-        lines += _stop_tasks(items, dry_run=dry_run) if items else []
-        for item in items:
-            try:
-                done = _undo(item, dry_run=dry_run)
-            except IolabError as exc:
-                lines.append(f"PID {item.pid}: could not undo {item.kind} {item.id}: {exc}")
-                continue
-            except OSError as exc:
-                lines.append(f"PID {item.pid}: could not undo {item.kind} {item.id}: {exc.strerror or exc}")
-                continue
-            if done:
-                lines.append(f"PID {item.pid}: {done}")
-            if not dry_run and item.record is not None:
-                ownership.drop(item.record)
+        lines = reap_unlocked(dry_run=dry_run)
     if data_dir is not None:
         lines += _orphan_runs(data_dir, dry_run=dry_run)
     for line in lines:

@@ -317,3 +317,48 @@ def test_v2_adopted_read_back(tmp_path):
     assert group.throttle_in_force("7:3") == {"read_bps": 100, "write_bps": None, "read_iops": 150,
                                               "write_iops": None}
     assert group.throttle_in_force("8:0") == dict.fromkeys(("read_bps", "write_bps", "read_iops", "write_iops"))
+
+
+# --------------------------------------------------------------------------- owners and stale groups
+
+@pytest.mark.skipif(not (IS_ROOT and has_v1("memory") and has_v1("blkio")), reason="needs root and v1 memory+blkio")
+def test_a_group_records_its_owner_until_removed(tmp_path, monkeypatch):
+    from iolab import ownership
+    monkeypatch.setenv(ownership.ENV, str(tmp_path / "owned"))
+    group = Group.create(["memory", "io"])
+    try:
+        rec = ownership.find("cgroup", group.name)
+        assert rec is not None and rec.owner == ownership.me()
+        assert sorted(rec.details["dirs"]) == sorted(str(d) for _, d in group.dirs.values())
+    finally:
+        group.remove()
+    assert ownership.find("cgroup", group.name) is None
+
+
+@pytest.mark.skipif(not (IS_ROOT and has_v1("memory") and has_v1("blkio")), reason="needs root and v1 memory+blkio")
+def test_undo_stale_kills_the_tasks_a_dead_owner_left_and_removes_the_group():
+    from iolab import ownership
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    name = f"iolab-{gone.pid}-5ca1e0"
+    with ownership.locked():  # other engineers' reapers would take this dead owner's group too
+        group = Group.create(["memory", "io"], name=name)
+        orphan = subprocess.Popen(["sleep", "60"])  # what fio is after iolab was killed
+        try:
+            group.add_pid(orphan.pid)
+            dirs = [str(d) for _, d in group.dirs.values()]
+            assert cgroups.owner_of(name) == gone.pid
+            assert cgroups.tasks_in(dirs) == [orphan.pid]
+            assert cgroups.undo_stale(name, dirs, dry_run=True) == \
+                f"would remove cgroup {', '.join(dirs)} (and kill tasks [{orphan.pid}])"
+            assert all(Path(d).is_dir() for d in dirs)
+            assert cgroups.undo_stale(name, dirs, dry_run=False) == \
+                f"removed cgroup {', '.join(dirs)} (killed tasks [{orphan.pid}])"
+            assert orphan.wait(5) == -9
+            assert not any(Path(d).exists() for d in dirs)
+        finally:
+            if orphan.poll() is None:
+                orphan.kill()
+                orphan.wait()
+            group.remove()
+            ownership.forget("cgroup", name)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab import blockstat, emulated, loopdev
+from iolab import blockstat, emulated, loopdev, ownership
 from iolab.emulated import emulated_device, load_profiles
 from iolab.errors import IolabError
 from iolab.isolation import open_sandbox
@@ -101,6 +101,23 @@ def test_filesystem_is_made_mounted_and_removed(scratch):
         backing = Path(dev.backing_file)
     assert not mnt.exists() and not backing.exists()
     assert emulated.leftovers(owner=os.getpid()) == []
+
+
+@needs_root
+def test_every_object_carries_its_owner_while_it_exists(scratch, tmp_path, monkeypatch):
+    """Loop device, backing file and mount each have an ownership record naming this process
+    (PID and start time) while they exist, and none once they are undone."""
+    monkeypatch.setenv(ownership.ENV, str(tmp_path / "owned"))
+    me = ownership.me()
+    with emulated_device("unthrottled", size="128M", scratch_dir=scratch, filesystem="ext4") as dev:
+        held = {(r.kind, r.id): r for r in ownership.records()}
+        assert set(held) == {("loop", dev.device), ("file", dev.backing_file), ("mount", dev.mountpoint)}
+        assert all(r.owner == me for r in held.values())
+        assert held[("loop", dev.device)].details["backing_file"] == dev.backing_file
+        assert held[("mount", dev.mountpoint)].details["device"] == dev.device
+        assert Path(dev.mountpoint).name.startswith(f"{emulated.MOUNT_PREFIX}{os.getpid()}-")
+        assert [m["owner"] for m in emulated.mounts() if m["mountpoint"] == dev.mountpoint] == [os.getpid()]
+    assert ownership.records() == []
 
 
 @needs_root

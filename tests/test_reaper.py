@@ -283,3 +283,56 @@ def test_a_reused_pid_is_not_the_owner(tmp_path, monkeypatch):
     assert [(s.kind, s.id) for s in stale] == [("file", str(scratch))]
     assert reaper._undo(stale[0], dry_run=False) == f"removed backing file {scratch}"
     assert not scratch.exists()
+
+
+CLUSTER_HOLDER = textwrap.dedent("""
+    import sys, time
+    from iolab.pgcluster import Cluster, find_binaries
+    cluster = Cluster(sys.argv[1], find_binaries(), log_dir=sys.argv[2])
+    cluster.create({})
+    cluster.start()
+    print(cluster.proc.pid, flush=True)
+    time.sleep(600)
+""")
+
+
+def _has_postgres() -> bool:
+    from iolab import pgcluster
+    try:
+        pgcluster.find_binaries()
+        return True
+    except Exception:  # noqa: BLE001 - IolabError: not installed
+        return False
+
+
+@needs_root
+@pytest.mark.skipif(not _has_postgres(), reason="PostgreSQL is not installed (apt-get install postgresql)")
+def test_the_database_cluster_of_a_killed_run_is_stopped_and_removed(tmp_path, runs):
+    import shutil
+    import tempfile
+    base = Path(tempfile.mkdtemp(prefix="iolab-reaper-pg-", dir="/var/tmp"))  # the server's account must reach it
+    base.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-c", CLUSTER_HOLDER, str(base), str(tmp_path / "logs")],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    runs.append(proc)
+    server = None
+    try:
+        server = int(proc.stdout.readline())
+        root = base / "iolab-pgbench"
+        assert ownership.find("pgcluster", str(root)).owner.pid == proc.pid
+        with ownership.locked():
+            proc.kill()
+            proc.wait()
+            assert ownership.pid_alive(server)  # postgres runs in a session of its own: it outlives iolab
+            lines = [x for x in reaper.reap_unlocked() if x.startswith(f"PID {proc.pid}:")]
+        assert len(lines) == 1 and f"stopped postgres (PID {server}: pg_ctl stop -m immediate" in lines[0], lines
+        assert lines[0].endswith(f"removed cluster {root}")
+        deadline = time.monotonic() + 10
+        while ownership.pid_alive(server) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not ownership.pid_alive(server)
+        assert not root.exists() and ownership.find("pgcluster", str(root)) is None
+    finally:
+        if server and ownership.pid_alive(server):
+            os.kill(server, signal.SIGKILL)
+        shutil.rmtree(base, ignore_errors=True)

@@ -527,3 +527,52 @@ def test_remove_stale_stops_a_scope_whose_owner_is_gone(fake_systemd, monkeypatc
         if orphan.poll() is None:
             orphan.kill()
             orphan.wait()
+
+
+SCOPE_HOLDER = """
+import subprocess, sys, time
+from iolab import systemd_scope
+scope = systemd_scope.Scope(["memory"], memory_limit=64 * 1024 * 1024)
+group = scope.start()
+task = subprocess.Popen(["sleep", "120"], start_new_session=True)
+group.add_pid(task.pid)
+print(scope.unit, task.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@needs_root
+@needs_v1
+def test_reaper_stops_the_scope_of_a_killed_iolab(fake_systemd, monkeypatch):
+    """iolab killed with its scope still holding a task: the ledger names the scope and its dead
+    owner, and the reaper ends it with systemctl stop (the stand-in), task and cgroup gone."""
+    from iolab import ownership, reaper
+    holder = subprocess.Popen([sys.executable, "-c", SCOPE_HOLDER], stdout=subprocess.PIPE, text=True)
+    task = None
+    try:
+        unit, task = holder.stdout.readline().split()
+        task = int(task)
+        record = ownership.find("scope", unit)
+        assert record is not None and record.owner.pid == holder.pid and record.details["dirs"]
+        dirs = record.details["dirs"]
+        assert all(Path(d).is_dir() for d in dirs)
+        monkeypatch.setattr(cgroups, "systemd_managed", lambda: True)
+        with ownership.locked():  # other engineers' reapers must not take it first
+            holder.kill()
+            holder.wait()
+            lines = [x for x in reaper.reap_unlocked() if x.startswith(f"PID {holder.pid}:")]
+        assert lines == [f"PID {holder.pid}: stopped scope {unit}"]
+        assert [c["argv"] for c in fake_systemd.calls("systemctl")] == [["stop", unit]]
+        assert not any(Path(d).exists() for d in dirs)
+        assert ownership.find("scope", unit) is None
+        deadline = time.monotonic() + 5
+        while ownership.pid_alive(task) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not ownership.pid_alive(task)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        if task and ownership.pid_alive(task):
+            os.kill(task, 9)
+        reaper.reap()
