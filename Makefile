@@ -6,7 +6,7 @@ VENV := .venv
 STAMP := $(VENV)/.iolab-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps demo test clean
+.PHONY: setup system-deps lab-deps demo test clean
 
 setup: system-deps $(STAMP)
 
@@ -22,8 +22,13 @@ $(STAMP): pyproject.toml
 demo: setup
 	@bash tools/demo.sh
 
+# the lab VM's parts (qemu, a stock kernel, virtme-ng in .venv-lab); tools/test.sh
+# calls the same script and skips the lab tier, with one line, when they cannot be had
+lab-deps:
+	@bash tools/install-lab-deps.sh
+
 test: setup
 	@bash tools/test.sh $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) reports scratch
+	rm -rf $(VENV) .venv-lab reports scratch

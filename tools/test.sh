@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
-# Run the whole suite: unit and integration tests, then the notebooks with nbval.
+# Run the whole suite: unit and integration tests and the notebooks with nbval on
+# this machine, then the lab tier (tests/lab, marker `lab`) inside ONE lab VM
+# with a stock kernel (cgroup v2, md, dm): see iolab/lab/. The lab tests are
+# deselected on the host. IOLAB_LAB=skip skips the lab tier on purpose.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export MPLBACKEND=Agg
+
+no_tests() {
+  echo "iolab test: $1 collected no test; that is a broken suite, not a pass" >&2
+}
+
 .venv/bin/python -m pytest "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
-  echo "iolab test: pytest collected no test; that is a broken suite, not a pass" >&2
+  no_tests "pytest"
   exit 1
 fi
-exit "$rc"
+[ "$rc" -eq 0 ] || exit "$rc"
+
+if [ "${IOLAB_LAB:-}" = skip ]; then
+  echo "iolab test: lab tier skipped: IOLAB_LAB=skip"
+  exit 0
+fi
+if ! reason=$(bash tools/install-lab-deps.sh 2>&1); then
+  echo "iolab test: lab tier skipped: ${reason:-the lab's dependencies could not be installed}"
+  exit 0
+fi
+echo "iolab test: lab tier (one VM with the stock kernel under TCG; a few minutes)"
+.venv/bin/python -m iolab.lab.tier

@@ -1,0 +1,17 @@
+"""The lab: a throwaway VM with the distribution's own kernel.
+
+This machine's kernel may lack what iolab's users have (cgroup v2, md, dm,
+null_blk). :func:`iolab.lab.vm.run_in_vm` boots the installed stock kernel
+under qemu (TCG, through virtme-ng) with this machine's root file system shared
+read-only, scratch disks attached as real block devices and result directories
+shared read-write, runs one shell command inside and returns its exit status.
+``tools/install-lab-deps.sh`` installs what it needs.
+
+- :mod:`iolab.lab.vm`: find the parts, boot, run, kill on timeout or Ctrl-C;
+- :mod:`iolab.lab.guest`: the shell script that runs first inside the guest;
+- :mod:`iolab.lab.tier`: ``python -m iolab.lab.tier``, the test tier that runs
+  ``pytest -m lab`` inside one VM.
+"""
+from .vm import LabConfig, availability, run_in_vm
+
+__all__ = ["LabConfig", "availability", "run_in_vm"]

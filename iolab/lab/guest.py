@@ -1,0 +1,79 @@
+"""The shell script that runs first inside the lab guest.
+
+The guest's root is the host's, read-only, with small tmpfs overlays (/tmp,
+/var): a loop device over a file there cannot use direct I/O and a few hundred
+MiB fill it. So the first disk (the scratch disk, virtio serial
+``iolab-scratch``) is formatted ext4 and mounted on /var/tmp, where iolab keeps
+backing files by default, and $TMPDIR points into it. Result directories shared
+from the host under /var/tmp are bound back on top of it. Further disks
+(serials ``iolab-disk1``, ...) are left raw and listed, in order, in
+$IOLAB_LAB_DISKS. Python writes no bytecode (the checkout is read-only there).
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+SCRATCH_MOUNT = "/var/tmp"
+SCRATCH_SERIAL = "iolab-scratch"
+KEEP = "/run/iolab-keep"
+
+_FIND_DISK = r'''disk_by_serial() {
+  for b in /sys/block/vd*; do
+    [ "$(cat "$b/serial" 2>/dev/null)" = "$1" ] && { echo "/dev/${b##*/}"; return 0; }
+  done
+  echo "lab: no disk with serial $1" >&2; return 1
+}'''
+
+
+def disk_serials(counts: tuple[bool, int]) -> list[str]:
+    scratch, n_disks = counts
+    return ([SCRATCH_SERIAL] if scratch else []) + [f"iolab-disk{i + 1}" for i in range(n_disks)]
+
+
+def _under_scratch(directory: Path) -> bool:
+    return str(directory).startswith(SCRATCH_MOUNT.rstrip("/") + "/")
+
+
+def _mount_scratch(rwdirs: list[Path]) -> list[str]:
+    kept = [d for d in rwdirs if _under_scratch(Path(d))]
+    lines = ['scratch=$(disk_by_serial iolab-scratch) || exit 97']
+    for index, directory in enumerate(kept):
+        lines.append(f"mkdir -p {KEEP}/{index} && mount --bind {shlex.quote(str(directory))} {KEEP}/{index}")
+    lines += [
+        'mkfs.ext4 -q -F -L iolab-scratch "$scratch" >/dev/null || { echo "lab: cannot format $scratch" >&2; exit 97; }',
+        f'mount "$scratch" {SCRATCH_MOUNT} || {{ echo "lab: cannot mount $scratch" >&2; exit 97; }}',
+        f"mkdir -p {SCRATCH_MOUNT}/tmp && export TMPDIR={SCRATCH_MOUNT}/tmp",
+    ]
+    for index, directory in enumerate(kept):
+        quoted = shlex.quote(str(directory))
+        lines.append(f"mkdir -p {quoted} && mount --bind {KEEP}/{index} {quoted}")
+    return lines
+
+
+def _unmount_scratch(rwdirs: list[Path]) -> list[str]:
+    lines = ["cd / && sync"]
+    for directory in reversed([d for d in rwdirs if _under_scratch(Path(d))]):
+        lines.append(f"umount {shlex.quote(str(directory))} 2>/dev/null")
+    return lines + [f"umount {SCRATCH_MOUNT} 2>/dev/null"]
+
+
+def script(command: str, *, scratch: bool, n_disks: int, env: dict[str, str] | None = None,
+           cwd: Path | str = "/", rwdirs: list[Path] | None = None) -> str:
+    """The guest script: prepare disks, run ``command`` in ``cwd``, exit with its status."""
+    rwdirs = list(rwdirs or [])
+    serials = disk_serials((False, n_disks))
+    lines = ["#!/bin/sh", "# iolab lab guest prelude", _FIND_DISK,
+             "export PYTHONDONTWRITEBYTECODE=1 IOLAB_LAB=1", "IOLAB_LAB_DISKS="]
+    for serial in serials:
+        lines.append(f'd=$(disk_by_serial {serial}) || exit 97; IOLAB_LAB_DISKS="${{IOLAB_LAB_DISKS:+$IOLAB_LAB_DISKS }}$d"')
+    lines.append("export IOLAB_LAB_DISKS")
+    if scratch:
+        lines += _mount_scratch(rwdirs)
+    for key, value in (env or {}).items():
+        lines.append(f"export {key}={shlex.quote(value)}")
+    lines += [f"cd {shlex.quote(str(cwd))} || exit 97", "( " + command + "\n)", "rc=$?"]
+    if scratch:
+        lines += _unmount_scratch(rwdirs)
+    lines += ["exit $rc", ""]
+    return "\n".join(lines)

@@ -1,0 +1,211 @@
+"""Boot the lab VM, run one command inside, return its exit status.
+
+The VM is virtme-ng (``vng``) over qemu with TCG (``--disable-kvm``: a stock
+kernel hangs under this host's nested KVM) and ``-cpu Nehalem`` (no AVX: numpy's
+AVX2 paths crash under TCG's default CPU model). Scratch disks are sparse files
+in a temporary directory on disk (never tmpfs), attached with ``--disk`` and
+removed afterwards. The whole process group of ``vng`` (its ``virtme-run`` and
+qemu) is killed on timeout or Ctrl-C, so no qemu is left behind.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import IolabError
+from ..units import parse_size
+from . import guest
+
+log = logging.getLogger(__name__)
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+LAB_VENV_ENV = "IOLAB_LAB_VENV"
+KERNEL_ENV = "IOLAB_LAB_KERNEL"
+DEFAULT_DISK_DIR = "/var/tmp"
+
+
+@dataclass
+class LabConfig:
+    """What the VM gets.
+
+    ``scratch`` is the size of the first disk, which the guest formats (ext4) and
+    mounts on /var/tmp (iolab's default place for backing files, and $TMPDIR);
+    ``disks`` are further raw disks, visible in the guest as $IOLAB_LAB_DISKS in
+    order. ``rwdirs`` are host directories the guest may write (same path inside).
+    """
+    memory: str = "2G"
+    cpus: int = 2
+    scratch: str | None = "4G"
+    disks: list[str] = field(default_factory=list)
+    rwdirs: list[Path] = field(default_factory=list)
+    cwd: Path = CHECKOUT
+    timeout: float | None = None
+    kernel: Path | None = None
+    disk_dir: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def lab_venv() -> Path:
+    return Path(os.environ.get(LAB_VENV_ENV) or CHECKOUT / ".venv-lab")
+
+
+def find_vng() -> Path | None:
+    candidate = lab_venv() / "bin" / "vng"
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return candidate
+    found = shutil.which("vng")
+    return Path(found) if found else None
+
+
+def find_kernel() -> Path | None:
+    """The stock kernel to boot: $IOLAB_LAB_KERNEL, else the newest /boot/vmlinuz-*."""
+    env = os.environ.get(KERNEL_ENV)
+    if env:
+        return Path(env)
+    kernels = sorted(Path("/boot").glob("vmlinuz-*"), key=lambda p: _version_key(p.name))
+    return kernels[-1] if kernels else None
+
+
+def _version_key(name: str) -> list:
+    import re
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def availability() -> str | None:
+    """None when the lab VM can be booted here, else one sentence saying why not."""
+    if not shutil.which("qemu-system-x86_64"):
+        return "no qemu-system-x86_64 (Debian package qemu-system-x86)"
+    if find_kernel() is None:
+        return "no kernel under /boot (Debian package linux-image-amd64)"
+    if find_vng() is None:
+        return f"no virtme-ng (vng) in {lab_venv()} or on PATH (run tools/install-lab-deps.sh)"
+    if os.geteuid() != 0:
+        return "not root (the lab needs to read the kernel and run qemu as root)"
+    return None
+
+
+def _refuse_tmpfs(directory: Path) -> None:
+    best, fstype = "", ""
+    with open("/proc/self/mounts") as mounts:
+        for line in mounts:
+            parts = line.split()
+            point = parts[1].replace("\\040", " ")
+            inside = str(directory) == point or str(directory).startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= len(best):
+                best, fstype = point, parts[2]
+    if fstype in ("tmpfs", "ramfs"):
+        raise IolabError(f"is on {fstype}: scratch disks must be on disk, not in RAM",
+                         context=f"lab disk directory {directory}", hint="choose another directory")
+
+
+def _make_disks(workdir: Path, config: LabConfig) -> list[Path]:
+    sizes = ([config.scratch] if config.scratch else []) + list(config.disks)
+    files = []
+    for index, size in enumerate(sizes):
+        nbytes = parse_size(size, context=f"lab disk {index + 1} size")
+        path = workdir / f"disk{index}.img"
+        with open(path, "wb") as handle:
+            handle.truncate(nbytes)  # sparse: costs only what the guest writes
+        files.append(path)
+    return files
+
+
+def vng_argv(config: LabConfig, disks: list[Path], script: Path) -> list[str]:
+    """The vng command line. Disks are given to qemu directly (raw format, a
+    virtio-blk serial per disk, see :func:`guest.disk_serials`) rather than by
+    ``--disk``, which leaves qemu guessing the format and names them by path."""
+    kernel = config.kernel or find_kernel()
+    qemu = ["-cpu", "Nehalem"]
+    for index, (disk, serial) in enumerate(zip(disks, guest.disk_serials(disks_count(config)))):
+        if "," in str(disk) or " " in str(disk):
+            raise IolabError("must not contain ',' or spaces (qemu option syntax)", context=f"lab disk path {disk}")
+        qemu += ["-drive", f"if=none,id=iolab{index},file={disk},format=raw,cache=none,aio=threads",
+                 "-device", f"virtio-blk-pci,drive=iolab{index},serial={serial}"]
+    argv = [str(find_vng()), "--disable-kvm", "-r", str(kernel), "--memory", config.memory,
+            "--cpus", str(config.cpus), f"--qemu-opts={' '.join(qemu)}"]
+    for directory in config.rwdirs:
+        argv += ["--rwdir", str(directory)]
+    return argv + ["--exec", f"sh {script}"]
+
+
+def disks_count(config: LabConfig) -> tuple[bool, int]:
+    return bool(config.scratch), len(config.disks)
+
+
+def run_in_vm(command: str, config: LabConfig | None = None) -> int:
+    """Boot the VM, run ``command`` (a shell command line) inside, return its exit status.
+
+    Raises IolabError when the lab is not available here or the VM outlives
+    ``config.timeout``; Ctrl-C kills the VM and propagates.
+    """
+    config = config or LabConfig()
+    why_not = availability()
+    if why_not:
+        raise IolabError(why_not, context="lab VM")
+    disk_dir = Path(config.disk_dir or DEFAULT_DISK_DIR)
+    _refuse_tmpfs(disk_dir.resolve())
+    workdir = Path(tempfile.mkdtemp(prefix="iolab-lab-", dir=disk_dir))
+    try:
+        disks = _make_disks(workdir, config)
+        control = workdir / "control"
+        control.mkdir()
+        script = control / "guest.sh"
+        script.write_text(guest.script(command, scratch=bool(config.scratch), n_disks=len(config.disks),
+                                       env=config.env, cwd=config.cwd, rwdirs=config.rwdirs))
+        config = _with_rwdir(config, control)
+        return _boot(vng_argv(config, disks, script), config.timeout)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _with_rwdir(config: LabConfig, directory: Path) -> LabConfig:
+    from dataclasses import replace
+    return replace(config, rwdirs=[*config.rwdirs, directory])
+
+
+def _boot(argv: list[str], timeout: float | None) -> int:
+    env = dict(os.environ, PATH=f"{Path(argv[0]).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    log.info("lab: %s", " ".join(argv))
+    started = time.monotonic()
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        rc = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        raise IolabError(f"did not finish within {timeout:g} s and was killed", context="lab VM") from None
+    except BaseException:
+        _kill_group(process)
+        raise
+    log.info("lab: VM exited with %s after %.0f s", rc, time.monotonic() - started)
+    return rc
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """SIGTERM the VM's whole process group, SIGKILL what is left after 5 s, reap."""
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _group_alive(process.pid):
+            process.poll()
+            time.sleep(0.1)
+        if not _group_alive(process.pid):
+            break
+    process.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,68 @@
+"""Tests that run inside the lab VM (``make test`` boots it once: iolab/lab/tier.py).
+
+Every test here carries the ``lab`` marker. Outside the VM ($IOLAB_LAB unset)
+they are deselected, not skipped one by one. Inside, a session fixture checks
+that the guest is clean (no loop device, md array, dm device or iolab cgroup
+left) before the VM powers off.
+"""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+IN_LAB = os.environ.get("IOLAB_LAB") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if IN_LAB:
+        return
+    lab = [item for item in items if item.get_closest_marker("lab")]
+    if lab:
+        config.hook.pytest_deselected(items=lab)
+        items[:] = [item for item in items if not item.get_closest_marker("lab")]
+
+
+def leftovers() -> list[str]:
+    """What a lab test may have left in the guest: loop devices, md arrays, dm devices, cgroups."""
+    found = []
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.strip()
+    if loops:
+        found.append(f"loop devices: {loops}")
+    mdstat = Path("/proc/mdstat")
+    if mdstat.exists():
+        arrays = [line for line in mdstat.read_text().splitlines() if line.startswith("md")]
+        if arrays:
+            found.append(f"md arrays: {arrays}")
+    dm = subprocess.run(["dmsetup", "ls"], capture_output=True, text=True)
+    if dm.returncode == 0 and "No devices found" not in dm.stdout and dm.stdout.strip():
+        found.append(f"dm devices: {dm.stdout.strip()}")
+    cgroups = [str(p) for p in Path("/sys/fs/cgroup").rglob("*iolab*") if p.is_dir()]
+    if cgroups:
+        found.append(f"cgroups: {cgroups}")
+    mounts = [line for line in Path("/proc/self/mounts").read_text().splitlines() if "/mnt/iolab" in line]
+    if mounts:
+        found.append(f"mounts: {mounts}")
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def guest_left_clean():
+    yield
+    if IN_LAB:
+        assert leftovers() == [], "the lab tests left these behind in the guest"
+
+
+@pytest.fixture
+def clean_after():
+    """Per test: fail the test that leaves something behind, not the whole session."""
+    yield
+    assert leftovers() == []
+
+
+@pytest.fixture(scope="session")
+def lab_disks() -> list[str]:
+    """The raw disks attached to the VM (real virtio-blk block devices), in order."""
+    disks = os.environ.get("IOLAB_LAB_DISKS", "").split()
+    assert disks, "the lab VM was booted without raw disks"
+    return disks
