@@ -256,7 +256,8 @@ def cache_effects(summary: pd.DataFrame, pairs: dict[str, str] | None = None, *,
 
 
 def caveats(summary: pd.DataFrame, *, rules: Rules = Rules()) -> pd.DataFrame:
-    """One row per (flag, system) with the tests it concerns.
+    """One row per (flag, system) with the tests it concerns (``all_tests``: every test of that
+    system shown, so the prose says "all tests" instead of listing them).
 
     Flags come from the ``flags`` column (engine flags, ';'-joined) plus
     ``high_variance`` where the CoV exceeds ``rules.max_cov``.
@@ -274,10 +275,12 @@ def caveats(summary: pd.DataFrame, *, rules: Rules = Rules()) -> pd.DataFrame:
                 (row["test"], row["direction"]))
             if flag == "high_variance" and cov is not None and not pd.isna(cov):
                 worst[(flag, row["system"])] = max(worst.get((flag, row["system"]), 0.0), float(cov))
+    shown = {system: set(zip(part["test"], part["direction"])) for system, part in frame.groupby("system")}
     rows = [{"flag": flag, "system": system, "tests": list(dict.fromkeys(tests)),
-             "cov": worst.get((flag, system), math.nan)}
+             "cov": worst.get((flag, system), math.nan),
+             "all_tests": len(shown[system]) >= 2 and set(tests) >= shown[system]}
             for (flag, system), tests in found.items()]
-    return pd.DataFrame(rows, columns=["flag", "system", "tests", "cov"])
+    return pd.DataFrame(rows, columns=["flag", "system", "tests", "cov", "all_tests"])
 
 
 def pick_baseline(summary: pd.DataFrame) -> str | None:
@@ -452,7 +455,8 @@ def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules()) 
     out = []
     for _, row in found.iterrows():
         flag = row["flag"]
-        tests = i18n.join([_test(t, d, lang) for t, d in row["tests"]], lang)
+        tests = (_t("all_tests", lang) if row.get("all_tests", False)
+                 else i18n.join([_test(t, d, lang) for t, d in row["tests"]], lang))
         key = f"flags.{flag}" if i18n.has(f"flags.{flag}", lang) else "flags.other"
         cov = row.get("cov", math.nan)
         if flag == "high_variance" and cov is not None and not pd.isna(cov) and cov > rules.severe_cov:

@@ -40,7 +40,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import commentary, curves, i18n, tables
+from . import commentary, curves, i18n, tables, section_caveats
 from .errors import IolabError
 from .stats import split_flags, valid_rows
 from .tables import DASH, Table
@@ -95,6 +95,7 @@ class Section:
     figures: list = field(default_factory=list)
     sentences: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    caveats: list = field(default_factory=list)  # the flags of the rows shown (iolab.section_caveats)
 
     def __repr__(self) -> str:
         return (f"Section({self.kind!r}, {self.title!r}, {len(self.tables)} tables, {len(self.figures)} figures, "
@@ -116,7 +117,12 @@ class Section:
         parts += [t.to_markdown() for t in self.tables]
         if self.sentences or self.notes:
             parts.append(f"**{i18n.text('headings.commentary', self.lang)}**\n\n{self.findings}")
+        if self.caveats:
+            parts.append(self.caveats_markdown())
         return "\n\n".join(parts)
+
+    def caveats_markdown(self) -> str:
+        return i18n.text("commentary.caveats", self.lang) + "\n" + "\n".join(f"- {c}" for c in self.caveats)
 
     def show(self, display: Callable | None = None, *, level: int = 3) -> None:
         """Display in a notebook: heading, tables, figures (closed once shown), findings."""
@@ -133,6 +139,8 @@ class Section:
                 display(Markdown(fig.caption))
         if self.sentences or self.notes:
             display(Markdown(f"**{i18n.text('headings.commentary', self.lang)}**\n\n{self.findings}"))
+        if self.caveats:
+            display(Markdown(self.caveats_markdown()))
 
     def close(self) -> None:
         """Close the figures without showing them."""
@@ -359,6 +367,7 @@ def build(data: pd.DataFrame, *, lang: str = "en", context: pd.DataFrame | None 
         else:
             section = SECTIONS[kind](part, lang=lang)
         if section is not None:
+            section.caveats = section_caveats.caveat_lines(part, lang=lang)
             sections.append(section)
             covered = covered.union(index)
     rest = without_aggregates(data.drop(index=covered))

@@ -559,3 +559,48 @@ def test_compare_notebook_renders_every_section(rendered):
     assert f"### {i18n.text('sections.gnome.heading', 'ja')}" in jmd
     assert f"### {i18n.text('sections.pg.heading', 'ja')}" in jmd
     assert "整合する" in jmd and "Bonnie++" not in jmd
+
+
+# =========================================================================== caveats of every section
+
+from iolab.stats import HIGH_VARIANCE_COV  # noqa: E402
+
+CAVEAT_FLAGS = ["v1_writeback", "emulated_latency", "cache_suspect", "cpu_bound", "high_variance",
+                "too_short", "small_file"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_every_section_shows_the_caveats_of_its_rows(store, lang):
+    """Each recipe's section, from the fixture runs with one flag per system: the flag's sentence is there
+    (the compare notebook's Bonnie++ and hdparm sections dropped v1_writeback & co.)."""
+    seen = set()
+    for name in store.recipes:
+        rows = recipe_rows(store, name).copy()
+        for i, flag in enumerate(CAVEAT_FLAGS):
+            flagged = rows.copy()
+            flagged["flags"] = flagged["flags"].fillna("").astype(str) if "flags" in flagged else ""
+            system = sorted(set(flagged["system"]))[i % flagged["system"].nunique()]
+            mine = flagged["system"] == system
+            flagged.loc[mine, "flags"] = flagged.loc[mine, "flags"].map(lambda v: f"{v};{flag}" if v else flag)
+            found, _ = sections.build(flagged, lang=lang)
+            for section in found:
+                if not set(sections.measured_systems(flagged)) & {system}:
+                    continue
+                sentence = i18n.text(f"flags.{flag}", lang, system=system, tests="",
+                                     threshold=i18n.percent(HIGH_VARIANCE_COV), cov="")
+                tail = sentence.split("):", 1)[1].strip() if "):" in sentence else sentence[-30:]
+                assert any(f"**{system}**" in c and tail in c for c in section.caveats), (name, section.kind, flag)
+                assert tail in section.markdown()
+                seen.add(section.kind)
+    assert {"bonnie", "hdparm", "tiobench", "gnome-disks", "qd-sweep", "pgbench"} <= seen
+
+
+def test_a_flag_on_every_test_says_all_tests(store):
+    rows = recipe_rows(store, "bonnie").copy()
+    system = sorted(set(rows["system"]))[0]
+    rows["flags"] = ""
+    rows.loc[rows["system"] == system, "flags"] = "v1_writeback"
+    bonnie = [s for s in sections.build(rows, lang="en")[0] if s.kind == "bonnie"][0]
+    assert any(c.startswith(f"**{system}** (all tests):") for c in bonnie.caveats), bonnie.caveats
+    ja = [s for s in sections.build(rows, lang="ja")[0] if s.kind == "bonnie"][0]
+    assert any(f"**{system}**" in c and "全テスト" in c for c in ja.caveats)

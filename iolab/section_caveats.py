@@ -1,0 +1,44 @@
+"""The caveats of the rows a report section shows: every engine flag, once, naming its tests.
+
+A section of the compare notebook (Bonnie++, hdparm, tiobench, ...) shows
+figures from rows that may carry flags (``v1_writeback``, ``cache_suspect``,
+``emulated_latency``, ...). :func:`caveat_lines` turns those rows' flags into
+the same sentences the generic commentary uses (:func:`iolab.commentary.caveats`),
+so no section shows a figure without its caveat.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import commentary
+from .stats import split_flags
+
+#: Flags that describe the rows rather than warn about them (a fleet's sum of hosts).
+NOT_CAVEATS = {"fleet_aggregate"}
+
+
+def flagged_summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (system, test, direction) with the union of its rows' flags."""
+    if rows.empty or "flags" not in rows.columns:
+        return pd.DataFrame(columns=["system", "test", "direction", "value", "flags"])
+    frame = pd.DataFrame({
+        "system": rows["system"].astype(str) if "system" in rows else rows["label"].astype(str),
+        "test": rows["test"].astype(str) if "test" in rows else "",
+        "direction": rows["direction"].fillna("").astype(str) if "direction" in rows else "",
+        "flags": rows["flags"].map(lambda v: [f for f in split_flags(v) if f not in NOT_CAVEATS]),
+    })
+    out = []
+    for (system, test, direction), part in frame.groupby(["system", "test", "direction"], sort=False):
+        flags = list(dict.fromkeys(f for flags in part["flags"] for f in flags))
+        out.append({"system": system, "test": test, "direction": direction, "value": 1.0,
+                    "flags": ";".join(flags)})
+    return pd.DataFrame(out, columns=["system", "test", "direction", "value", "flags"])
+
+
+def caveat_lines(rows: pd.DataFrame, *, lang: str) -> list[str]:
+    """The caveat sentences for the flags of ``rows`` (empty when none is flagged)."""
+    summary = flagged_summary(rows)
+    if summary.empty or not (summary["flags"] != "").any():
+        return []
+    found = commentary.caveats(summary)
+    return commentary.caveat_sentences(found, lang=lang) if not found.empty else []
