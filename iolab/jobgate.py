@@ -68,7 +68,8 @@ class Access:
     """One path a job opens, and what it does there.
 
     ``path`` is absolute (``os.path.abspath``, symlinks not resolved);
-    ``kind`` is ``file``, ``device`` (a block device) or ``directory``;
+    ``kind`` is ``file``, ``device`` (a block device) or ``directory``, as
+    this machine sees the path (one that does not exist is a ``file``);
     ``option`` the fio option that named it (``filename``, ``directory``,
     ``filename_format``, ``opendir``, ``write_iolog``, ..., or ``layout``
     for iolab's own layout pass); ``why`` says what makes it write or trim
@@ -440,11 +441,14 @@ def check(recipe, targets, *, confirm=None, allow: Allowances | None = None) -> 
     refused = [(a, f"outside the targets ({', '.join(roots)})",
                 f"name it with --target, or allow it on purpose with --allow-path {a.path}")
                for a in outside(unique, roots)]
+    problems: dict = {}  # one verdict per path, however many jobs write it
     for access in unique:
         if access.destructive:
-            problem = _destructive_problem(access, confirms)
-            if problem:
-                refused.append((access, *problem))
+            key = (os.path.realpath(access.path), access.kind)
+            if key not in problems:
+                problems[key] = _destructive_problem(access, confirms)
+            if problems[key]:
+                refused.append((access, *problems[key]))
     if refused:  # the most telling first: a device, then a file, then a directory
         refused.sort(key=lambda item: ("device", "file", "directory").index(item[0].kind))
         access, why, hint = refused[0]
