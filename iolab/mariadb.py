@@ -99,6 +99,25 @@ def free_port(preferred: int | None = None) -> int:
         return sock.getsockname()[1]
 
 
+def _run_group(argv, *, cwd) -> subprocess.CompletedProcess:
+    """Run ``argv`` in a process group of its own; interrupted: the whole group is killed.
+
+    ``mariadb-install-db`` is a shell script that starts ``mariadbd --bootstrap``: killing
+    only the script (what subprocess.run does on Ctrl-C) would leave that server writing
+    into the directory being removed.
+    """
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 class Server:
     """One server under ``parent/iolab-sqlbench``; see the module docstring."""
 
@@ -136,7 +155,7 @@ class Server:
         argv = self.account.wrap([self.binaries["install_db"], "--no-defaults", f"--datadir={self.data}",
                                   "--auth-root-authentication-method=normal", "--skip-test-db",
                                   "--skip-name-resolve"])
-        proc = subprocess.run(argv, capture_output=True, text=True, cwd=self.root)
+        proc = _run_group(argv, cwd=self.root)
         (self.log_dir / "install-db.txt").write_text(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}"
                                                      f"[exit {proc.returncode}]\n")
         if proc.returncode != 0:
@@ -230,8 +249,27 @@ class Server:
         return {k.strip(): int(v) for k, v in (line.split(":") for line in text.splitlines())}
 
     # ---- clean-up
+    def _orphan(self) -> int | None:
+        """The server's PID from its pid file when we lost its handle (interrupted inside popen), if it is ours."""
+        try:
+            pid = int((self.root / "mariadbd.pid").read_text().split()[0])
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if os.fsencode(f"--datadir={self.data}") in cmdline.split(b"\0") else None
+
     def stop(self) -> list[str]:
         steps = []
+        if self.proc is None and self.created:
+            pid = self._orphan()
+            if pid is not None:
+                log.warning("stopping mariadbd (PID %d) found by its pid file", pid)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                steps.append("SIGKILL (pid file)")
+                deadline = time.monotonic() + STOP_TIMEOUT_S
+                while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+                    time.sleep(0.05)
         if self.proc is None or self.proc.poll() is not None:
             return steps
         steps.append("SIGTERM")

@@ -165,6 +165,7 @@ class Engine:
             server = Server(base, log_dir=self.run.path / "raw", buffer_pool=options["buffer_pool"],
                             binaries=binaries, account=account, port=options["port"], settings=options["settings"])
             stack.callback(self._destroy, server, info)
+            self.run.update(isolation=sandbox.describe())  # recorded before anything can fail
             server.create()
             sandbox.prepare_test()
             server.start(popen=sandbox.popen)
