@@ -77,7 +77,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import commands, devices, loopdev, yamlfile
+from . import commands, devices, loopdev, plan_limits, yamlfile
 from .errors import IolabError
 from .store import atomic_write
 from .units import human_size, parse_size
@@ -408,6 +408,7 @@ def load_plan(path: str | os.PathLike) -> Plan:
         use(fs.device, f"filesystems[{i}].device")
     if not (plan.loops or plan.devices or plan.raids or plan.tables or plan.filesystems):
         f.fail("(top level)", "the plan does nothing", "add loop_devices, devices, raid, partitions or filesystems")
+    plan_limits.check_sizes(plan, f.fail)  # what mkfs rejects, what storage cannot hold
     # partition sizes against the known size of a loop device
     for i, table in enumerate(plan.tables):
         loop = next((l for l in plan.loops if l.name == table.device), None)

@@ -96,6 +96,41 @@ def test_validation_names_file_and_field(tmp_path, mutate, field, words):
     assert words in message
 
 
+@pytest.mark.parametrize("mutate, field, words", [
+    # mkfs.xfs: "Filesystem must be larger than 300MB"
+    (lambda p: p["loop_devices"][1].update(size="256M"), "filesystems[1].device",
+     "mkfs.xfs needs at least 300.0 MiB: make loop_devices[1].size larger"),
+    (lambda p: p["filesystems"][1].update(options="-d su=64k,sw=2"), "filesystems[1].device",
+     "mkfs.xfs needs at least 513.0 MiB"),
+    (lambda p: p["loop_devices"][0].update(size="100000T"), "loop_devices[0].size", "not a plausible size"),
+    (lambda p: p["partitions"][0]["parts"][0].update(size="100000T"), "partitions[0].parts[0].size",
+     "not a plausible size"),
+    # the example raid0-loops before its fix: 2 x 256 MiB in RAID0 under xfs ("Log size must be at least 64MB")
+    (lambda p: (p["loop_devices"][1].update(size="256M"),
+                p["loop_devices"].append({"name": "disk3", "file": "images/disk3.img", "size": "256M"}),
+                p.update(raid=[{"name": "r0", "level": 0, "members": ["disk2", "disk3"]}]),
+                p["filesystems"][1].update(device="r0")), "filesystems[1].device", "r0 is 510.0 MiB"),
+])
+def test_sizes_mkfs_rejects_or_storage_cannot_hold(tmp_path, mutate, field, words):
+    plan = two_loops(tmp_path)
+    mutate(plan)
+    message = error_of(tmp_path, plan)
+    assert message.startswith(f"{tmp_path / 'plan.yaml'}: {field}:"), message
+    assert words in message, message
+
+
+def test_loop_file_larger_than_its_file_system_refused_at_dry_run(tmp_path, iolab):
+    plan = two_loops(tmp_path)
+    free_fs = os.statvfs(tmp_path)
+    plan["loop_devices"][0]["size"] = str(free_fs.f_blocks * free_fs.f_frsize + 1024**3)
+    import yaml
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    result = iolab("setup", path, "--dry-run")
+    assert result.returncode == 2
+    assert "loop_devices[0].size" in result.stderr and "more than the file system holding" in result.stderr
+
+
 def test_invalid_yaml_and_empty_plans(tmp_path):
     assert "not valid YAML at line 2, column 9" in error_of(tmp_path, "name: x\nsize: 1G: 2\n")
     assert "the plan is empty" in error_of(tmp_path, "")
