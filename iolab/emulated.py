@@ -289,6 +289,8 @@ def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLik
         dev = blockstat.device_for(device)
         # the flag outlives the attachment: give the next user of this loop device the old value
         previous = dev.queue("rotational")
+        ownership.record("loop", device, undo=f"losetup --detach {device}", backing_file=backing,
+                         rotational_before=previous)  # a reaper gives the next user the old flag too
         _set_queue(device, "rotational", "1" if profile.rotational else "0")
         if previous is not None:
             undo.callback(_set_queue, device, "rotational", previous)

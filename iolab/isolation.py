@@ -372,9 +372,16 @@ class HugePagePool:
             before = self.total()
             if not pages:
                 return before, before
-            after = self.set_total(max(0, before - int(pages)))
-            _outstanding_pages -= min(int(pages), max(0, before - after))
+            held = _outstanding_pages
+            # marked first: killed between the mark and the write, the pages leak (a reaper
+            # gives back too few) rather than a reaper later taking pages another run holds
+            _outstanding_pages = max(0, held - int(pages))
             _mark_holder()
+            try:
+                after = self.set_total(max(0, before - int(pages)))
+            finally:
+                _outstanding_pages = held - min(int(pages), max(0, before - self.total()))
+                _mark_holder()
             return before, after
 
 

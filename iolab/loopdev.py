@@ -69,6 +69,12 @@ def undo_stale(device: str, details: dict, *, dry_run: bool) -> str | None:
     if dry_run:
         return f"would detach loop device {device} ({now})"
     commands.run(["losetup", "--detach", device])
+    rotational = details.get("rotational_before")
+    if rotational is not None:  # the queue flag outlives the attachment
+        try:
+            (_sys(device) / "queue" / "rotational").write_text(str(rotational))
+        except OSError as exc:
+            log.warning("cannot restore rotational=%s on %s: %s", rotational, device, exc.strerror)
     return f"detached loop device {device} ({now})"
 
 

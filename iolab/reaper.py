@@ -80,10 +80,15 @@ def _from_names(known: dict) -> list[Stale]:
 
 
 def find_stale() -> list[Stale]:
-    """Every object whose owner is gone, in undo order."""
+    """Every object whose owner is gone, in undo order.
+
+    Not root: only this user's ledger (the machine's loop devices, mounts and
+    cgroups are root's to undo, and a warning on every run would help nobody).
+    """
     known = {(r.kind, r.id): r for r in ownership.records()}
     stale = [Stale(r.kind, r.id, r.owner.pid, r.details, r) for r in known.values() if not r.owner.alive()]
-    stale += _from_names(known)
+    if os.geteuid() == 0:
+        stale += _from_names(known)
     return sorted(stale, key=lambda s: (ORDER.index(s.kind), s.id))
 
 

@@ -2,9 +2,10 @@
 
 Imported by test_cgroups, test_isolation, test_blockstat and test_emulated.
 The ``machine_clean`` fixtures check, after every test and every module, that
-this test process left no iolab cgroup, no loop device, no mount and no huge
-page behind -- and clean up whatever it finds (so one failure does not spill
-into the next test) before failing.
+this test process left no iolab cgroup, no loop device, no mount, no huge
+page and no ownership record (:mod:`iolab.ownership`) behind -- and clean up
+whatever it finds (so one failure does not spill into the next test) before
+failing.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab import cgroups, emulated, isolation
+from iolab import cgroups, emulated, isolation, ownership
 from iolab.cgroups import Group
 
 IS_ROOT = os.geteuid() == 0
@@ -102,6 +103,10 @@ def check_and_clean(hugepages_before: int | None, others_before: list[str] = ())
     for loop in emulated.leftovers(owner=pid):
         problems.append(f"loop device left: {loop['device']} -> {loop['backing_file']}")
         subprocess.run(["losetup", "--detach", loop["device"]], check=False)
+    for rec in ownership.records():  # every object undone must have dropped its record too
+        if rec.owner.pid == pid:
+            problems.append(f"ownership record left: {rec.describe()} ({rec.path})")
+            ownership.drop(rec)
     if isolation.outstanding_hugepages():
         problems.append(f"{isolation.outstanding_hugepages()} huge pages not given back by this process")
     if hugepages_before is not None and Path("/proc/sys/vm/nr_hugepages").exists():
