@@ -18,6 +18,7 @@ Recipe ``options``::
 
     options:
       scale: 1.0                  # fraction of sql-bench's published loop counts and sizes
+      storage_engine: InnoDB      # or MyISAM (the tables' engine: fsync per commit, or none)
       preset_scale: {quick: 0.01} # the scale a preset (--preset) runs at
       buffer_pool: 128M           # innodb_buffer_pool_size; at most a quarter of the memory limit
       port: null                  # preferred TCP port (in use: another is picked)
@@ -55,12 +56,15 @@ from .units import human_size, parse_size
 
 log = logging.getLogger(__name__)
 
-OPTION_KEYS = {"scale", "preset_scale", "buffer_pool", "port", "user", "settings"}
+OPTION_KEYS = {"scale", "preset_scale", "buffer_pool", "port", "user", "settings", "storage_engine"}
+#: InnoDB: fsync per commit (MySQL >= 5.5's default); MyISAM: no commit flush, only table files are
+#: synced when created (MySQL 5.1's default engine, what a 2013 CentOS 6 server ran).
+STORAGE_ENGINES = ("InnoDB", "MyISAM")
 TEST_FIELDS_OK = {"name", "description", "rw", "bs", "runtime"}
 DEFAULT_BUFFER_POOL = "128M"
 MIN_BUFFER_POOL = 8 * 1024**2
-EXTRA_COLUMNS = ["target", "tool", "job", "valid", "flags", "scale", "dev_read_bytes", "dev_write_bytes",
-                 "dev_read_ios", "dev_write_ios", "server_read_bytes", "server_write_bytes", "fsyncs",
+EXTRA_COLUMNS = ["target", "tool", "job", "valid", "flags", "scale", "storage_engine", "dev_read_bytes",
+                 "dev_write_bytes", "dev_read_ios", "dev_write_ios", "server_read_bytes", "server_write_bytes", "fsyncs",
                  "buffer_pool_bytes", "cg_peak_bytes", "cg_cache_bytes", "wall_s"]
 STATUS = ("Innodb_data_fsyncs", "Innodb_os_log_fsyncs", "Innodb_data_reads", "Innodb_data_writes")
 
@@ -89,6 +93,10 @@ def parse_options(recipe, *, mem_limit: int | None = None) -> dict:
     port = data.get("port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1024 <= port <= 65535):
         raise IolabError(f"must be a TCP port 1024-65535, got {port!r}", context=f"{ctx}.port")
+    engine = data.get("storage_engine", "InnoDB")
+    if engine not in STORAGE_ENGINES:
+        raise IolabError(f"must be one of {', '.join(STORAGE_ENGINES)}, got {engine!r}",
+                         context=f"{ctx}.storage_engine")
     settings = data.get("settings") or {}
     if not isinstance(settings, dict) or any(isinstance(v, (dict, list)) for v in settings.values()):
         raise IolabError("must map mariadbd option names to single values", context=f"{ctx}.settings")
@@ -101,7 +109,8 @@ def parse_options(recipe, *, mem_limit: int | None = None) -> dict:
         if ignored:
             raise IolabError(f"{ignored[0]!r} means nothing to sql-bench", context=f"{tctx}.{ignored[0]}")
     return {"scale": float(scale), "buffer_pool": pool, "port": port, "user": data.get("user"),
-            "settings": {str(k): str(v) for k, v in settings.items()}}
+            "storage_engine": engine,
+            "settings": {"default-storage-engine": engine, **{str(k): str(v) for k, v in settings.items()}}}
 
 
 class _Database:
@@ -148,7 +157,8 @@ class Engine:
     def execute(self) -> None:
         from .isolation import open_sandbox
         options, target, binaries, account = self._check()
-        info = {"server": None, "scale": options["scale"], "buffer_pool_bytes": options["buffer_pool"],
+        info = {"server": None, "scale": options["scale"], "storage_engine": options["storage_engine"],
+                "buffer_pool_bytes": options["buffer_pool"],
                 "mem_limit": self.mem_limit, "bw_mbps_iops": "NaN: sql-bench times statements; device bytes are "
                 "in dev_read_bytes/dev_write_bytes", "cleanup": None}
         self.run.update(sqlbench=info)
@@ -270,6 +280,7 @@ class Engine:
                "cpu_sys_pct": math.nan, "io_bytes": math.nan, "runtime_s": round(elapsed, 3),
                "isolation": sandbox.mode, "error": error, "target": self.targets[0].name, "tool": "sql-bench",
                "job": stem, "flags": "oom_killed" if evidence.get("oom_killed") else None, "scale": scale,
+               "storage_engine": options["storage_engine"],
                "dev_read_bytes": device.get("read_bytes"), "dev_write_bytes": device.get("write_bytes"),
                "dev_read_ios": device.get("read_ios"), "dev_write_ios": device.get("write_ios"),
                "server_read_bytes": _diff(io_after, before[1], "read_bytes"),
