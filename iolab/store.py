@@ -15,6 +15,7 @@ repetition so an interrupted run keeps everything it measured.
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import json
 import logging
 import os
@@ -238,6 +239,28 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         raise IolabError(f"unreadable manifest: {exc}", context=str(path)) from exc
 
 
+def _check_complete(csv: Path) -> None:
+    """A results.csv cut short (a copy or a disk that filled up) is refused, not read as NaNs.
+
+    iolab writes it atomically, always ending in a newline, with every row as
+    wide as the header: a missing final newline or a short row means the file
+    is not the one iolab wrote.
+    """
+    import csv as csv_mod
+    try:
+        text = csv.read_text(errors="replace")
+    except OSError as exc:
+        raise IolabError(f"unreadable results: {exc.strerror}", context=str(csv)) from exc
+    if not text.endswith("\n"):
+        raise IolabError("truncated results: the last line is incomplete", context=str(csv),
+                         hint="copy the run directory again, or delete results.csv to load nothing from it")
+    rows = csv_mod.reader(io.StringIO(text, newline=""))  # quoted fields may hold newlines
+    width = len(next(rows, []))
+    for number, row in enumerate(rows, start=2):
+        if len(row) != width:
+            raise IolabError(f"truncated results: line {number} has {len(row)} of {width} fields", context=str(csv))
+
+
 def load(path: str | os.PathLike = "data") -> pd.DataFrame:
     """Every run at or below ``path`` as one tidy DataFrame.
 
@@ -251,6 +274,7 @@ def load(path: str | os.PathLike = "data") -> pd.DataFrame:
         csv = run_dir / RESULTS
         if not csv.is_file() or csv.stat().st_size == 0:
             continue
+        _check_complete(csv)
         try:
             frame = pd.read_csv(csv, keep_default_na=True)
         except (ValueError, OSError) as exc:

@@ -125,3 +125,19 @@ def test_interrupt_orphans_is_not_fooled_by_a_reused_pid(tmp_path):
     legacy.save_manifest()
     assert interrupt_orphans(tmp_path) == []  # no owner recorded: nobody can tell
     assert read_manifest(legacy.path)["status"] == "running"
+
+
+def test_a_truncated_results_file_is_refused_not_read_as_nans(tmp_path):
+    run = Run.create(tmp_path, recipe="quick", host="h")
+    run.add_results(rows(run, 3))
+    csv = run.path / "results.csv"
+    whole = csv.read_text()
+    assert len(iolab.load(tmp_path)) == 3
+    csv.write_text(whole[: whole.rindex(",100") + 2])  # cut inside the last row, as a full disk would
+    with pytest.raises(IolabError, match="truncated results") as info:
+        iolab.load(tmp_path)
+    assert "results.csv" in str(info.value)
+    lines = whole.splitlines(keepends=True)
+    csv.write_text("".join(lines[:-1]) + ",".join(lines[-1].split(",")[:5]) + "\n")  # a short last row
+    with pytest.raises(IolabError, match="line 4 has 5 of"):
+        iolab.load(tmp_path)
