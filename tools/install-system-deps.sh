@@ -33,6 +33,10 @@ fi
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
   missing+=(postgresql)
 fi
+# Japanese reports: a CJK font for the browser (HTML) and for the charts' fallback
+if command -v fc-list >/dev/null 2>&1 && [ -z "$(fc-list :lang=ja family 2>/dev/null)" ]; then
+  missing+=(fonts-ipaexfont-gothic)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
