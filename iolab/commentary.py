@@ -16,7 +16,7 @@ Computation (:func:`winners`, :func:`versus`, :func:`group_ranges`,
   confidence intervals overlap, or when they differ by at most ``tolerance``
   (default 3%).
 * **Against a baseline**: per group of tests, the range of each system's factor
-  over the baseline (``2.1-2.9x``); factors all within ``par`` (10%) are "on par".
+  over the baseline (``2.1-2.9x``); factors all within ``tolerance`` (a tie) are "on par".
 * **Cache**: a system marked not cache-isolated is compared with the isolated
   system on the same device; a factor >= ``inflated`` (10x) cannot come from the
   device and is reported as inflated by the page cache, >= ``helped`` (2x) as
@@ -123,7 +123,7 @@ def winners(summary: pd.DataFrame, *, higher: bool | None = None, rules: Rules =
                "winner": best["system"], "value": best["value"], "runner_up": None,
                "runner_value": math.nan, "factor": math.nan, "close": "", "tied": [best["system"]],
                "low": best["value"], "high": best["value"], "ci_pct": math.nan,
-               "unmeasurable": too_fast, "higher": up}
+               "unmeasurable": too_fast, "higher": up, "n_systems": len(pool)}
         if best.get("n", 1) >= 2 and not pd.isna(best["ci_high"]) and best["value"]:
             row["ci_pct"] = (best["ci_high"] - best["ci_low"]) / 2 / abs(best["value"])
         if len(pool) >= 2:
@@ -189,7 +189,7 @@ def group_ranges(vs: pd.DataFrame, groups: dict[str, list[str]], *, rules: Rules
     """Per group and system: the lowest and highest factor over the baseline.
 
     Columns: ``group, tests, system, low, high, on_par`` (all factors within
-    ``rules.par`` of 1), ``spread`` (largest distance from 1, as a fraction).
+    ``rules.tolerance`` of 1: the tie rule of :mod:`iolab.verdicts`), ``spread`` (largest distance from 1, as a fraction).
     """
     rows = []
     for group, tests in groups.items():
@@ -201,7 +201,7 @@ def group_ranges(vs: pd.DataFrame, groups: dict[str, list[str]], *, rules: Rules
             factors = part[part["system"] == system]["factor"]
             spread = float((factors - 1).abs().max())
             rows.append({"group": group, "tests": present, "system": system, "low": float(factors.min()),
-                         "high": float(factors.max()), "on_par": spread <= rules.par, "spread": spread})
+                         "high": float(factors.max()), "on_par": spread <= rules.tolerance, "spread": spread})
     return pd.DataFrame(rows, columns=["group", "tests", "system", "low", "high", "on_par", "spread"])
 
 
@@ -344,6 +344,8 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
         test = _test(row["test"], row["direction"], lang)
         value = _value(row["value"], row["unit"], lang, published=published)
         up = bool(row["higher"])
+        # with two systems the other one is not a "runner-up": name it
+        against = _t("runner_two" if row.get("n_systems", 3) == 2 else "runner_many", lang, runner=row["runner_up"])
         if row["close"]:
             spread = (row["high"] - row["low"]) / row["high"] if row["high"] else 0.0
             key = "tie_ci" if row["close"] == "ci" else "tie_pct" if spread > 0 else "tie_equal"
@@ -356,10 +358,11 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
             direction = "higher" if up else "lower"
             if f < rules.pct_below:
                 sentence = _t(f"lead_pct_{direction}", lang, test=test, winner=row["winner"], value=value,
-                              runner=row["runner_up"], pct=i18n.percent(verdicts.pct_difference(row["value"], row["runner_value"])))
+                              runner=row["runner_up"], against=against,
+                              pct=i18n.percent(verdicts.pct_difference(row["value"], row["runner_value"])))
             else:
                 sentence = _t(f"lead_factor_{direction}", lang, test=test, winner=row["winner"], value=value,
-                              runner=row["runner_up"], factor=i18n.factor(f),
+                              runner=row["runner_up"], factor=i18n.factor(f), against=against,
                               runner_value=_value(row["runner_value"], row["unit"], lang, published=published))
         if not pd.isna(row["ci_pct"]) and not row["close"]:
             sentence += _t("ci", lang, pct=i18n.percent(row["ci_pct"]))
@@ -402,8 +405,10 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
             items.append(_t("vs_rest", lang, n=len(rest), factor=_range(factors.min(), factors.max()),
                             median=i18n.factor(float(((rest["low"] + rest["high"]) / 2).median()))))
         if not on_par.empty:
-            items.append(_t("vs_par", lang, systems=i18n.join_capped(on_par["system"], lang, rules.max_listed),
-                            pct=i18n.percent(max(on_par["spread"].max(), 0.0)) if on_par["spread"].max() > 0 else "0"))
+            spread = float(on_par["spread"].max())
+            items.append(_t("vs_par" if i18n.percent(spread) not in ("0.0", "0") else "vs_equal", lang,
+                            systems=i18n.join_capped(on_par["system"], lang, rules.max_listed),
+                            pct=i18n.percent(max(spread, 0.0))))
         key = "vs_group_single" if test_names == title else "vs_group"
         out.append(_t(key, lang, group=title, tests=test_names, baseline=baseline,
                       items=i18n.join(items, lang) if lang == "en" else "、".join(items)))

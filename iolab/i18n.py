@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from pathlib import Path
 
 import yaml
@@ -56,7 +57,23 @@ def text(key: str, lang: str, **fields) -> str:
         template = _lookup(key, lang)
     except KeyError:
         raise IolabError(f"no text for {key!r}", context=f"locale {lang}") from None
-    return str(template).format(**fields) if fields else str(template)
+    template = str(template)
+    if fields and "{" in template:
+        template = _PLURAL.sub(lambda m: _plural(m, fields), template)
+    return template.format(**fields) if fields else template
+
+
+#: ``{n|repetition|repetitions}`` in a template: the singular when field ``n`` is 1, else the plural.
+_PLURAL = re.compile(r"\{(\w+)\|([^|{}]*)\|([^|{}]*)\}")
+
+
+def _plural(match, fields) -> str:
+    value = fields.get(match.group(1))
+    try:
+        one = float(str(value).replace(",", "")) == 1
+    except ValueError:
+        one = False
+    return match.group(2) if one else match.group(3)
 
 
 def has(key: str, lang: str) -> bool:

@@ -130,7 +130,7 @@ def test_qd_sweep_knee_table_sentences_and_plot(japanese):
     assert "**fast**: IOPS saturate at about 40,000 at OIO 8; beyond it p99 latency grows 98% (OIO 16: +1.0% IOPS)." \
         in sentences
     assert "**slow**: IOPS keep growing up to OIO 32 (3,900): no knee within the sweep." in sentences
-    assert "**RND4K read, highest IOPS**: fast leads with 40,600 IOPS, 10x the runner-up slow." in sentences
+    assert "**RND4K read, highest IOPS**: fast leads with 40,600 IOPS, 10x that of slow." in sentences
 
     ax = section.figures[0].axes[0]
     knee = [a for a in ax.get_children() if a.get_gid() == "knee"]
@@ -223,7 +223,7 @@ def test_gnome_disks_summary_decline_flatness_and_plot(japanese):
            "150 MB/s on average)." in sentences  # 150.5, rounded as the table rounds it
     assert "**flash**: flat within ±0.0% along the device (500 MB/s on average)." in sentences
     assert "growing with the seek distance" in sentences and "independent of the seek distance" in sentences
-    assert "**Average read rate**: flash leads with 500 MB/s, 3.3x the runner-up disk." in sentences
+    assert "**Average read rate**: flash leads with 500 MB/s, 3.3x that of disk." in sentences
     # a 10% dip in the middle is not flat, though the ends are equal
     dip = data.copy()
     middle = (dip["system"] == "flash") & (dip["test"] == "read-rate") & dip["position"].between(0.4, 0.49)
@@ -275,7 +275,7 @@ def test_bonnie_tables_in_bonnies_shape_with_the_original_beside(store, japanese
     assert "| HDD (emulated) | bonnie++ 2.00a | 1G | 1190 | 98 |" in section.tables[0].to_markdown()
 
     sentences = texts(section)
-    assert "**Block output**: NVMe leads with 1,912,000 K/sec, 20x the runner-up HDD (emulated)." in sentences
+    assert "**Block output**: NVMe leads with 1,912,000 K/sec, 20x that of HDD (emulated)." in sentences
     assert ("**Block input**: NVMe finished in under 0.5 s (iolab (fio + Python) and bonnie++ 2.00a): +++++, "
             "too fast for bonnie++ to time (iolab measured 3,460 MB/s). HDD (emulated): 98,760 K/sec.") in sentences
     assert "Block input: HDD" not in sentences and "no other system to compare with" not in sentences
@@ -326,7 +326,7 @@ def test_tiobench_tables_and_slow_operations(store, japanese):
     assert random_writes.data.loc["HDD (emulated)", "Avg latency (ms)"] == pytest.approx(8 * 4096 / 1.95e6 * 1e3,
                                                                                          rel=1e-3)
     sentences = texts(section)
-    assert "**Random Writes**: SATA SSD (emulated) leads with 118 MB/s, 61x the runner-up HDD (emulated)." in sentences
+    assert "**Random Writes**: SATA SSD (emulated) leads with 118 MB/s, 61x that of HDD (emulated)." in sentences
     assert ("**HDD (emulated)**, Random Writes: 0.31% of the operations took longer than 2 s and 0.012% longer "
             "than 10 s (worst 14.2 s).") in sentences
     assert "SATA SSD (emulated)**, " not in sentences  # no slow operations there
@@ -384,7 +384,7 @@ def test_hdparm_mean_sd_mib_and_the_original(japanese):
     sentences = texts(section)
     assert ('**box · sda**: buffered disk reads 100 MB/s = 95.4 MiB/s (hdparm prints "95.4 MB/sec"), SD 1.6% over '
             '5 passes. Cached reads 10,000 MB/s (9,540 MiB/s).') in sentences
-    assert "**Timing buffered disk reads (-t)**: box · sdb leads with 500 MB/s, 5.0x the runner-up box · sda." \
+    assert "**Timing buffered disk reads (-t)**: box · sdb leads with 500 MB/s, 5.0x that of box · sda." \
         in sentences
     assert ("**box · sda**, hdparm itself against iolab's equivalent: Timing buffered disk reads (-t): hdparm "
             "97.3 MiB/s, iolab 95.4 (-2.0%).") in sentences
@@ -549,7 +549,7 @@ def test_compare_notebook_renders_every_section(rendered):
     for key in ("qd", "scaling", "gnome", "bonnie", "tio", "hdparm", "pg", "fleet"):
         assert f"### {i18n.text(f'sections.{key}.heading', 'en')}" in md, key
     assert "## Recipe: quick" in md and "**Throughput (MB/s)" in md  # the generic shape for the rest
-    assert "compares 10 systems" in md
+    assert "covers 10 systems" in md
     assert "| 1 hosts |" not in md and "3 hosts ·" not in md
     assert "IOPS saturate at about" in md and "consistent with its 6.6" in md
     assert len(en.figures) == 12  # 9 section figures + quick's chart and two latency plots
