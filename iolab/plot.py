@@ -63,6 +63,9 @@ def font_families(lang: str) -> list[str]:
     return [ja, LATIN_FONT] if lang == "ja" else [LATIN_FONT, ja]
 
 
+_STATE = {"lang": "en"}  # the report language set by setup(): axis notes such as "log scale"
+
+
 def setup(lang: str = "en", *, style: str = "whitegrid", context: str = "notebook") -> dict:
     """Seaborn theme plus fonts for ``lang``; returns the rc settings applied.
 
@@ -71,6 +74,7 @@ def setup(lang: str = "en", *, style: str = "whitegrid", context: str = "noteboo
     """
     import seaborn as sns
     matplotlib, _ = _mpl()
+    _STATE["lang"] = lang
     families = font_families(lang)
     # a list in font.family turns on matplotlib's glyph-by-glyph fallback
     rc = {"font.family": families, "font.sans-serif": families + list(matplotlib.rcParams["font.sans-serif"]),
@@ -137,11 +141,47 @@ def percentile_frame(results: pd.DataFrame, *, system: str = "system") -> pd.Dat
 # drawing
 
 
+#: Marker drawn where a result could not be measured (Bonnie++'s +++++).
+UNMEASURED = "+++++"
+_SYSTEM_COLORS: dict[str, tuple] = {}
+
+
+def system_color(name: str, palette: str = "deep") -> tuple:
+    """The colour of a system: the next palette colour the first time it is drawn, the same ever after."""
+    import seaborn as sns
+    key = str(name)
+    if key not in _SYSTEM_COLORS:
+        colors = sns.color_palette(palette, n_colors=10)
+        _SYSTEM_COLORS[key] = colors[len(_SYSTEM_COLORS) % len(colors)]
+    return _SYSTEM_COLORS[key]
+
+
+def tick_label(value: float) -> str:
+    """An axis tick as a plain number: ``1,000`` not ``10^3``, ``0.5`` not ``5e-01``."""
+    if value == 0 or abs(value) >= 1 and float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:,.6g}" if abs(value) >= 1 else f"{value:g}"
+
+
+def bar_label(value) -> str:
+    """A bar's value label: three significant digits with thousands separators, '' when missing."""
+    if value is None or pd.isna(value):
+        return ""
+    if abs(value) >= 100:
+        return i18n.number(round(value))
+    return f"{value:.3g}"
+
+
 def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
          low: str | None = None, high: str | None = None, log: bool | str = "auto",
          xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
-         palette: str = "deep", legend_title: str | None = None, hatched: Sequence[str] = ()):
+         palette: str = "deep", legend_title: str | None = None, hatched: Sequence[str] = (),
+         value_labels: bool = True):
     """Grouped bars of ``y`` per ``x`` (and ``hue``), error bars from ``low``/``high``.
+
+    Each bar carries its value; a missing value (``+++++``: too fast to time) is
+    marked where its bar would be; each ``hue`` (system) keeps one colour in
+    every chart of the process (:func:`system_color`).
 
     ``data`` is tidy, one row per bar (e.g. :func:`iolab.tables.summarize`).
     ``log="auto"`` uses a log axis when values span more than 100x (an HDD
@@ -155,12 +195,18 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
         width = max(6.0, 0.9 * pos["x"].nunique() * max(1, pos["hue"].nunique()) * 0.45 + 2)
         _, ax = plt.subplots(figsize=(min(width, 14.0), 4.2))
     hues = list(dict.fromkeys(pos["hue"]))
-    colors = sns.color_palette(palette, n_colors=max(1, len(hues)))
+    colors = [system_color(name, palette) for name in hues] if hue else sns.color_palette(palette, n_colors=1)
+    use_log = wants_log(pos["y"]) if log == "auto" else bool(log)
     for color, name in zip(colors, hues):
         part = pos[pos["hue"] == name]
-        ax.bar(part["pos"], part["y"].fillna(0), width=part["width"] * 0.95, color=color,
-               label=name if hue else None, edgecolor="white", linewidth=0.5,
-               hatch="///" if name in set(map(str, hatched)) else None)
+        drawn = ax.bar(part["pos"], part["y"].fillna(0), width=part["width"] * 0.95, color=color,
+                       label=name if hue else None, edgecolor="white", linewidth=0.5,
+                       hatch="///" if name in set(map(str, hatched)) else None)
+        if value_labels:
+            ax.bar_label(drawn, labels=[bar_label(v) for v in part["y"]], fontsize="x-small", padding=1.5)
+        for at in part.loc[part["y"].isna(), "pos"]:  # not measured / +++++: say so where the bar would be
+            ax.annotate(UNMEASURED, (at, 0), xytext=(0, 3), textcoords="offset points", ha="center",
+                        va="bottom", rotation=90, fontsize="x-small", color=color)
         has_err = part["err_low"].notna() & part["err_high"].notna()
         if has_err.any():
             sub = part[has_err]
@@ -170,9 +216,14 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     ax.set_xticks(range(len(xs)))
     ax.set_xticklabels(xs, rotation=30 if max((len(s) for s in xs), default=0) > 12 else 0,
                        ha="right" if max((len(s) for s in xs), default=0) > 12 else "center")
-    use_log = wants_log(pos["y"]) if log == "auto" else bool(log)
-    if use_log:
+    if use_log:  # only when the values span more than 100x; said on the axis, ticks as plain numbers
         ax.set_yscale("log")
+        from matplotlib.ticker import FuncFormatter
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
+        ylabel = f"{ylabel or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
+    else:
+        from matplotlib.ticker import FuncFormatter
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
     _texts(ax, xlabel, ylabel, title)
     if hue and len(hues) > 1:
         ax.legend(title=legend_title, fontsize="small", title_fontsize="small", frameon=False,

@@ -52,6 +52,11 @@ _HTML_TEMPLATE = """{%- extends "lab/index.html.j2" -%}
 {% block extra_css %}
 <style type="text/css">
   body { max-width: 72rem; margin: 0 auto; padding: 1rem 2rem; }
+  /* Latin fonts first, then the CJK fonts of each platform, so Japanese never falls back to boxes */
+  body, .jp-RenderedHTMLCommon, .jp-RenderedHTMLCommon table.iolab-table {
+      font-family: system-ui, -apple-system, "Segoe UI", "Helvetica Neue", Arial, "Noto Sans",
+          "Hiragino Sans", "Hiragino Kaku Gothic ProN", "Yu Gothic", "Meiryo", "Noto Sans CJK JP",
+          "Noto Sans JP", "IPAexGothic", "IPAGothic", "TakaoGothic", sans-serif; }
   .jp-RenderedHTMLCommon table.iolab-table { font-size: 0.9em; margin: 0.5em 0 0.2em 0; }
   .jp-RenderedHTMLCommon table.iolab-table caption { caption-side: top; text-align: left;
       font-weight: 600; padding-bottom: 0.3em; color: var(--jp-ui-font-color1); }

@@ -37,7 +37,8 @@ window.addEventListener("load", function () {
     code: document.querySelectorAll(".jp-InputArea, .jp-CodeMirrorEditor").length,
     fetched: performance.getEntriesByType("resource").map(function (r) { return r.name; })
                  .filter(function (n) { return n.indexOf("data:") !== 0; }),
-    title: document.title
+    title: document.title,
+    font: getComputedStyle(document.body).fontFamily
   };
   var pre = document.createElement("pre");
   pre.id = "iolab-probe";
@@ -93,6 +94,20 @@ def test_report_loads_offline_with_images_and_tables(reports, name, images, capt
     assert result["code"] == 0
     assert result["fetched"] == [], "the report fetched something: it would not open offline"
     assert result["title"]
+    # the page names CJK fonts with a fallback, so Japanese text is never a row of boxes
+    assert "IPAexGothic" in result["font"] and "Noto Sans CJK JP" in result["font"], result["font"]
+
+
+def test_japanese_screenshot_draws_glyphs_not_boxes(reports):
+    """The ja article in the browser: with a Japanese font installed (tools/install-system-deps.sh),
+    the heading's glyphs differ from each other; tofu boxes would all be the same shape."""
+    out, files = reports
+    shot = out / "article.png"
+    proc = chromium(files["article"].html.as_uri(), f"--screenshot={shot}", "--window-size=1280,1600", tmp=out)
+    assert shot.is_file(), proc.stderr[-2000:]
+    from PIL import Image
+    with Image.open(shot) as image:
+        assert len(image.convert("RGB").getcolors(maxcolors=1 << 20) or []) > 50
 
 
 def test_screenshot(reports):

@@ -40,7 +40,7 @@ def test_bars_draws_one_patch_per_row_with_error_bars_and_log_axis(summary):
         assert len(ax.patches) == 4
         assert ax.get_yscale() == "log"  # 0.5 next to 500: spans more than 100x
         assert [t.get_text() for t in ax.get_xticklabels()] == ["SEQ", "RND"]
-        assert ax.get_ylabel() == "Throughput (MB/s)"
+        assert ax.get_ylabel() == "Throughput (MB/s) (log scale)"  # a log axis says so
         assert [t.get_text() for t in ax.get_legend().get_texts()] == ["HDD", "SSD"]
         assert len(ax.collections) == 2  # one error-bar collection per system
     finally:
@@ -115,3 +115,24 @@ def test_not_isolated_systems_are_hatched(summary):
         assert [p.get_hatch() for p in ax.patches] == [None, None, "///", "///"]
     finally:
         plt.close(ax.figure)
+
+
+def test_bars_carry_values_mark_unmeasured_and_keep_each_systems_colour(summary):
+    plot.setup("en")
+    frame = summary.copy()
+    frame.loc[(frame["system"] == "SSD") & (frame["test"] == "SEQ"), "value"] = float("nan")
+    ax = plot.bars(frame, x="test", y="value", hue="system")
+    try:
+        texts = [t.get_text() for t in ax.texts]
+        assert plot.UNMEASURED in texts  # the +++++ result is marked, not a silent gap
+        assert any(t and t[0].isdigit() for t in texts)  # value labels on the bars
+        ticks = [plot.tick_label(v) for v in (1000.0, 0.5, 10.0)]
+        assert ticks == ["1,000", "0.5", "10"]
+    finally:
+        plt.close(ax.figure)
+    # SSD keeps its colour in a chart where HDD is missing
+    hdd, ssd = plot.system_color("HDD"), plot.system_color("SSD")
+    only = plot.bars(summary[summary["system"] == "SSD"], x="test", y="value", hue="system")
+    assert tuple(only.patches[0].get_facecolor()[:3]) == pytest.approx(tuple(ssd))
+    assert hdd != ssd
+    plt.close(only.figure)
