@@ -7,7 +7,10 @@ cache), optionally makes a file system and mounts it, and yields an
 :class:`EmulatedDevice`. Its :attr:`~EmulatedDevice.throttles` go to
 :func:`iolab.isolation.open_sandbox`, which starts fio in a block cgroup
 carrying them. On exit (also after errors and Ctrl-C) everything is undone in
-reverse order: unmount, detach, delete the file.
+reverse order: unmount, detach, delete the file. Each of them carries its
+owner (:mod:`iolab.ownership`: a record, and the PID in the backing file's and
+mount point's names), so what a killed process left is undone by
+:mod:`iolab.reaper` (``iolab cleanup``, and the next ``iolab run``).
 
 The profiles live in ``iolab/profiles/emulated.yaml``; that file explains how
 blk-throttle counts I/Os and what the ``hdd`` profile does with large I/O.
