@@ -64,7 +64,9 @@ def script(command: str, *, scratch: bool, n_disks: int, env: dict[str, str] | N
     rwdirs = list(rwdirs or [])
     serials = disk_serials((False, n_disks))
     lines = ["#!/bin/sh", "# iolab lab guest prelude", _FIND_DISK,
-             "export PYTHONDONTWRITEBYTECODE=1 IOLAB_LAB=1", "IOLAB_LAB_DISKS="]
+             "export PYTHONDONTWRITEBYTECODE=1 IOLAB_LAB=1", "IOLAB_LAB_DISKS=",
+             # no udev in the guest: loading loop now makes /dev/loop-control and /dev/loop0..15
+             "modprobe loop max_loop=16 2>/dev/null"]
     for serial in serials:
         lines.append(f'd=$(disk_by_serial {serial}) || exit 97; IOLAB_LAB_DISKS="${{IOLAB_LAB_DISKS:+$IOLAB_LAB_DISKS }}$d"')
     lines.append("export IOLAB_LAB_DISKS")
