@@ -12,7 +12,7 @@
   there is one, decides (its start time tells a reused PID from the owner).
 
 They are undone in an order that lets each step succeed: stop a database
-cluster, kill the tasks still in dead owners' cgroups (fio keeps the device
+cluster (PostgreSQL, MariaDB), kill the tasks still in dead owners' cgroups (fio keeps the device
 busy), unmount, detach loop devices, remove backing files, remove cgroups and
 scopes, give back huge pages. Every undo checks first that the object is
 still the one recorded (a loop number, a mount point may have been reused).
@@ -32,7 +32,7 @@ from .errors import IolabError
 log = logging.getLogger(__name__)
 
 #: the order objects are undone in (see the module docstring)
-ORDER = ("pgcluster", "tasks", "mount", "loop", "file", "scope", "cgroup", "hugepages")
+ORDER = ("pgcluster", "mariadb", "tasks", "mount", "loop", "file", "scope", "cgroup", "hugepages")
 
 
 @dataclasses.dataclass
@@ -96,6 +96,9 @@ def _undo(item: Stale, *, dry_run: bool) -> str | None:
     d = item.details
     if item.kind == "pgcluster":
         return pgcluster.undo_stale(item.id, d, dry_run=dry_run)
+    if item.kind == "mariadb":
+        from . import mariadb  # the sqlbench server; records only exist where sqlbench ran
+        return mariadb.undo_stale(item.id, d, dry_run=dry_run)
     if item.kind == "mount":
         return emulated.undo_stale_mount(item.id, d, dry_run=dry_run)
     if item.kind == "loop":

@@ -336,3 +336,20 @@ def test_the_database_cluster_of_a_killed_run_is_stopped_and_removed(tmp_path, r
         if server and ownership.pid_alive(server):
             os.kill(server, signal.SIGKILL)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_dead_runs_mariadb_directory_is_removed(tmp_path, monkeypatch):
+    """sqlbench's server directory (iolab.mariadb records it as kind ``mariadb``) goes with its owner."""
+    monkeypatch.setenv(ownership.ENV, str(tmp_path / "owned"))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    root = tmp_path / "iolab-sqlbench"
+    (root / "data").mkdir(parents=True)
+    ownership.record("mariadb", str(root), undo="kill mariadbd; rm -r", by=ownership.Owner.of(gone.pid),
+                     data=str(root / "data"))
+    stale = [s for s in reaper.find_stale() if s.record is not None]
+    assert [(s.kind, s.id, s.pid) for s in stale] == [("mariadb", str(root), gone.pid)]
+    assert reaper._undo(stale[0], dry_run=True) == f"would remove server directory {root}"
+    assert root.exists()
+    assert reaper._undo(stale[0], dry_run=False) == f"removed server directory {root}"
+    assert not root.exists()
