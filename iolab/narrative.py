@@ -121,13 +121,20 @@ def ranking_paragraph(summary: pd.DataFrame, *, lang: str, rules=commentary.Rule
     return _join_sentences(parts, lang)
 
 
-def describe(summary: pd.DataFrame, *, lang: str = "en", rules=commentary.Rules()) -> str:
-    """One paragraph on ``summary`` (one metric of one recipe), then the caveats once."""
+def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = None,
+             rules=commentary.Rules()) -> str:
+    """One paragraph on ``summary`` (one metric of one recipe), then the caveats once.
+
+    More than ``rules.max_listed`` systems (a fleet of servers): the summarised
+    form of :func:`iolab.commentary.describe` (the best few named, the rest as a range).
+    """
     i18n.check_lang(lang)
     frame = commentary._check(summary)
     if frame.empty or frame["value"].notna().sum() == 0:
         return commentary._t("no_data", lang)
     systems = list(dict.fromkeys(frame[frame["cache_isolated"] & frame["value"].notna()]["system"]))
+    if len(systems) > rules.max_listed:
+        return commentary.describe(summary, lang=lang, baseline=baseline, rules=rules)
     if len(systems) == 2:
         text = pair_paragraph(frame, systems[0], systems[1], lang=lang, rules=rules)
     elif len(systems) >= 3:

@@ -284,3 +284,12 @@ def test_equal_results_are_equal_not_on_par_within_zero():
     s = summary([("A", "T", "", 100.0), ("B", "T", "", 100.0), ("C", "T", "", 50.0)])
     text = commentary.describe(s, lang="en", baseline="A")
     assert "within 0%" not in text and "B: equal" in text
+
+
+def test_every_recipe_description_is_in_japanese():
+    from pathlib import Path
+    recipes = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "recipes").glob("*.yaml"))
+    assert recipes
+    for name in recipes:
+        text = i18n.label(name, "ja", section="recipe_descriptions")
+        assert text != name and any("\u3040" <= ch <= "\u30ff" or "\u4e00" <= ch <= "\u9fff" for ch in text), name

@@ -17,6 +17,6 @@ def test_demo_compares_two_emulated_devices(tmp_path):
     assert html == tmp_path / "report" / "compare.html" and html.is_file()
     text = html.read_text()
     assert "emulated hdd" in text and "emulated sata-ssd" in text
-    assert "leads with" in text  # the findings are written from the numbers
+    assert "as fast as" in text  # the findings are written from the numbers, as an article would
     assert "(emulated_latency)" in text  # and say what an emulated device cannot show
     assert len(list((tmp_path / "data").glob("*/*/results.csv"))) == 2
