@@ -28,12 +28,15 @@ import subprocess
 import time
 from pathlib import Path
 
+from . import ownership
 from .errors import IolabError
 from .pgcluster import Account, _tail
 
 log = logging.getLogger(__name__)
 
 SERVER_DIR = "iolab-sqlbench"
+#: The ownership ledger's kind for a server directory (recorded once iolab.ownership knows the kind).
+LEDGER_KIND = "mariadb"
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 60
 PORT_TRIES = 5
@@ -150,6 +153,9 @@ class Server:
         except OSError as exc:
             raise IolabError(f"cannot create the server directory: {exc.strerror}", context=str(self.root)) from exc
         self.created = True
+        if LEDGER_KIND in ownership.KINDS:  # a killed iolab's server can then be reaped (undo_stale)
+            ownership.record(LEDGER_KIND, str(self.root), undo=f"kill mariadbd of {self.data}; rm -r {self.root}",
+                             data=str(self.data))
         os.chown(self.root, self.account.uid, self.account.gid)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         argv = self.account.wrap([self.binaries["install_db"], "--no-defaults", f"--datadir={self.data}",
@@ -292,6 +298,8 @@ class Server:
         if self.created and self.root.exists():
             shutil.rmtree(self.root)
             log.info("removed server directory %s", self.root)
+        if self.created and LEDGER_KIND in ownership.KINDS:
+            ownership.forget(LEDGER_KIND, str(self.root))
         self.created = False
 
     def destroy(self) -> list[str]:
@@ -306,3 +314,27 @@ class Server:
                 "ports_tried": self.ports_tried, "socket": str(self.socket), "clients_via": self.via, "user": self.account.name,
                 "buffer_pool_bytes": self.buffer_pool, "server": self.binaries["server"],
                 "version": self.binaries["version"], "argv": self.argv(self.port or 0)}
+
+
+def undo_stale(root: str, details: dict, *, dry_run: bool) -> str | None:
+    """Kill the mariadbd of a server directory whose iolab process is gone, then remove the directory.
+
+    For the reaper (:mod:`iolab.reaper`), once ``mariadb`` is one of
+    :data:`iolab.ownership.KINDS`; the data are throw-away, so SIGKILL is enough.
+    """
+    root_path = Path(root)
+    if not root_path.exists():
+        return None
+    server = Server.__new__(Server)
+    server.root, server.data, server.created = root_path, Path(details.get("data") or root_path / "data"), True
+    pid = server._orphan()
+    if dry_run:
+        return f"would {'kill mariadbd (PID %d) and ' % pid if pid else ''}remove server directory {root}"
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    shutil.rmtree(root_path)
+    return f"{'killed mariadbd (PID %d) and ' % pid if pid else ''}removed server directory {root}"

@@ -35,10 +35,10 @@ needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (memory cgroup, 
 needs_mariadb = pytest.mark.skipif(BINARIES is None, reason=MISSING)
 
 
-def recipe_text(*, tests=("create", "select"), scale=0.002, extra_options="", engine="InnoDB"):
+def recipe_text(*, tests=("create", "select"), scale=0.002, extra_options="", engine="InnoDB", repeat=1):
     lines = "\n".join(f"  - {{name: {t}, rw: randrw, bs: 16k}}" for t in tests)
     return (f"name: sqlbench-test\nengine: sqlbench\ndescription: small sql-bench for the tests\n"
-            f"isolation: cgroup\nfilesystem: ext4\ndefaults: {{size: 512M, repeat: 1}}\n"
+            f"isolation: cgroup\nfilesystem: ext4\ndefaults: {{size: 512M, repeat: {repeat}}}\n"
             f"options:\n  scale: {scale}\n  buffer_pool: 32M\n  storage_engine: {engine}\n{extra_options}"
             f"tests:\n{lines}\n")
 
@@ -284,15 +284,16 @@ def _hdd_and_ssd(tmp_path, engine: str) -> dict:
     rows = {}
     for name in ("hdd", "sata-ssd"):
         frames = []
-        for test, scale in (("create", 0.005), ("select", 0.05)):
+        # select is CPU-bound: the best of 3 keeps a busy machine's noise out of its time
+        for test, scale, repeat in (("create", 0.005, 1), ("select", 0.05, 3)):
             data = tmp_path / f"{engine}-{name}-{test}"
-            recipe = write_recipe(tmp_path, tests=(test,), scale=scale, engine=engine)
+            recipe = write_recipe(tmp_path, tests=(test,), scale=scale, engine=engine, repeat=repeat)
             proc = run_cli(recipe, f"emulated:{name}", data)
             assert proc.returncode == 0, proc.stderr
             frames.append(iolab.load(data))
             mountpoint = json.loads((run_dir_of(data) / "manifest.json").read_text())["targets"][0]["mountpoint"]
             assert_cleaned_up(Path(mountpoint), data)
-        rows[name] = pd.concat(frames).set_index("test")
+        rows[name] = pd.concat(frames).groupby("test").min(numeric_only=True)
     return rows
 
 
@@ -308,6 +309,8 @@ def test_create_tells_hdd_from_ssd_and_select_does_not_on_myisam(tmp_path):
     select = rows["hdd"].runtime_s["select"] / rows["sata-ssd"].runtime_s["select"]
     assert create >= 1.5, {k: v.runtime_s.to_dict() for k, v in rows.items()}
     assert 1 / 1.5 <= select <= 1.5, {k: v.runtime_s.to_dict() for k, v in rows.items()}
+    # the storage did not take part in select: the same handful of writes on both devices
+    assert rows["hdd"].dev_write_ios["select"] < 100 and rows["sata-ssd"].dev_write_ios["select"] < 100
 
 
 @needs_root
@@ -321,3 +324,24 @@ def test_innodb_create_is_fsync_bound_and_so_are_select_inserts(tmp_path):
     assert create >= 1.5, {k: v.runtime_s.to_dict() for k, v in rows.items()}
     inserted = round(10000 * 0.05)
     assert rows["hdd"].fsyncs["select"] >= inserted  # at least one flush per committed row
+
+
+@needs_root
+@needs_mariadb
+def test_undo_stale_kills_a_lost_server_and_removes_its_directory(target, tmp_path):
+    """What the reaper does for a killed iolab's server (once iolab.ownership knows the 'mariadb' kind)."""
+    server = mariadb.Server(target, log_dir=tmp_path / "log", buffer_pool=16 * 1024**2)
+    try:
+        server.create()
+        server.start()
+        pid = server.proc.pid
+        details = {"data": str(server.data)}
+        assert f"kill mariadbd (PID {pid})" in mariadb.undo_stale(str(server.root), details, dry_run=True)
+        assert server.running()  # a dry run touches nothing
+        said = mariadb.undo_stale(str(server.root), details, dry_run=False)
+        assert f"killed mariadbd (PID {pid})" in said
+        server.proc.wait(10)
+        assert not server.root.exists() and mariadbd_processes(target) == []
+        assert mariadb.undo_stale(str(server.root), details, dry_run=False) is None
+    finally:
+        server.destroy()
