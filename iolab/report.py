@@ -402,8 +402,8 @@ def report(runs: Sequence[str | os.PathLike] = (), *, data: str | os.PathLike | 
     """Check the input, then render ``notebook`` for the chosen runs (absolute paths passed on).
 
     ``runs`` (run directories, or directories holding runs) win over ``data``
-    (default ``data``). ``reference`` renders a published article instead of
-    runs (compare notebook only).
+    (default ``data``). ``reference`` renders a published article (compare
+    notebook only); ``runs`` given with it are put beside the article's systems.
     """
     i18n.check_lang(lang)
     parameters: dict = {"lang": lang, "title": title or ""}  # the notebook's own default when empty
@@ -413,7 +413,12 @@ def report(runs: Sequence[str | os.PathLike] = (), *, data: str | os.PathLike | 
         title = title or (info.get("title") or {}).get(lang)
         if notebook == "report":
             notebook = "compare"
-        parameters.update(reference=reference, data_dir="", runs=[])
+        # runs given too: they are put beside the article's systems (iolab.beside)
+        sources = [str(Path(r).resolve()) for r in _as_list(runs)]
+        if sources:
+            select(None, sources, host=host, label=label, recipe=recipe, with_results=True)
+        parameters.update(reference=reference, data_dir="", runs=sources,
+                          host=_as_list(host), label=_as_list(label), recipe=_as_list(recipe))
     else:
         sources = [str(Path(r).resolve()) for r in _as_list(runs)]
         data_dir = str(Path(data if data is not None else "data").resolve())

@@ -153,3 +153,19 @@ def test_every_article_renders_in_both_languages(name, lang, tmp_path):
         assert f"| {text} |" in markdown or f"| {text}\n" in markdown, (name, text)
     for spec in reference.table_specs(info, frame):
         assert i18n.label(spec["title"], lang, section="tables") != spec["title"]  # a real, localised title
+
+
+def test_runs_given_with_reference_sit_beside_the_articles_systems(tmp_path):
+    """`iolab report RUN --reference dedicated-server-2013` used to drop RUN silently."""
+    from iolab import beside
+    store = Path(__file__).resolve().parent / "fixtures" / "sections"
+    sel = report.select(store, with_results=True, recipe=["bonnie"])
+    mine = beside.as_reference(sel.results, article=ARTICLE)
+    block = mine[(mine["test"] == "seq_write_block") & (mine["metric"] == "throughput")]
+    assert len(block) >= 1 and (block["unit"] == "KB/s").all()
+    files = report.report([store / "hdd-node"], reference=ARTICLE, recipe=["bonnie"], lang="en", out=tmp_path)
+    markdown = files.markdown.read_text(encoding="utf-8")
+    header = [line for line in markdown.splitlines() if line.startswith("| Test | SATA HDD (mem=512M)")][0]
+    assert "HDD (emulated)" in header  # the user's system is a column of the article's table
+    expected = block[block["system"] == "HDD (emulated)"]["value"].iloc[0]
+    assert f"| {int(round(expected)):,} |" in markdown
