@@ -424,7 +424,9 @@ def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
         "scheduler": device.get("scheduler"),
         "emulated": emulated.get("profile") if emulated else None,
         "isolation": mode,
-        "mem_limit": _size(isolation.get("mem_limit") or options.get("mem_limit")),
+        # O_DIRECT and "none" runs set no memory limit: a limit row would suggest one applied
+        "mem_limit": (_size(isolation.get("mem_limit") or options.get("mem_limit"))
+                      if mode in (None, "cgroup", "hugepages") else None),
         "fallback": fallback if fallback else None,
         "size": _size(options.get("size")),
         "runtime": _seconds(options.get("runtime"), lang),

@@ -152,3 +152,13 @@ def test_variants_of_one_test_are_not_pooled():
     assert dict(zip(s["test"], s["value"])) == {"tpcb (numjobs=1)": 100.0, "tpcb (numjobs=8)": 800.0}
     same = results([("A", "SEQ", "read", rep, 1.0) for rep in (1, 2)]).assign(numjobs=1)
     assert list(tables.summarize(same)["test"]) == ["SEQ"]
+
+
+def test_no_memory_limit_row_for_o_direct_runs():
+    """An O_DIRECT run sets no memory limit; the environment table must not suggest one."""
+    base = {"run_id": "r1", "host": "h", "recipe": "quick", "label": "disk", "status": "completed",
+            "options": {"mem_limit": "512M", "size": "64M"}}
+    direct = tables.environment_table([{**base, "isolation": {"mode": "direct", "mem_limit": 512 * 2**20}}])
+    assert "Memory limit" not in direct.frame.index
+    cgroup = tables.environment_table([{**base, "isolation": {"mode": "cgroup", "mem_limit": 512 * 2**20}}])
+    assert cgroup.frame.loc["Memory limit", "disk"] == "512.0 MiB"
