@@ -311,7 +311,8 @@ class Server:
 
     def describe(self) -> dict:
         return {"root": str(self.root), "data_directory": str(self.data), "host": "127.0.0.1", "port": self.port,
-                "ports_tried": self.ports_tried, "socket": str(self.socket), "clients_via": self.via, "user": self.account.name,
+                "ports_tried": self.ports_tried, "socket": str(self.socket), "clients_via": self.via,
+                "user": self.account.name,
                 "buffer_pool_bytes": self.buffer_pool, "server": self.binaries["server"],
                 "version": self.binaries["version"], "argv": self.argv(self.port or 0)}
 

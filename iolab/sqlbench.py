@@ -19,7 +19,7 @@ Recipe ``options``::
     options:
       scale: 1.0                  # fraction of sql-bench's published loop counts and sizes
       storage_engine: InnoDB      # or MyISAM (the tables' engine: fsync per commit, or none)
-      preset_scale: {quick: 0.01} # the scale a preset (--preset) runs at
+      preset_scale: {quick: 0.002} # the scale a preset (--preset) runs at
       buffer_pool: 128M           # innodb_buffer_pool_size; at most a quarter of the memory limit
       port: null                  # preferred TCP port (in use: another is picked)
       user: null                  # account mariadbd runs as when iolab is root (default mysql)
@@ -64,7 +64,8 @@ TEST_FIELDS_OK = {"name", "description", "rw", "bs", "runtime"}
 DEFAULT_BUFFER_POOL = "128M"
 MIN_BUFFER_POOL = 8 * 1024**2
 EXTRA_COLUMNS = ["target", "tool", "job", "valid", "flags", "scale", "storage_engine", "dev_read_bytes",
-                 "dev_write_bytes", "dev_read_ios", "dev_write_ios", "server_read_bytes", "server_write_bytes", "fsyncs",
+                 "dev_write_bytes", "dev_read_ios", "dev_write_ios", "server_read_bytes", "server_write_bytes",
+                 "fsyncs",
                  "buffer_pool_bytes", "cg_peak_bytes", "cg_cache_bytes", "wall_s"]
 STATUS = ("Innodb_data_fsyncs", "Innodb_os_log_fsyncs", "Innodb_data_reads", "Innodb_data_writes")
 

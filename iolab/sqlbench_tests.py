@@ -284,8 +284,8 @@ def _wisc_rows(count: int, seed: int):
 
 def run_wisconsin(db, n) -> Parts:
     parts, conn = Parts(), db.connect()
-    cur, big, loops = conn.cursor(), max(1000, n(10000)), n(5000)
-    tables = {"onek": 1000, "tenk1": big, "tenk2": big, "Bprime": big}
+    cur, big, loops = conn.cursor(), max(100, n(10000)), n(5000)
+    tables = {"onek": max(100, n(1000)), "tenk1": big, "tenk2": big, "Bprime": big}
     with parts.timed("create_table"):
         for i, name in enumerate(tables, 1):
             cur.execute(f"create table {name} ({WISC_COLUMNS}, unique (unique1), unique (unique2),"
@@ -341,7 +341,8 @@ ATIS_TABLES = {
 def _atis_rows():
     rnd = random.Random(7)
     yield "state", [(f"S{chr(65 + i)}", f"state {i}", "USA") for i in range(11)]
-    yield "city", [(f"C{i:03d}", f"city {i}", f"S{chr(65 + i % 11)}", "USA", ("EST", "CST", "PST")[i % 3]) for i in range(11)]
+    yield "city", [(f"C{i:03d}", f"city {i}", f"S{chr(65 + i % 11)}", "USA", ("EST", "CST", "PST")[i % 3])
+                   for i in range(11)]
     yield "aircraft", [(f"A{i:02d}", f"type {i}", 1 + i % 4, ("JET", "PROPELLER", "TURBOPROP")[i % 3],
                         (i * 1500) % 40000) for i in range(22)]
     yield "airline", [(f"L{i}", f"airline {i}") for i in range(10)]

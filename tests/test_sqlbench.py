@@ -135,7 +135,7 @@ def test_builtin_recipe_follows_published_sizes_and_quick_scales_down():
     assert sqlbench.parse_options(full.with_overrides(), mem_limit=512 * 1024**2)["scale"] == 1.0
     quick = full.with_overrides(preset="quick")
     options = sqlbench.parse_options(quick, mem_limit=512 * 1024**2)
-    assert options["scale"] == 0.01
+    assert options["scale"] == 0.002
     assert options["buffer_pool"] <= 128 * 1024**2  # a quarter of 512M at most
 
 
