@@ -46,25 +46,30 @@ def run(argv: list[str], raw: Path, *, popen, label: str, expected: float | None
     """
     raw.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    stopped = interrupt = None
-    with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
-        proc = fio.start(argv, stdout=out, stderr=err, popen=popen)
-        try:
-            outcome = progress.wait(proc, label, expected, progress=show_progress,
-                                    limit=limit.seconds if limit else None)
-            if outcome == progress.LIMIT:
-                how = progress.stop(proc, grace)
-                stopped = limit.reason(f"stopped with {how}" + (
-                    f" ({grace:.0f} s after SIGINT did not stop it)" if how == progress.BY_SIGKILL else ""))
-                log.warning("%s: %s", label, stopped)
-        except KeyboardInterrupt as exc:
-            interrupt, stopped = exc, _interrupt_reason(exc)
-            progress.stop(proc, grace)
-        err.seek(0)
-        stderr = err.read().decode(errors="replace")
-    if raw.exists() and raw.stat().st_size == 0:
-        raw.unlink()
-    return Finished(proc.returncode, stderr, time.monotonic() - started, stopped, interrupt)
+    proc = stopped = interrupt = None
+    stderr = ""
+    try:
+        with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
+            try:  # an interrupt at any point from here on stops fio and is handed back
+                proc = fio.start(argv, stdout=out, stderr=err, popen=popen)
+                outcome = progress.wait(proc, label, expected, progress=show_progress,
+                                        limit=limit.seconds if limit else None)
+                if outcome == progress.LIMIT:
+                    how = progress.stop(proc, grace)
+                    stopped = limit.reason(f"stopped with {how}" + (
+                        f" ({grace:.0f} s after SIGINT did not stop it)" if how == progress.BY_SIGKILL else ""))
+                    log.warning("%s: %s", label, stopped)
+            except KeyboardInterrupt as exc:
+                interrupt, stopped = exc, _interrupt_reason(exc)
+                if proc is not None:
+                    progress.stop(proc, grace)
+            err.seek(0)
+            stderr = err.read().decode(errors="replace")
+    finally:
+        if raw.exists() and raw.stat().st_size == 0:
+            raw.unlink()
+    return Finished(proc.returncode if proc is not None else None, stderr, time.monotonic() - started,
+                    stopped, interrupt)
 
 
 def read_raw(raw: Path) -> str:

@@ -98,4 +98,22 @@ def stop(proc, grace: float = 10.0) -> str | None:
         raise IolabError(f"process {proc.pid} still runs {grace:.0f} s after SIGKILL (stuck in the kernel?)",
                          context=str(proc.args[0] if isinstance(proc.args, (list, tuple)) else proc.args),
                          hint="see its state in /proc/<pid>/status; a reboot may be needed") from None
+    _wait_gone(family, grace)
     return BY_SIGKILL
+
+
+def _wait_gone(pids: list[int], timeout: float) -> None:
+    """Wait (bounded) until ``pids`` are dead or zombies: killed job processes take a moment to go."""
+    deadline = time.monotonic() + timeout
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if _state(p) not in (None, "Z", "X")]
+        if pids:
+            time.sleep(0.05)
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None

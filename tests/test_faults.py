@@ -103,7 +103,7 @@ TWO = """
 name: two
 description: a long test that gets killed or hangs, then a short one
 isolation: none
-defaults: {size: 16M, runtime: 1, watchdog_margin: 3}
+defaults: {size: 16M, runtime: 1, watchdog_margin: 10}  # margin: a busy machine is not a hang
 fio: {ioengine: psync, direct: 1}
 tests:
   - name: LONG
@@ -177,8 +177,8 @@ def test_the_watchdog_stops_a_hung_fio_and_the_run_goes_on(tmp_path):
     tests = {t["name"]: t for t in result.manifest["tests"]}
     error = tests["LONG"]["error"]
     assert tests["LONG"]["status"] == "failed" and error.startswith("watchdog: fio still ran after ")
-    # the limit is made of the job: 2 s runtime + 16 MiB laid out at 10 MB/s + the recipe's 3 s margin
-    assert "ramp 0 s + I/O 2 s + layout 2 s + margin 3 s" in error
+    # the limit is made of the job: 2 s runtime + 16 MiB laid out at 10 MB/s + the recipe's 10 s margin
+    assert "ramp 0 s + I/O 2 s + layout 2 s + margin 10 s" in error
     assert "stopped with SIGKILL" in error  # a stopped fio ignores SIGINT
     assert tests["SHORT"]["status"] == "completed"
     assert result.manifest["status"] == "failed"
@@ -270,3 +270,73 @@ def test_the_watchdog_limit_is_made_of_the_job():
     # a: 2 s ramp + 60 s + 20 s layout; b: 2 s ramp + 2 x 20 s I/O + 2 x 20 s layout; one margin
     assert (limit.ramp_s, limit.io_s, limit.layout_s, limit.margin_s) == (4, 100, 60, 5)
     assert limit.seconds == 169
+
+
+def _memory_cgroup_procs(pid: int) -> Path:
+    """The procs file of the memory cgroup ``pid`` is in (v1 ``memory`` or v2 unified)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return Path("/sys/fs/cgroup/memory") / path.lstrip("/") / "cgroup.procs"
+        if controllers == "":
+            unified = Path("/sys/fs/cgroup") / path.lstrip("/") / "cgroup.procs"
+    return unified
+
+
+LAYOUT = """
+name: layout
+description: one read of a file that must be laid out first
+isolation: cgroup
+defaults: {size: 256M, runtime: 1}
+fio: {ioengine: psync}
+tests:
+  - name: R
+    rw: read
+    bs: 1M
+"""
+
+
+@needs_root
+def test_an_oom_kill_during_layout_is_named(tmp_path):
+    """fio laying out the test file is the OOM killer's victim in the memory-limited cgroup: the error says so."""
+    hogs = []
+
+    def oom_fio():
+        pids = _fio_of("jobs/_layout.fio")
+        for pid in pids:  # held still (however fast the disk), and first in line for the OOM killer
+            os.kill(pid, signal.SIGSTOP)
+            Path(f"/proc/{pid}/oom_score_adj").write_text("1000")
+        try:
+            # a process in the same cgroup locks twice its limit: the kernel must kill someone there
+            hog = subprocess.Popen(["python3", "-c", "import ctypes, sys, time; sys.stdin.readline(); "
+                                    "ctypes.CDLL(None).mlockall(3); "  # locked: no reclaim can make room
+                                    "x = [bytearray(2**20) for _ in range(64)]; print('ok', flush=True); "
+                                    "time.sleep(60)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            hogs.append(hog)
+            _memory_cgroup_procs(pids[0]).write_text(str(hog.pid))
+            hog.stdin.write("go\n")
+            hog.stdin.flush()
+            hog.stdout.readline()  # its memory is in, or it was the victim
+        finally:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+
+    helper = threading.Thread(target=oom_fio)
+    helper.start()
+    try:
+        with pytest.raises(IolabError) as info:
+            runner.run(_recipe(tmp_path, LAYOUT), [str(tmp_path)], data_dir=tmp_path / "data", progress=False,
+                       mem_limit="32M")
+    finally:
+        helper.join()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    message = str(info.value)
+    assert "fio could not lay out the test file: out of memory: the OOM killer killed" in message
+    assert "32.0 MiB" in message
+    manifest = json.loads(next((tmp_path / "data").glob("*/*/manifest.json")).read_text())
+    assert manifest["status"] == "failed" and "out of memory" in manifest["reason"]
