@@ -22,8 +22,10 @@ connect     500000 loops, connects 50000 (loop/10): connect/disconnect,
             column arithmetic, 65000-byte blob fetched 50000 times.
 create      400 tables created, counted and dropped; 10000 create+drop;
             10000 create+drop of a 16-key table.
-insert      100000 rows (``$opt_loop_count=100000``) into a 3-key table, then
-            selects by key and range, updates and deletes of the rows.
+insert      ``$opt_loop_count=100000`` = rows/3: 100000 rows in order, 100000
+            in reverse, 100000 at random into a 2-key table, 100000 duplicate
+            inserts (refused), then (iolab's subset) selects by key and range,
+            updates and deletes.
 select      10000 rows in a 3-key table (regions A-F, 100 groups), 10000 x
             select_cache, 70 big selects, min/max and count on keys 10000 x,
             group and distinct counts 7000 x.
@@ -193,19 +195,32 @@ def run_connect(db, n) -> Parts:
 # --------------------------------------------------------------------------- insert
 
 def run_insert(db, n) -> Parts:
+    import pymysql
     parts, conn = Parts(), db.connect()
-    cur, rows = conn.cursor(), n(100000)
+    cur, rows = conn.cursor(), n(100000)  # $opt_loop_count = rows/3: in order, in reverse, at random
+    total = rows * 3
     cur.execute("create table bench1 (id int NOT NULL, id2 int NOT NULL, id3 int NOT NULL, dummy1 char(30),"
                 " primary key (id,id2), index index_id3 (id3))")
-    order = list(range(rows))
+    order = list(range(rows, 2 * rows))
     random.Random(1).shuffle(order)
     with parts.timed("insert"):
         for i in range(rows):
-            cur.execute(f"insert into bench1 values ({i},{i},{order[i]},'ABCDEFGHIJ')")
+            cur.execute(f"insert into bench1 values ({i},{i},{i},'ABCDEFGHIJ')")
+        for i in range(rows):
+            cur.execute(f"insert into bench1 values ({total - 1 - i},{total - 1 - i},{total - 1 - i},'BCDEFGHIJK')")
+        for key in order:
+            cur.execute(f"insert into bench1 values ({key},{key},{key},'CDEFGHIJKL')")
+    with parts.timed("insert_duplicates"):
+        for i in range(rows):
+            try:
+                cur.execute(f"insert into bench1 values ({i * 7 % total},{i * 7 % total},2,'D')")
+            except pymysql.err.IntegrityError:
+                continue
+            raise RuntimeError(f"no error inserting the duplicate key {i * 7 % total}")
     with parts.timed("select_key"):
-        _many(cur, (f"select * from bench1 where id={order[i]}" for i in range(0, rows, max(1, rows // n(10000)))))
+        _many(cur, (f"select * from bench1 where id={key}" for key in order))
     with parts.timed("select_range"):
-        _many(cur, (f"select * from bench1 where id>={i} and id<{i + 100}" for i in range(0, rows, 100)))
+        _many(cur, (f"select * from bench1 where id>={i} and id<{i + 100}" for i in range(0, total, 100)))
     with parts.timed("update_of_key"):
         for i in range(0, rows, 2):
             cur.execute(f"update bench1 set id3={rows + i} where id={i}")
@@ -213,7 +228,7 @@ def run_insert(db, n) -> Parts:
         for i in range(0, rows, 3):
             cur.execute(f"update bench1 set dummy1='updated' where id={i} and id2={i}")
     with parts.timed("delete_range"):
-        for i in range(0, rows, 1000):
+        for i in range(0, total, 1000):
             cur.execute(f"delete from bench1 where id>={i} and id<{i + 500}")
     with parts.timed("delete_all"):
         cur.execute("delete from bench1")
