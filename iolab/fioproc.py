@@ -38,11 +38,11 @@ def _interrupt_reason(exc: BaseException) -> str:
 
 
 def run(argv: list[str], raw: Path, *, popen, label: str, expected: float | None, limit: Limit | None,
-        show_progress: bool | None, grace: float) -> Finished:
+        show_progress: bool | None, grace: float, drop_empty: bool = True) -> Finished:
     """Run fio with stdout into ``raw``; stop it when ``limit`` passes or on Ctrl-C.
 
-    An empty ``raw`` (fio stopped before it wrote a byte) is removed: no
-    0-byte "fio output" is left for readers to trip over.
+    With ``drop_empty``, an empty ``raw`` (fio stopped before it wrote a
+    byte) is removed: no 0-byte "fio output" is left for readers to trip over.
     """
     raw.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -66,7 +66,7 @@ def run(argv: list[str], raw: Path, *, popen, label: str, expected: float | None
             err.seek(0)
             stderr = err.read().decode(errors="replace")
     finally:
-        if raw.exists() and raw.stat().st_size == 0:
+        if drop_empty and raw.exists() and raw.stat().st_size == 0:
             raw.unlink()
     return Finished(proc.returncode if proc is not None else None, stderr, time.monotonic() - started,
                     stopped, interrupt)

@@ -363,27 +363,33 @@ class FioEngine:
         label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
         limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
                                        floor_bps=self._floor_bps(target), margin_s=self._margin())
-        done, device, evidence = self._measure(sandbox, argv, target, raw, label, self._expected_seconds(step), limit)
+        done, _, device, evidence, elapsed = self._measure(sandbox, argv, target, raw, label,
+                                                           self._expected_seconds(step), limit, fio_run=True)
         frame = self._parse(fioproc.read_raw(raw), done, step)
-        frame = self._annotate(frame, step, target, rep, device, evidence, done.elapsed, sandbox)
+        frame = self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox)
         if done.interrupt is not None:  # keep what fio wrote before it was stopped, then stop the run
             if rep:
                 self.run.add_results(frame)
             raise done.interrupt
         return frame
 
-    def _measure(self, sandbox, argv, target, raw, label, expected, limit):
+    def _measure(self, sandbox, argv, target, raw, label, expected, limit=None, *, fio_run=False):
         """Run ``argv`` in the sandbox with its stdout in ``raw``, counting the device's bytes.
 
-        Returns how fio ended (:class:`iolab.fioproc.Finished`), the device's
-        byte counts and the sandbox's evidence: what :meth:`_annotate` takes.
+        Returns how the process ended (:class:`iolab.fioproc.Finished`, with
+        ``returncode``), its stderr, the device's byte counts, the sandbox's
+        evidence and the wall time: what :meth:`_annotate` takes. ``limit`` is
+        the watchdog's. Ctrl-C stops the process and goes on up, except for a
+        ``fio_run`` (:meth:`_one` first keeps what fio wrote; an empty raw file is removed).
         """
         counter = _counter(target)
         before = counter.snapshot() if counter else None
         done = fioproc.run(argv, raw, popen=sandbox.popen, label=label, expected=expected, limit=limit,
-                           show_progress=self.progress, grace=STOP_GRACE_S)
+                           show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=fio_run)
         device = counter.delta(before) if counter else {}
-        return done, device, sandbox.test_evidence()
+        if done.interrupt is not None and not fio_run:
+            raise done.interrupt
+        return done, done.stderr, device, sandbox.test_evidence(), done.elapsed
 
     def _expected_seconds(self, step) -> float | None:
         runtime = step.options.get("runtime")
