@@ -15,9 +15,12 @@ from .stats import split_flags
 
 #: Flags that describe the rows rather than warn about them (a fleet's sum of hosts).
 NOT_CAVEATS = {"fleet_aggregate"}
+#: Flags that do not concern what a kind of section shows: hdparm shows no latency, so the
+#: emulated device's latency caveat would warn about a figure that is not there.
+NOT_SHOWN = {"hdparm": {"emulated_latency"}}
 
 
-def flagged_summary(rows: pd.DataFrame) -> pd.DataFrame:
+def flagged_summary(rows: pd.DataFrame, ignore=frozenset()) -> pd.DataFrame:
     """One row per (system, test, direction) with the union of its rows' flags."""
     if rows.empty or "flags" not in rows.columns:
         return pd.DataFrame(columns=["system", "test", "direction", "value", "flags"])
@@ -25,7 +28,7 @@ def flagged_summary(rows: pd.DataFrame) -> pd.DataFrame:
         "system": rows["system"].astype(str) if "system" in rows else rows["label"].astype(str),
         "test": rows["test"].astype(str) if "test" in rows else "",
         "direction": rows["direction"].fillna("").astype(str) if "direction" in rows else "",
-        "flags": rows["flags"].map(lambda v: [f for f in split_flags(v) if f not in NOT_CAVEATS]),
+        "flags": rows["flags"].map(lambda v: [f for f in split_flags(v) if f not in NOT_CAVEATS and f not in ignore]),
     })
     out = []
     for (system, test, direction), part in frame.groupby(["system", "test", "direction"], sort=False):
@@ -35,9 +38,9 @@ def flagged_summary(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["system", "test", "direction", "value", "flags"])
 
 
-def caveat_lines(rows: pd.DataFrame, *, lang: str) -> list[str]:
-    """The caveat sentences for the flags of ``rows`` (empty when none is flagged)."""
-    summary = flagged_summary(rows)
+def caveat_lines(rows: pd.DataFrame, *, lang: str, kind: str = "") -> list[str]:
+    """The caveat sentences for the flags of ``rows`` shown in a section of ``kind`` (empty when none)."""
+    summary = flagged_summary(rows, NOT_SHOWN.get(kind, frozenset()))
     if summary.empty or not (summary["flags"] != "").any():
         return []
     found = commentary.caveats(summary)

@@ -367,7 +367,7 @@ def build(data: pd.DataFrame, *, lang: str = "en", context: pd.DataFrame | None 
         else:
             section = SECTIONS[kind](part, lang=lang)
         if section is not None:
-            section.caveats = section_caveats.caveat_lines(part, lang=lang)
+            section.caveats = section_caveats.caveat_lines(part, lang=lang, kind=kind)
             sections.append(section)
             covered = covered.union(index)
     rest = without_aggregates(data.drop(index=covered))
