@@ -505,6 +505,8 @@ def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en") -> Table:
         i18n.text("labels.isolation", lang): [_yes_no(v, lang) if not pd.isna(v) else DASH
                                               for v in systems["cache_isolated"]],
     }, index=pd.Index(systems["system"].values, name=i18n.text("labels.system", lang)))
+    # an article that names no device, memory or cache set-up: no column of dashes
+    out = out.loc[:, [not all(pd.isna(v) or str(v) in ("", DASH) for v in out[c]) for c in out.columns]]
     return Table(out, caption=i18n.text("headings.environment", lang))
 
 

@@ -162,3 +162,11 @@ def test_no_memory_limit_row_for_o_direct_runs():
     assert "Memory limit" not in direct.frame.index
     cgroup = tables.environment_table([{**base, "isolation": {"mode": "cgroup", "mem_limit": 512 * 2**20}}])
     assert cgroup.frame.loc["Memory limit", "disk"] == "512.0 MiB"
+
+
+def test_reference_systems_table_has_no_column_of_dashes():
+    from iolab import reference
+    nytro = tables.reference_systems_table(reference.load(article="nytro"))
+    assert list(nytro.frame.columns) == [] and len(nytro.frame) == 2
+    full = tables.reference_systems_table(reference.load(article="dedicated-server-2013"))
+    assert list(full.frame.columns) == ["Device", "Memory", "Cache isolation"]
