@@ -310,8 +310,9 @@ class Explorer:
 
     def describe(self) -> str:
         """What is shown, in one line (for notebooks and tests)."""
-        if self.summary.empty:
-            return "nothing shown"
+        if self.summary.empty:  # say why: a missing data directory, no runs, no results
+            notes = getattr(self, "_notes", None) or []
+            return "nothing shown" + (": " + "; ".join(notes) if notes else "")
         systems = ", ".join(dict.fromkeys(self.summary["system"]))
         return f"{self.recipe.value} | {self.metric.value} by {self.hue.value} ({self.statistic.value}) | {systems}"
 

@@ -80,7 +80,7 @@ def test_explorer_follows_every_choice():
 
 def test_explorer_without_runs_says_so_and_recovers(tmp_path):
     e = widgets.Explorer([str(tmp_path / "nowhere"), str(tmp_path)])
-    assert e.describe() == "nothing shown" and e.views == []
+    assert e.describe().startswith("nothing shown: ") and "nowhere: does not exist" in e.describe() and e.views == []
     assert "does not exist" in e.message.value and "no runs" in e.message.value
     e.sources.value = str(FIXTURES)  # typing a data directory reloads
     assert e.describe().startswith("crystaldiskmark |")
@@ -190,3 +190,4 @@ def test_explore_notebook_parameters_default_to_stored_data():
     assert checked and all(c.outputs for c in checked)
     # no output is committed except the checked cells' (the widgets render live)
     assert all(not c.outputs for c in nb.cells if c.cell_type == "code" and c not in checked)
+
