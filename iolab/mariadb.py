@@ -102,6 +102,14 @@ def free_port(preferred: int | None = None) -> int:
         return sock.getsockname()[1]
 
 
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie waiting for its parent counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 def _run_group(argv, *, cwd) -> subprocess.CompletedProcess:
     """Run ``argv`` in a process group of its own; interrupted: the whole group is killed.
 
@@ -274,7 +282,7 @@ class Server:
                     os.kill(pid, signal.SIGKILL)
                 steps.append("SIGKILL (pid file)")
                 deadline = time.monotonic() + STOP_TIMEOUT_S
-                while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+                while not _gone(pid) and time.monotonic() < deadline:
                     time.sleep(0.05)
         if self.proc is None or self.proc.poll() is not None:
             return steps
@@ -335,7 +343,7 @@ def undo_stale(root: str, details: dict, *, dry_run: bool) -> str | None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        while not _gone(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
     shutil.rmtree(root_path)
     return f"{'killed mariadbd (PID %d) and ' % pid if pid else ''}removed server directory {root}"
