@@ -31,6 +31,20 @@ def disk_serials(counts: tuple[bool, int]) -> list[str]:
     return ([SCRATCH_SERIAL] if scratch else []) + [f"iolab-disk{i + 1}" for i in range(n_disks)]
 
 
+def py_serials(count: int) -> list[str]:
+    return [f"iolab-py{i}" for i in range(count)]
+
+
+def _mount_python(sources: list[Path]) -> list[str]:
+    """Mount the read-only python images (see iolab.lab.pyimage) on their source paths."""
+    lines = []
+    for serial, source in zip(py_serials(len(sources)), sources):
+        quoted = shlex.quote(str(source))
+        lines.append(f'd=$(disk_by_serial {serial}) && mount -t ext4 -o ro,noload "$d" {quoted} '
+                     f'|| echo "lab: python image {serial} not mounted, {quoted} stays on 9p (slow)" >&2')
+    return lines
+
+
 def _under_scratch(directory: Path) -> bool:
     return str(directory).startswith(SCRATCH_MOUNT.rstrip("/") + "/")
 
@@ -59,7 +73,7 @@ def _unmount_scratch(rwdirs: list[Path]) -> list[str]:
 
 
 def script(command: str, *, scratch: bool, n_disks: int, env: dict[str, str] | None = None,
-           cwd: Path | str = "/", rwdirs: list[Path] | None = None) -> str:
+           cwd: Path | str = "/", rwdirs: list[Path] | None = None, py_mounts: list[Path] | None = None) -> str:
     """The guest script: prepare disks, run ``command`` in ``cwd``, exit with its status."""
     rwdirs = list(rwdirs or [])
     serials = disk_serials((False, n_disks))
@@ -70,6 +84,7 @@ def script(command: str, *, scratch: bool, n_disks: int, env: dict[str, str] | N
     for serial in serials:
         lines.append(f'd=$(disk_by_serial {serial}) || exit 97; IOLAB_LAB_DISKS="${{IOLAB_LAB_DISKS:+$IOLAB_LAB_DISKS }}$d"')
     lines.append("export IOLAB_LAB_DISKS")
+    lines += _mount_python(list(py_mounts or []))
     if scratch:
         lines += _mount_scratch(rwdirs)
     for key, value in (env or {}).items():

@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import IolabError
-from ..units import parse_size
-from . import guest
+from iolab.core.errors import IolabError
+from iolab.core.units import parse_size
+from iolab.lab import guest, pyimage
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class LabConfig:
     kernel: Path | None = None
     disk_dir: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
+    python_images: bool = True  # stdlib and .venv from ext4 images, not 9p (see pyimage)
 
 
 def lab_venv() -> Path:
@@ -117,7 +118,8 @@ def _make_disks(workdir: Path, config: LabConfig) -> list[Path]:
     return files
 
 
-def vng_argv(config: LabConfig, disks: list[Path], script: Path) -> list[str]:
+def vng_argv(config: LabConfig, disks: list[Path], script: Path,
+             py_images: list[pyimage.PyImage] = ()) -> list[str]:
     """The vng command line. Disks are given to qemu directly (raw format, a
     virtio-blk serial per disk, see :func:`guest.disk_serials`) rather than by
     ``--disk``, which leaves qemu guessing the format and names them by path."""
@@ -128,6 +130,9 @@ def vng_argv(config: LabConfig, disks: list[Path], script: Path) -> list[str]:
             raise IolabError("must not contain ',' or spaces (qemu option syntax)", context=f"lab disk path {disk}")
         qemu += ["-drive", f"if=none,id=iolab{index},file={disk},format=raw,cache=none,aio=threads",
                  "-device", f"virtio-blk-pci,drive=iolab{index},serial={serial}"]
+    for index, (image, serial) in enumerate(zip(py_images, guest.py_serials(len(py_images)))):
+        qemu += ["-drive", f"if=none,id=iolabpy{index},file={image.image},format=raw,readonly=on",
+                 "-device", f"virtio-blk-pci,drive=iolabpy{index},serial={serial}"]
     argv = [str(find_vng()), "--disable-kvm", "-r", str(kernel), "--memory", config.memory,
             "--cpus", str(config.cpus), f"--qemu-opts={' '.join(qemu)}"]
     for directory in config.rwdirs:
@@ -157,12 +162,24 @@ def run_in_vm(command: str, config: LabConfig | None = None) -> int:
         control = workdir / "control"
         control.mkdir()
         script = control / "guest.sh"
+        py_images = _python_images(config, disk_dir)
         script.write_text(guest.script(command, scratch=bool(config.scratch), n_disks=len(config.disks),
-                                       env=config.env, cwd=config.cwd, rwdirs=config.rwdirs))
+                                       env=config.env, cwd=config.cwd, rwdirs=config.rwdirs,
+                                       py_mounts=[image.source for image in py_images]))
         config = _with_rwdir(config, control)
-        return _boot(vng_argv(config, disks, script), config.timeout)
+        return _boot(vng_argv(config, disks, script, py_images), config.timeout)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _python_images(config: LabConfig, disk_dir: Path) -> list[pyimage.PyImage]:
+    if not config.python_images:
+        return []
+    started = time.monotonic()
+    pyimage.compile_checkout(CHECKOUT)
+    made = pyimage.images(disk_dir, CHECKOUT / ".venv")
+    log.info("lab: python images ready in %.1f s", time.monotonic() - started)
+    return made
 
 
 def _with_rwdir(config: LabConfig, directory: Path) -> LabConfig:
