@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import iolab  # noqa: E402
-from iolab.fio import parse_output  # noqa: E402
-from iolab.store import Run  # noqa: E402
+from iolab.engine.fio import parse_output  # noqa: E402
+from iolab.engine.store import Run  # noqa: E402
 
 JOB = """[global]
 ioengine=libaio

@@ -1,7 +1,7 @@
 """How long the comparison article takes for many servers (goal: under 60 s for 100).
 
 Writes N servers x one crystaldiskmark run each (5 repetitions, synthetic but
-plausible numbers, iolab.store.Run like the engine) into a temporary result
+plausible numbers, iolab.engine.store.Run like the engine) into a temporary result
 store, then times the phases of a real render of notebooks/compare.ipynb:
 reading the runs, papermill execution, HTML and Markdown export.
 
@@ -24,8 +24,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from iolab import report  # noqa: E402
-from iolab.store import Run  # noqa: E402
+from iolab.report import notebooks as report  # noqa: E402
+from iolab.engine.store import Run  # noqa: E402
 
 MiB = 1024 * 1024
 TESTS = [("SEQ1M-Q8T1", MiB, 8), ("SEQ1M-Q1T1", MiB, 1), ("RND4K-Q32T1", 4096, 32), ("RND4K-Q1T1", 4096, 1)]

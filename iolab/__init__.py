@@ -1,9 +1,16 @@
-"""iolab: reproducible storage benchmarks with fio, cache isolation and reports."""
+"""iolab: reproducible storage benchmarks with fio, cache isolation and reports.
+
+The package is layered, lowest first: ``core`` < ``analysis`` < ``isolation`` < ``devices`` <
+``engine`` < ``classic`` < ``fleet`` < ``report`` < ``lab`` < ``cli``; each subpackage's docstring
+says what it owns and what it may import. The public API kept at the top: :func:`load`,
+:func:`manifests`, :class:`IolabError` and ``iolab.fio.parse_output``.
+"""
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import IolabError  # noqa: E402
-from .store import load, manifests  # noqa: E402
+from iolab.core.errors import IolabError  # noqa: E402
+from iolab.engine import fio  # noqa: E402  (contract: iolab.fio.parse_output)
+from iolab.engine.store import load, manifests  # noqa: E402
 
-__all__ = ["IolabError", "load", "manifests", "__version__"]
+__all__ = ["IolabError", "fio", "load", "manifests", "__version__"]

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+#: test data shared by every test package
+FIXTURES = ROOT / "tests" / "fixtures"
 IOLAB = [sys.executable, "-m", "iolab"]
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, cgroups)")

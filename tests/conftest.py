@@ -19,7 +19,7 @@ def pytest_report_header(config):
 @pytest.fixture
 def servers():
     """Start fio servers through this factory; all are stopped and checked gone, even if the test fails."""
-    from iolab import fioserver
+    from iolab.fleet import fioserver
     started = []
 
     def start(**kwargs):

@@ -3,7 +3,7 @@
 Imported by test_cgroups, test_isolation, test_blockstat and test_emulated.
 The ``machine_clean`` fixtures check, after every test and every module, that
 this test process left no iolab cgroup, no loop device, no mount, no huge
-page and no ownership record (:mod:`iolab.ownership`) behind -- and clean up
+page and no ownership record (:mod:`iolab.core.ownership`) behind -- and clean up
 whatever it finds (so one failure does not spill into the next test) before
 failing.
 """
@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from iolab import cgroups, emulated, isolation, ownership
-from iolab.cgroups import Group
+from iolab.isolation import cgroups, sandbox as isolation
+from iolab.devices import emulated
+from iolab.core import ownership
+from iolab.isolation.cgroups import Group
 
 IS_ROOT = os.geteuid() == 0
 FIO = shutil.which("fio")
@@ -86,7 +88,7 @@ def check_and_clean(hugepages_before: int | None, others_before: list[str] = ())
 
     ``nr_hugepages`` is machine-wide: other iolab runs (other developers' tests on this box)
     add and give back pages too. Our own pages are accounted exactly
-    (:func:`iolab.isolation.outstanding_hugepages`); the machine-wide value must be back where
+    (:func:`iolab.isolation.sandbox.outstanding_hugepages`); the machine-wide value must be back where
     it was unless another iolab run was active when the test started or when it ended.
     """
     problems = []

@@ -3,8 +3,10 @@
 Each command is a module in this package defining ``HELP`` (one line),
 ``add_arguments(parser)`` and ``run(args) -> int``; commands are discovered,
 so adding a module adds a command. Commands parse and call the library;
-:func:`main` is the only place that turns an :class:`~iolab.errors.IolabError`
+:func:`main` is the only place that turns an :class:`~iolab.core.errors.IolabError`
 into a message and an exit code.
+
+May import: every layer; nothing imports the CLI.
 """
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ import logging
 import pkgutil
 import sys
 
-from .. import __version__
-from ..errors import IolabError
+from iolab import __version__
+from iolab.core.errors import IolabError
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USER_ERROR
-    from ..runner import sigterm_interrupts
+    from iolab.engine.runner import sigterm_interrupts
     try:
         with sigterm_interrupts():  # SIGTERM cleans up like Ctrl-C: devices, cgroups, fio
             return int(args._run(args) or 0)

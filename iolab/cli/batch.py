@@ -23,7 +23,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from .. import batch
+    from iolab.fleet import batch
 
     inventory = batch.load_inventory(args.inventory)
     state = {"n": 0, "total": len(args.entry) or len(inventory.entries)}

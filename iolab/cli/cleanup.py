@@ -17,7 +17,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from .. import reaper
+    from iolab.engine import reaper
     lines = reaper.reap(dry_run=args.dry_run, data_dir=args.data)
     for line in lines:
         print(line)

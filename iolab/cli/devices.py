@@ -20,7 +20,7 @@ def add_arguments(parser) -> None:
 
 def _mark_stale(rows: list[dict]) -> None:
     """A loop device left by a dead iolab process is not a device to benchmark: say so."""
-    from .. import reaper
+    from iolab.engine import reaper
     stale = reaper.stale_loops()
     for row in rows:
         pid = stale.get(row["device"])
@@ -52,7 +52,7 @@ def _text(value) -> str:
 
 
 def run(args) -> int:
-    from .. import devices
+    from iolab.devices import inventory as devices
     rows = devices.inventory_records()
     _mark_stale(rows)
     if args.json:

@@ -9,7 +9,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from .. import recipes
+    from iolab.engine import recipes
     if args.name:
         recipe = recipes.load(args.name)
         print(f"{recipe.name}: {recipe.description}")

@@ -11,7 +11,7 @@ DESCRIPTION = (
 
 
 def add_arguments(parser) -> None:
-    from ..i18n import LANGS
+    from iolab.report.i18n import LANGS
     parser.add_argument("runs", nargs="*", metavar="RUN_DIR",
                         help="run directories, or directories holding runs (default: every run under --data)")
     parser.add_argument("--data", default="data", metavar="DIR", help="result store to read when no RUN_DIR is given (default: ./data)")
@@ -29,7 +29,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from .. import report
+    from iolab.report import notebooks as report
     files = report.report(args.runs, data=args.data, lang=args.lang, out=args.out, notebook=args.notebook,
                           reference=args.reference, title=args.title, host=args.host, label=args.label,
                           recipe=args.recipe)

@@ -58,15 +58,15 @@ def _test_names(text: str) -> list[str]:
 
 
 def run(args) -> int:
-    from .. import runner
-    from ..errors import IolabError
+    from iolab.engine import runner
+    from iolab.core.errors import IolabError
     if args.hosts:
         return _run_fleet(args)
     if args.sequential or args.scale_hosts or args.insecure_network:
         raise IolabError("--sequential, --scale-hosts and --insecure-network go with --hosts INVENTORY")
     if not args.target:
         raise IolabError("give --target PATH (or --hosts INVENTORY)", context="iolab run")
-    from ..jobgate import Allowances
+    from iolab.engine.jobgate import Allowances
     allow = Allowances(paths=tuple(args.allow_path), exec=args.allow_exec)
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
                    preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests,
@@ -86,8 +86,8 @@ def run(args) -> int:
 
 
 def _run_fleet(args) -> int:
-    from .. import fleet
-    from ..errors import IolabError
+    from iolab.fleet import runs as fleet
+    from iolab.core.errors import IolabError
     for option, value in (("--target", args.target), ("--mem-limit", args.mem_limit), ("--confirm", args.confirm),
                           ("--with-original", getattr(args, "with_original", False)),
                           ("--allow-path", getattr(args, "allow_path", None)),

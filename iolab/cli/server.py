@@ -32,8 +32,8 @@ def _on_sigterm(signum, frame):
 
 def _port(text: str) -> int:
     """``--port`` checked before anything starts: a number 0-65535 (0: a free one)."""
-    from .. import fioserver
-    from ..errors import IolabError
+    from iolab.fleet import fioserver
+    from iolab.core.errors import IolabError
     try:
         port = int(text.strip())
     except ValueError:
@@ -42,8 +42,8 @@ def _port(text: str) -> int:
 
 
 def run(args) -> int:
-    from .. import fioserver
-    from ..store import hostname
+    from iolab.fleet import fioserver
+    from iolab.engine.store import hostname
     port = None if args.socket else (fioserver.DEFAULT_PORT if args.port is None else _port(args.port))
     server = fioserver.start(port=port, socket=args.socket)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)

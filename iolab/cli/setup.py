@@ -24,7 +24,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from .. import setup_plan
+    from iolab.devices import plan as setup_plan
     plan = setup_plan.load_plan(args.plan)
     if args.dry_run:
         print(f"# iolab setup {plan.path} (dry run: nothing is changed)")

@@ -17,7 +17,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from .. import setup_plan
+    from iolab.devices import plan as setup_plan
     if args.dry_run:
         for argv in setup_plan.teardown_commands(args.plan):
             print(shlex.join(argv))

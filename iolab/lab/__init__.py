@@ -11,7 +11,9 @@ shared read-write, runs one shell command inside and returns its exit status.
 - :mod:`iolab.lab.guest`: the shell script that runs first inside the guest;
 - :mod:`iolab.lab.tier`: ``python -m iolab.lab.tier``, the test tier that runs
   ``pytest -m lab`` inside one VM.
+
+May import: every layer below (it runs iolab commands and tests inside the VM).
 """
-from .vm import LabConfig, availability, run_in_vm
+from iolab.lab.vm import LabConfig, availability, run_in_vm
 
 __all__ = ["LabConfig", "availability", "run_in_vm"]

@@ -17,8 +17,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..errors import IolabError
-from .vm import CHECKOUT, DEFAULT_DISK_DIR, LabConfig, availability, run_in_vm
+from iolab.core.errors import IolabError
+from iolab.lab.vm import CHECKOUT, DEFAULT_DISK_DIR, LabConfig, availability, run_in_vm
 
 TIER_TIMEOUT = 1200.0  # seconds for boot + the whole lab suite under TCG
 PYTEST_NO_TESTS = 5

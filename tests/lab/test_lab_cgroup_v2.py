@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 from cli_helpers import IOLAB, ROOT
-from iolab import cgroups, emulated
-from iolab.emulated import emulated_device
-from iolab.isolation import open_sandbox
+from iolab.isolation import cgroups
+from iolab.devices import emulated
+from iolab.devices.emulated import emulated_device
+from iolab.isolation.sandbox import open_sandbox
 from kernel_fixtures import fio_json, within
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]

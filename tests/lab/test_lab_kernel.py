@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab import cgroups
+from iolab.isolation import cgroups
 
 pytestmark = pytest.mark.lab
 

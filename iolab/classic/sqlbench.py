@@ -1,0 +1,303 @@
+"""The sqlbench engine: MySQL's sql-bench (the eight tests of the 2013 article's Table 10) on MariaDB.
+
+A recipe with ``engine: sqlbench`` (``recipes/sqlbench.yaml``) runs, on one
+target (a directory, or an emulated device with ``filesystem:`` set):
+
+1. ``mariadb-install-db`` of a throw-away server in ``<target>/iolab-sqlbench/``,
+   started inside the run's sandbox (memory cgroup, device throttles) on
+   127.0.0.1 and a free port (:mod:`iolab.classic.mariadb`); InnoDB, one fsync per
+   commit, buffer pool sized to fit the memory limit;
+2. for each recipe test (ATIS, alter-table, big-tables, connect, create,
+   insert, select, wisconsin; :mod:`iolab.classic.sqlbench_tests`) and repetition:
+   a fresh database, sync + drop caches, the test, with the device's, the
+   server process's and InnoDB's I/O counters read before and after;
+3. the server stopped and its directory removed, also after errors, Ctrl-C
+   and SIGTERM.
+
+Recipe ``options``::
+
+    options:
+      scale: 1.0                  # fraction of sql-bench's published loop counts and sizes
+      storage_engine: InnoDB      # or MyISAM (the tables' engine: fsync per commit, or none)
+      preset_scale: {quick: 0.002} # the scale a preset (--preset) runs at
+      buffer_pool: 128M           # innodb_buffer_pool_size; at most a quarter of the memory limit
+      port: null                  # preferred TCP port (in use: another is picked)
+      user: null                  # account mariadbd runs as when iolab is root (default mysql)
+      settings: {}                # more mariadbd options (name: value)
+
+Result rows (one per test x repetition): ``runtime_s`` = the test's elapsed
+seconds (sql-bench's "Time for ..." summed over the test's parts, the figure
+of Table 10); ``bw_mbps``/``iops``/latency columns are NaN (sql-bench times
+statements, not I/O requests); the storage evidence is in
+``dev_read_bytes``/``dev_write_bytes``/``dev_*_ios`` (the target's block
+device), ``server_read_bytes``/``server_write_bytes`` (/proc/<mariadbd>/io)
+and ``fsyncs`` (InnoDB's ``Innodb_data_fsyncs`` + ``Innodb_os_log_fsyncs``).
+The parts' seconds are in ``raw/<test>.json``.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import signal
+import time
+
+import pandas as pd
+
+from iolab.engine import targets as targets_mod
+from iolab.core.errors import IolabError
+from iolab.classic.mariadb import Server, find_binaries, server_account
+from iolab.classic.pgbench import _interrupt, _signals
+from iolab.classic.sqlbench_tests import RUNNERS, TESTS
+from iolab.engine.store import utcnow
+from iolab.core.units import human_size, parse_size
+
+log = logging.getLogger(__name__)
+
+OPTION_KEYS = {"scale", "preset_scale", "buffer_pool", "port", "user", "settings", "storage_engine"}
+#: InnoDB: fsync per commit (MySQL >= 5.5's default); MyISAM: no commit flush, only table files are
+#: synced when created (MySQL 5.1's default engine, what a 2013 CentOS 6 server ran).
+STORAGE_ENGINES = ("InnoDB", "MyISAM")
+TEST_FIELDS_OK = {"name", "description", "rw", "bs", "runtime"}
+DEFAULT_BUFFER_POOL = "128M"
+MIN_BUFFER_POOL = 8 * 1024**2
+EXTRA_COLUMNS = ["target", "tool", "job", "valid", "flags", "scale", "storage_engine", "dev_read_bytes",
+                 "dev_write_bytes", "dev_read_ios", "dev_write_ios", "server_read_bytes", "server_write_bytes",
+                 "fsyncs",
+                 "buffer_pool_bytes", "cg_peak_bytes", "cg_cache_bytes", "wall_s"]
+STATUS = ("Innodb_data_fsyncs", "Innodb_os_log_fsyncs", "Innodb_data_reads", "Innodb_data_writes")
+
+
+def parse_options(recipe, *, mem_limit: int | None = None) -> dict:
+    """Check a sqlbench recipe's options and tests; errors name the file and the field."""
+    source = recipe.source or recipe.name
+    ctx = f"{source}: options"
+    data = recipe.options or {}
+    extra = sorted(set(data) - OPTION_KEYS)
+    if extra:
+        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(OPTION_KEYS))})", context=ctx)
+    presets = data.get("preset_scale") or {}
+    if not isinstance(presets, dict):
+        raise IolabError("must map preset names to scales", context=f"{ctx}.preset_scale")
+    scale = presets.get(recipe.preset, data.get("scale", 1.0)) if recipe.preset else data.get("scale", 1.0)
+    where = f"{ctx}.preset_scale.{recipe.preset}" if recipe.preset in presets else f"{ctx}.scale"
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 10:
+        raise IolabError(f"must be a number above 0 and at most 10, got {scale!r}", context=where)
+    pool = parse_size(str(data.get("buffer_pool", DEFAULT_BUFFER_POOL)), context=f"{ctx}.buffer_pool")
+    if mem_limit and recipe.isolation == "cgroup":
+        pool = min(pool, mem_limit // 4)
+    if pool < MIN_BUFFER_POOL:
+        raise IolabError(f"{human_size(pool)} is below MariaDB's usable minimum of {human_size(MIN_BUFFER_POOL)}",
+                         context=f"{ctx}.buffer_pool", hint="raise --mem-limit or buffer_pool")
+    port = data.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1024 <= port <= 65535):
+        raise IolabError(f"must be a TCP port 1024-65535, got {port!r}", context=f"{ctx}.port")
+    engine = data.get("storage_engine", "InnoDB")
+    if engine not in STORAGE_ENGINES:
+        raise IolabError(f"must be one of {', '.join(STORAGE_ENGINES)}, got {engine!r}",
+                         context=f"{ctx}.storage_engine")
+    settings = data.get("settings") or {}
+    if not isinstance(settings, dict) or any(isinstance(v, (dict, list)) for v in settings.values()):
+        raise IolabError("must map mariadbd option names to single values", context=f"{ctx}.settings")
+    for index, test in enumerate(recipe.tests):
+        tctx = f"{source}: tests[{index}] ({test.name})"
+        if test.name not in RUNNERS:
+            raise IolabError(f"is not a sql-bench test (tests: {', '.join(TESTS)})", context=f"{tctx}.name")
+        pristine = type(test)(name=test.name)
+        ignored = [f for f in vars(test) if f not in TEST_FIELDS_OK and getattr(test, f) != getattr(pristine, f)]
+        if ignored:
+            raise IolabError(f"{ignored[0]!r} means nothing to sql-bench", context=f"{tctx}.{ignored[0]}")
+    return {"scale": float(scale), "buffer_pool": pool, "port": port, "user": data.get("user"),
+            "storage_engine": engine,
+            "settings": {"default-storage-engine": engine, **{str(k): str(v) for k, v in settings.items()}}}
+
+
+class _Database:
+    """What a workload gets: ``connect()`` to the test's database on the server."""
+
+    def __init__(self, server: Server, name: str):
+        self.server, self.name = server, name
+
+    def connect(self):
+        # sql-bench's default: the local socket (its --tcpip option caps connect's loop at 1000)
+        return self.server.connect(database=self.name, via=self.server.via)
+
+
+class Engine:
+    """Runs an ``engine: sqlbench`` recipe; built and driven by :func:`iolab.engine.runner.run`."""
+
+    def __init__(self, recipe, targets, run_, *, mem_limit, progress, scratch_dir):
+        self.recipe, self.targets, self.run = recipe, targets, run_
+        self.mem_limit, self.progress, self.scratch_dir = mem_limit, progress, scratch_dir
+
+    def _check(self):
+        options = parse_options(self.recipe, mem_limit=self.mem_limit)
+        if len(self.targets) != 1:
+            raise IolabError(f"sqlbench runs on one target at a time, got {len(self.targets)}", context="--target",
+                             hint="run the recipe once per target; iolab.load() merges the runs")
+        target = self.targets[0]
+        if target.kind not in ("dir", "emulated"):
+            raise IolabError(f"sqlbench needs a directory on a mounted file system, not a {target.kind}",
+                             context=f"--target {target.spec}",
+                             hint="make a file system on the device and mount it, then give its directory")
+        if self.recipe.isolation == "direct":
+            raise IolabError("MariaDB's I/O is its own; O_DIRECT isolation cannot apply to it",
+                             context="--isolation direct", hint="use cgroup (default) or none")
+        if os.geteuid() != 0 and self.recipe.isolation in ("cgroup", "hugepages"):
+            raise IolabError(f"{self.recipe.isolation} isolation needs root", context=f"--isolation "
+                             f"{self.recipe.isolation}", hint="run as root, or use --isolation none")
+        try:
+            import pymysql  # noqa: F401
+        except ImportError:
+            raise IolabError("the MySQL client PyMySQL is not installed", context="sqlbench",
+                             hint="pip install pymysql (make setup installs it)") from None
+        return options, target, find_binaries(), server_account(options["user"])
+
+    def execute(self) -> None:
+        from iolab.isolation.sandbox import open_sandbox
+        options, target, binaries, account = self._check()
+        info = {"server": None, "scale": options["scale"], "storage_engine": options["storage_engine"],
+                "buffer_pool_bytes": options["buffer_pool"],
+                "mem_limit": self.mem_limit, "bw_mbps_iops": "NaN: sql-bench times statements; device bytes are "
+                "in dev_read_bytes/dev_write_bytes", "cleanup": None}
+        self.run.update(sqlbench=info)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_signals(signal.SIGTERM, _interrupt))  # `kill` cleans up like Ctrl-C
+            stack.enter_context(targets_mod.opened(
+                target, run_id=self.run.run_id, size=self.recipe.size, filesystem=self.recipe.filesystem,
+                scratch_dir=self.scratch_dir))
+            base = self._base_dir(target)
+            self.run.update(targets=[target.describe()])
+            throttles = list(target.emulated.throttles) if target.emulated is not None else []
+            sandbox = stack.enter_context(open_sandbox(
+                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles, buffered=True))
+            server = Server(base, log_dir=self.run.path / "raw", buffer_pool=options["buffer_pool"],
+                            binaries=binaries, account=account, port=options["port"], settings=options["settings"])
+            stack.callback(self._destroy, server, info)
+            self.run.update(isolation=sandbox.describe())  # recorded before anything can fail
+            server.create()
+            sandbox.prepare_test()
+            server.start(popen=sandbox.popen)
+            info["server"] = server.describe()
+            self.run.update(isolation=sandbox.describe(), sqlbench=info)
+            counter = self._counter(base)
+            for test in self.recipe.tests:
+                self._test(server, sandbox, test.name, options, counter)
+            self.run.update(isolation=sandbox.describe())
+
+    @staticmethod
+    def _base_dir(target) -> str:
+        if target.kind == "dir":
+            target.test_file, target.created_file = None, False
+            return target.path
+        mountpoint = target.emulated.mountpoint if target.emulated is not None else None
+        if not mountpoint:
+            raise IolabError("the emulated device has no file system for the server", context=target.spec,
+                             hint="set `filesystem: ext4` in the recipe")
+        target.test_file = None
+        os.chmod(mountpoint, 0o755)  # the server's account must reach its directory
+        return mountpoint
+
+    def _counter(self, base: str):
+        from iolab.isolation.blockstat import BlockCounter
+        try:
+            return BlockCounter.for_path(base)
+        except IolabError as exc:
+            log.warning("no device I/O counters for %s: %s", base, exc)
+            self.run.manifest["sqlbench"]["device_counters"] = str(exc)
+            return None
+
+    def _destroy(self, server: Server, info: dict) -> None:
+        """Stop and remove the server; a second Ctrl-C or SIGTERM does not cut this short."""
+        try:
+            with _signals(signal.SIGINT, signal.SIG_IGN), _signals(signal.SIGTERM, signal.SIG_IGN):
+                steps = server.destroy()
+            info["cleanup"] = {"stop": steps, "server_removed": not server.root.exists(), "at": utcnow()}
+        finally:
+            self.run.save_manifest()
+
+    def _test(self, server, sandbox, name: str, options: dict, counter) -> None:
+        record = next(t for t in self.run.manifest["tests"] if t["name"] == name)
+        record.update(status="running", started=utcnow())
+        self.run.save_manifest()
+        try:
+            errors = []
+            for rep in range(1, self.recipe.repeat + 1):
+                if self.recipe.defaults.get("pause") and rep > 1:
+                    time.sleep(self.recipe.defaults["pause"])
+                row = self._one(server, sandbox, name, rep, options, counter)
+                if row["error"]:
+                    errors.append(row["error"])
+                record["reps"] = rep
+                self.run.save_manifest()
+        except KeyboardInterrupt:
+            record.update(status="interrupted", ended=utcnow())
+            self.run.save_manifest()
+            raise
+        except IolabError as exc:
+            record.update(status="failed", ended=utcnow(), error=str(exc))
+            self.run.save_manifest()
+            raise
+        record.update(status="failed" if errors else "completed", ended=utcnow(), error="; ".join(errors) or None)
+        self.run.save_manifest()
+
+    def _one(self, server, sandbox, name: str, rep: int, options: dict, counter) -> dict:
+        scale = options["scale"]
+        database = f"bench_{name.replace('-', '_').lower()}_{rep}"
+        admin = server.connect()
+        admin.cursor().execute(f"create database {database}")
+        sandbox.prepare_test()
+        before = (counter.snapshot() if counter else None, server.io_counters(), _status(admin))
+        self.progress and log.info("sql-bench %s (scale %g)", name, scale)
+        error, parts = None, {}
+        started = time.perf_counter()
+        try:
+            parts = RUNNERS[name](_Database(server, database), lambda count: max(1, round(count * scale)))
+        except Exception as exc:  # the server's own error (pymysql.err.*), or it died
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            error = f"{type(exc).__name__}: {exc}"
+        elapsed = time.perf_counter() - started
+        if not server.running():
+            server.check_running()  # raises with the server's last words
+        device = counter.delta(before[0]) if counter else {}
+        io_after, status_after = server.io_counters(), _status(admin)
+        admin.cursor().execute(f"drop database if exists {database}")
+        admin.close()
+        evidence = sandbox.test_evidence()
+        stem = name if self.recipe.repeat == 1 else f"{name}-{rep}"
+        self.run.write(f"raw/{stem}.json", json.dumps({"test": name, "scale": scale, "elapsed_s": elapsed,
+                                                         "parts_s": parts, "error": error}, indent=1) + "\n")
+        if evidence.get("oom_killed"):
+            error = "; ".join(filter(None, [error, evidence.get("oom_reason") or "OOM kill in the memory cgroup"]))
+        fsyncs = sum(status_after.get(k, 0) - before[2].get(k, 0) for k in STATUS[:2]) if status_after else None
+        m = self.run.manifest
+        row = {"run_id": m["run_id"], "host": m["host"], "label": m["label"], "recipe": self.recipe.name,
+               "test": name, "rep": rep, "direction": "sql", "bs": math.nan, "iodepth": 1, "numjobs": 1,
+               "bw_mbps": math.nan, "iops": math.nan, "lat_mean_us": math.nan, "lat_p50_us": math.nan,
+               "lat_p99_us": math.nan, "lat_p999_us": math.nan, "lat_max_us": math.nan, "cpu_usr_pct": math.nan,
+               "cpu_sys_pct": math.nan, "io_bytes": math.nan, "runtime_s": round(elapsed, 3),
+               "isolation": sandbox.mode, "error": error, "target": self.targets[0].name, "tool": "sql-bench",
+               "job": stem, "flags": "oom_killed" if evidence.get("oom_killed") else None, "scale": scale,
+               "storage_engine": options["storage_engine"],
+               "dev_read_bytes": device.get("read_bytes"), "dev_write_bytes": device.get("write_bytes"),
+               "dev_read_ios": device.get("read_ios"), "dev_write_ios": device.get("write_ios"),
+               "server_read_bytes": _diff(io_after, before[1], "read_bytes"),
+               "server_write_bytes": _diff(io_after, before[1], "write_bytes"), "fsyncs": fsyncs,
+               "buffer_pool_bytes": options["buffer_pool"], "cg_peak_bytes": evidence.get("cg_peak_bytes"),
+               "cg_cache_bytes": evidence.get("cg_cache_bytes"), "wall_s": round(elapsed, 3)}
+        row["valid"] = row["error"] is None
+        self.run.add_results(pd.DataFrame([row]))
+        return row
+
+
+def _status(conn) -> dict:
+    cur = conn.cursor()
+    cur.execute("show global status where Variable_name in (" + ",".join(f"'{k}'" for k in STATUS) + ")")
+    return {k: int(v) for k, v in cur.fetchall()}
+
+
+def _diff(after: dict, before: dict, key: str):
+    return after[key] - before[key] if key in after and key in before else None

@@ -1,0 +1,119 @@
+"""Waiting for a benchmark process with a progress bar (tqdm: a terminal bar or a Jupyter widget)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable
+
+#: Outcomes of :func:`wait` other than the process ending by itself.
+LIMIT, GONE = "limit", "gone"
+
+
+def enabled(progress: bool | None) -> bool:
+    """``None`` means: show bars on a terminal and in Jupyter (as widgets), not in logs."""
+    if progress is not None:
+        return bool(progress)
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
+def wait(proc, label: str, expected: float | None = None, *, progress: bool | None = None,
+         limit: float | None = None, alive: Callable[[], bool] | None = None,
+         poll: float = 0.2) -> str | None:
+    """Wait for ``proc``; the bar fills over ``expected`` seconds (or counts up).
+
+    Returns None when the process ended, :data:`LIMIT` when it still runs after
+    ``limit`` seconds, :data:`GONE` when ``alive()`` (e.g. "the database server
+    still runs") turned false first. Stopping the process is the caller's job.
+    """
+    from tqdm.auto import tqdm
+    started = time.monotonic()
+    with tqdm(total=round(expected, 1) if expected else None, desc=label, unit="s", leave=True,
+              disable=not enabled(progress),
+              bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s" if expected
+              else "{desc}: {elapsed}") as bar:
+        while proc.poll() is None:
+            time.sleep(poll)
+            now = time.monotonic() - started
+            if expected:
+                bar.n = min(expected, now)
+            bar.refresh()
+            if limit is not None and now > limit:
+                return LIMIT
+            if alive is not None and not alive() and proc.poll() is None:
+                return GONE
+    return None
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+#: What :func:`stop` had to do: nothing (the process had ended), SIGINT was enough, or SIGKILL.
+ENDED, BY_SIGINT, BY_SIGKILL = None, "SIGINT", "SIGKILL"
+
+
+def stop(proc, grace: float = 10.0) -> str | None:
+    """SIGINT (fio stops its jobs and writes what it has, also as a client), then SIGKILL after ``grace``.
+
+    Returns :data:`ENDED`, :data:`BY_SIGINT` or :data:`BY_SIGKILL`. A process
+    that outlives SIGKILL by ``grace`` seconds (stuck in the kernel, D state)
+    raises :class:`~iolab.core.errors.IolabError` naming it, rather than waiting forever.
+    """
+    if proc.poll() is not None:
+        return ENDED
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(grace)
+        return BY_SIGINT
+    except subprocess.TimeoutExpired:
+        family = descendants(proc.pid)  # fio's job processes would outlive their parent
+        proc.kill()
+        for pid in family:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        from iolab.core.errors import IolabError
+        raise IolabError(f"process {proc.pid} still runs {grace:.0f} s after SIGKILL (stuck in the kernel?)",
+                         context=str(proc.args[0] if isinstance(proc.args, (list, tuple)) else proc.args),
+                         hint="see its state in /proc/<pid>/status; a reboot may be needed") from None
+    _wait_gone(family, grace)
+    return BY_SIGKILL
+
+
+def _wait_gone(pids: list[int], timeout: float) -> None:
+    """Wait (bounded) until ``pids`` are dead or zombies: killed job processes take a moment to go."""
+    deadline = time.monotonic() + timeout
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if _state(p) not in (None, "Z", "X")]
+        if pids:
+            time.sleep(0.05)
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None

@@ -1,0 +1,7 @@
+"""Running fio and keeping what it said: recipes, the safety gate for every path a job opens,
+targets, job rendering, the fio process (watchdog, outcome), the output parser, the run directory
+(store), provenance, the direct-I/O worker and the reaper of what dead runs left.
+
+May import: iolab.core, iolab.analysis, iolab.isolation, iolab.devices. Classic engines are looked up
+by name at run time (runner.engine_class), never imported here.
+"""

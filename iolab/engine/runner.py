@@ -1,0 +1,510 @@
+"""Run a recipe on one or more targets and keep everything in a run directory.
+
+This is the engine behind ``iolab run`` and the measure notebook::
+
+    run_dir = iolab.engine.runner.run("quick", ["/mnt/scratch"], label="ssd")
+
+Order of work: check the recipe, the targets and fio *before* anything runs;
+create the run directory (manifest, recipe as run, job files checked with
+``fio --parse-only``); then run every step (test x direction), repetition and
+target, interleaved per step so drift hits all targets alike, inside the
+chosen cache isolation. Each repetition's raw fio output and the growing
+results.csv are written as soon as they exist; the manifest ends as
+``completed``, ``failed`` (with the reason) or ``interrupted``.
+
+Faults: a test whose fio aborts a job, does no I/O, exits non-zero, is
+killed by a signal (``fio killed by SIGKILL``) or is stopped by the per-test
+watchdog (:mod:`iolab.engine.watchdog`: SIGINT, then SIGKILL after
+:data:`STOP_GRACE_S`) is ``failed`` with that reason and is not repeated, and
+the run goes on with the next test; the run then ends ``failed`` (exit code
+1). Only an interrupt (Ctrl-C, SIGTERM) or an error outside fio (e.g. the test
+file cannot be laid out) stops the run early.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from iolab.engine import fio, fioproc, leftfiles, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
+from iolab.core.errors import IolabError
+from iolab.engine.fiooutcome import fio_reason, judge, killed_by
+from iolab.engine.fioparse import client_fairness, latency_over
+from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
+from iolab.engine.store import Run, utcnow
+from iolab.core.units import fio_size
+
+log = logging.getLogger(__name__)
+
+#: Repetitions of one test whose coefficient of variation exceeds this are flagged.
+HIGH_VARIANCE_COV = 0.05
+#: How long fio gets to stop after SIGINT before it is killed.
+STOP_GRACE_S = 10
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is so that every cleanup runs as for Ctrl-C."""
+
+
+@contextlib.contextmanager
+def sigterm_interrupts():
+    """Turn SIGTERM into :class:`Terminated` while the block runs (main thread only)."""
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@dataclasses.dataclass
+class RunResult:
+    path: Path
+    manifest: dict
+    results: pd.DataFrame
+
+
+def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
+         preset=None, confirm=None, mem_limit=None, tests=None, allow=None):
+    """Load and check the recipe and targets; nothing is created or run."""
+    if not isinstance(recipe, recipes.Recipe):
+        recipe = recipes.load(recipe)
+    recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
+                                   isolation=isolation, preset=preset, mem_limit=mem_limit, tests=tests)
+    fio.fio_binary()  # fio missing: say how to install it, before anything else
+    runinput.check(recipe, target_specs)  # bad input: refused before a run directory exists
+    largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
+    resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=confirm)
+    from iolab.engine import jobgate  # every path the jobs open: device rules, --confirm, --allow-path, --allow-exec
+    jobgate.check(recipe, resolved, confirm=confirm, allow=allow)
+    return recipe, resolved
+
+
+def job_options(recipe, step, target, *, force_direct: bool) -> tuple[dict, dict]:
+    """The [global] and job options of one step on one target."""
+    global_options = dict(recipe.fio)
+    if target.emulated is not None:  # what the device needs for its declared limits to hold
+        global_options.update(target.emulated.fio_options)
+    if recipe.jobfile is None:
+        global_options["filename"] = target.filename
+        global_options["size"] = fio_size(recipe.size)
+        if recipe.defaults.get("ramp_time"):
+            global_options["ramp_time"] = f"{int(recipe.defaults['ramp_time'])}s"
+    options = dict(step.options)
+    if force_direct and step.buffered:
+        options["direct"] = 1
+    return global_options, options
+
+
+def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
+    return f"{kind}/{target.name}/{step_id}{suffix}" if multi else f"{kind}/{step_id}{suffix}"
+
+
+def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
+        runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
+        argv=None, scratch_dir=None, with_original=False, tests=None, allow=None) -> RunResult:
+    """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
+    reaper.reap_before_run(data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
+    recipe, targets = plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
+                           isolation=isolation, preset=preset, confirm=confirm, mem_limit=mem_limit,
+                           tests=tests, allow=allow)
+    mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
+    steps = recipe.steps()
+    from iolab.engine import jobgate  # what the user allowed on purpose goes into the manifest
+    run_ = Run.create(data_dir, recipe=recipe.name, label=label,
+                      recipe_description=recipe.description, tool=recipe.tool,
+                      system=sysinfo.system(), versions=sysinfo.versions(), argv=argv,
+                      options={"size": recipe.size, "runtime": recipe.runtime, "repeat": recipe.repeat,
+                               "preset": recipe.preset, "mem_limit": mem_limit, "with_original": with_original,
+                               "warmup": recipe.defaults.get("warmup"), "pause": recipe.defaults.get("pause")},
+                      targets=[{"spec": t.spec, "kind": t.kind} for t in targets],
+                      safety=(allow or jobgate.Allowances()).record(confirm),
+                      tests=[{"name": s.id, "test": s.test, "rw": s.rw, "status": "pending", "reps": 0}
+                             for s in steps])
+    run_.write("recipe.yaml", yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True))
+    log.info("run directory %s", run_.path)
+    try:
+        engine = engine_class(recipe.engine)(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
+                                             scratch_dir=scratch_dir or _scratch_dir())
+        engine.execute()
+    except KeyboardInterrupt as exc:
+        how = "SIGTERM" if isinstance(exc, Terminated) else "the user (Ctrl-C)"
+        run_.interrupt(f"interrupted by {how}; results so far are kept")
+        raise
+    except IolabError as exc:
+        run_.finish("failed", str(exc))
+        raise
+    except Exception as exc:  # keep the evidence, then let it surface
+        run_.finish("failed", f"internal error: {exc!r}")
+        raise
+    failed = [t for t in run_.manifest["tests"] if t["status"] != "completed"]
+    if failed:
+        run_.finish("failed", "; ".join(f"{t['name']}: {t.get('error') or t['status']}" for t in failed))
+    else:
+        run_.finish("completed")
+    return RunResult(run_.path, run_.manifest, run_.results)
+
+
+def _scratch_dir() -> str | None:
+    """Where emulated devices keep their backing files: $TMPDIR when the user set it, else None
+    (the emulated module's /var/tmp: disk-backed, unlike a /tmp that may live in RAM)."""
+    return os.environ.get("TMPDIR") or None
+
+
+def engine_class(name: str):
+    """The class that runs a recipe's steps: fio (here) or an engine module's ``Engine``.
+
+    An engine is built as ``Engine(recipe, targets, run, mem_limit=, progress=,
+    scratch_dir=)`` and its ``execute()`` fills the run directory; :func:`run`
+    handles the manifest's final status, errors and Ctrl-C for all engines.
+    """
+    if name == "fio":
+        return FioEngine
+    import importlib
+    return importlib.import_module(f"iolab.classic.{name}").Engine
+
+
+class FioEngine:
+    def __init__(self, recipe, targets, run_, *, mem_limit, progress, scratch_dir):
+        self.recipe, self.targets, self.run = recipe, targets, run_
+        self.mem_limit, self.progress, self.scratch_dir = mem_limit, progress, scratch_dir
+        self.multi = len(targets) > 1
+
+    @contextlib.contextmanager
+    def session(self, *, buffered: bool, direct_ok: bool):
+        """Open every target (emulated devices made, test file names chosen) and the cache
+        isolation around them; everything is undone on the way out, also on errors and Ctrl-C."""
+        with contextlib.ExitStack() as stack:
+            for target in self.targets:
+                stack.enter_context(targets_mod.opened(
+                    target, run_id=self.run.run_id, size=self.recipe.size,
+                    filesystem=self.recipe.filesystem, scratch_dir=self.scratch_dir))
+            self.run.update(targets=[t.describe() for t in self.targets])
+            throttles = [th for t in self.targets if t.emulated is not None for th in t.emulated.throttles]
+            yield stack.enter_context(open_sandbox(
+                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles,
+                buffered=buffered, direct_ok=direct_ok))
+
+    def execute(self) -> None:
+        with self.session(buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok) as sandbox:
+            force_direct = sandbox.mode == "direct" and self.recipe.isolation != "direct"
+            self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
+            jobs = self._write_jobs(force_direct)
+            self._layout(sandbox)
+            with leftfiles.removed_after(self._job_dirs()):
+                self._steps(sandbox, jobs)
+
+    def _job_dirs(self) -> list[str]:
+        """Where a user's job file makes its files (the --directory iolab passes): cleaned afterwards."""
+        if self.recipe.jobfile is None:
+            return []  # iolab names and removes its own test files
+        return [d for d in (self._job_dir(t) for t in self.targets) if d]
+
+    @staticmethod
+    def _job_dir(target) -> str | None:
+        if target.kind in ("dir", "emulated") and target.path:
+            return os.path.dirname(target.test_file) if target.test_file else target.path
+        return None
+
+    def _layout(self, sandbox) -> None:
+        """Write each test file once, inside the isolation, before any test is timed.
+
+        Like CrystalDiskMark's preparation pass: no read test ever times fio
+        laying its file out, and a cold test really starts cold.
+        """
+        if self.recipe.jobfile is not None:
+            return
+        for target in self.targets:
+            if not target.test_file or (os.path.exists(target.test_file)
+                                        and os.path.getsize(target.test_file) >= self.recipe.size):
+                continue
+            # real data, written through to the device: a fallocated file reads back as
+            # zeros without any device I/O, which would fake every read test
+            options = {"filename": target.test_file, "size": fio_size(self.recipe.size), "rw": "write",
+                       "bs": "1m", "ioengine": "psync", "end_fsync": 1}
+            if target.emulated is not None:
+                options.update(target.emulated.fio_options)
+            rel = _relpath("jobs", "_layout", target, self.multi, ".fio")
+            path = self.run.write(rel, fio.render_job("layout", options))
+            fio.check_job(path)
+            raw = self.run.path / _relpath("raw", "_layout", target, self.multi, ".json")
+            limit = watchdog.Limit(0.0, 0.0, self.recipe.size / self._floor_bps(target), self._margin())
+            done = fioproc.run(fio.command(path), raw, popen=sandbox.popen, label=f"laying out {target.name}",
+                               expected=None, limit=limit, show_progress=self.progress, grace=STOP_GRACE_S)
+            if done.interrupt is not None:
+                raise done.interrupt
+            if done.returncode != 0 or done.stopped:
+                raise IolabError(f"fio could not lay out the test file: {self._layout_failure(sandbox, done)}",
+                                 context=target.test_file)
+
+    @staticmethod
+    def _layout_failure(sandbox, done) -> str:
+        """Why laying out failed: the OOM killer (from the cgroup's memory events) first, then fio's words."""
+        evidence = sandbox.test_evidence()
+        if evidence.get("oom_killed"):
+            return f"out of memory: {evidence.get('oom_reason') or 'the OOM killer killed fio'}"
+        return (done.stopped or killed_by(done.returncode) or fio_reason(done.stderr)
+                or f"fio exited with {done.returncode} and printed no reason")
+
+    def _floor_bps(self, target) -> float:
+        """The slowest rate the watchdog assumes for ``target``: an emulated device's throttle if lower."""
+        floor = watchdog.FLOOR_BPS
+        profile = target.emulated.profile if target.emulated is not None else None
+        if profile is not None:
+            rates = [profile.read_bps, profile.write_bps] + [i * 4096 for i in (profile.read_iops,
+                                                                                profile.write_iops) if i]
+            floor = min([floor] + [r for r in rates if r])
+        return floor
+
+    def _margin(self) -> float:
+        return float(self.recipe.defaults.get("watchdog_margin") or watchdog.MARGIN_S)
+
+    def _write_jobs(self, force_direct: bool) -> dict:
+        """Render and check every job file before anything runs."""
+        jobs, commands = {}, {}
+        for step in self.recipe.steps():
+            for target in self.targets:
+                rel = _relpath("jobs", step.id, target, self.multi, ".fio")
+                if self.recipe.jobfile is not None:
+                    text = self.recipe.jobfile
+                else:
+                    global_options, options = job_options(self.recipe, step, target, force_direct=force_direct)
+                    text = fio.render_job(step.id, options, global_options)
+                path = self.run.write(rel, text)
+                fio.check_job(path)
+                jobs[(step.id, target.name)] = path
+                commands[rel] = self._argv(path, target, step)
+        self.run.update(commands=commands)
+        return jobs
+
+    def _argv(self, path, target, step) -> list[str]:
+        extra = []
+        output_format = self.recipe.output_format
+        if int(step.options.get("numjobs", 1)) > 1:
+            output_format = "json+"  # per-client histograms: exact merged percentiles
+        if self.recipe.jobfile is not None:
+            extra = [f"--{k}={v}" for k, v in fio.REPORTING_OPTIONS.items()]
+            if self._job_dir(target):
+                extra.append(f"--directory={self._job_dir(target)}")
+        return fio.command(path, output_format=output_format, extra=extra)
+
+    def _steps(self, sandbox, jobs) -> None:
+        from iolab.analysis.stats import needs_more
+        pause = self.recipe.defaults.get("pause") or 0
+        warmup = self.recipe.defaults.get("warmup")
+        min_n, max_n = self.recipe.repeat, self.recipe.defaults.get("max_repeat", self.recipe.repeat)
+        cov_target = self.recipe.defaults.get("cov_target", 0.03)
+        for index, step in enumerate(self.recipe.steps()):
+            record = self.run.manifest["tests"][index]
+            record.update(status="running", started=utcnow())
+            self.run.save_manifest()
+            if index and pause:
+                time.sleep(pause)
+            if warmup:  # one unrecorded pass, as CrystalDiskMark's "Preparing..."
+                for target in self.targets:
+                    self._one(sandbox, step, target, 0, jobs[(step.id, target.name)])
+            errors, values, rep = [], {t.name: [] for t in self.targets}, 0
+            # adaptive repeats: at least `repeat` passes, more while any target's CoV is high
+            while rep < max_n and (rep < min_n or any(
+                    needs_more(v, cov_target=cov_target, min_n=min_n, max_n=max_n) for v in values.values())):
+                rep += 1
+                for target in self.targets:  # interleaved: drift hits every target alike
+                    frame = self._one(sandbox, step, target, rep, jobs[(step.id, target.name)])
+                    self.run.add_results(frame)
+                    errors += [e for e in frame["error"].dropna().unique() if e]
+                    values[target.name].append(frame["bw_mbps"].sum(min_count=1))
+                record["reps"] = rep
+                self.run.save_manifest()
+                if errors:  # a failing step does not get better by repeating it
+                    break
+            record.update(status="failed" if errors else "completed", ended=utcnow(),
+                          error="; ".join(dict.fromkeys(errors)) or None)
+            self.run.save_manifest()
+        self._flag()
+
+    def _flag(self) -> None:
+        """Mark CPU-bound, too short, high-variance and small-file results."""
+        from iolab.analysis.stats import flag_results
+        table = self.run.results
+        if table.empty:
+            return
+        buffered = table["direct"].eq(0) if "direct" in table else None
+        isolated = self.run.manifest.get("isolation", {}).get("mode") in ("cgroup", "hugepages")
+        flagged = flag_results(table, cpu_count=os.cpu_count(), min_runtime_s=1.0,
+                               mem_limit=self.mem_limit if isolated else None,
+                               file_size=self.recipe.size or None, cov_threshold=HIGH_VARIANCE_COV,
+                               buffered=buffered)
+        flagged["flags"] = flagged["flags"].replace("", None)
+        self.run.set_results(flagged)
+
+    def _one(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
+        argv = self._argv(jobfile, target, step)
+        suffix = "-warmup.json" if rep == 0 else f"-{rep}.json"
+        raw = self.run.path / _relpath("raw", step.id, target, self.multi, suffix)
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        if step.cache == "cold":
+            drop_caches()  # whatever the isolation: this test must start cold
+        elif step.cache == "isolation":
+            sandbox.prepare_test()
+        label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
+        limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
+                                       floor_bps=self._floor_bps(target), margin_s=self._margin())
+        done, _, device, evidence, elapsed = self._measure(sandbox, argv, target, raw, label,
+                                                           self._expected_seconds(step), limit, fio_run=True)
+        frame = self._parse(fioproc.read_raw(raw), done, step)
+        frame = self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox)
+        if done.interrupt is not None:  # keep what fio wrote before it was stopped, then stop the run
+            if rep:
+                self.run.add_results(frame)
+            raise done.interrupt
+        return frame
+
+    def _measure(self, sandbox, argv, target, raw, label, expected, limit=None, *, fio_run=False):
+        """Run ``argv`` in the sandbox with its stdout in ``raw``, counting the device's bytes.
+
+        Returns how the process ended (:class:`iolab.engine.fioproc.Finished`, with
+        ``returncode``), its stderr, the device's byte counts, the sandbox's
+        evidence and the wall time: what :meth:`_annotate` takes. ``limit`` is
+        the watchdog's. Ctrl-C stops the process and goes on up, except for a
+        ``fio_run`` (:meth:`_one` first keeps what fio wrote; an empty raw file is removed).
+        """
+        counter = _counter(target)
+        before = counter.snapshot() if counter else None
+        done = fioproc.run(argv, raw, popen=sandbox.popen, label=label, expected=expected, limit=limit,
+                           show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=fio_run)
+        device = counter.delta(before) if counter else {}
+        if done.interrupt is not None and not fio_run:
+            raise done.interrupt
+        return done, done.stderr, device, sandbox.test_evidence(), done.elapsed
+
+    def _expected_seconds(self, step) -> float | None:
+        runtime = step.options.get("runtime")
+        if runtime is None:
+            return None
+        return watchdog.fio_seconds(runtime) + float(self.recipe.defaults.get("ramp_time") or 0)
+
+    def _parse(self, text, done, step) -> pd.DataFrame:
+        frame = judge(text, done.stderr, done.returncode, job=step.id, stopped=done.stopped)
+        if frame["direction"].isna().all():
+            return frame
+        if self.recipe.output_format == "json+":  # tiotest's share of slow operations
+            slow = latency_over(text)
+            if not slow.empty:
+                frame = frame.merge(slow, on=["job", "direction"], how="left")
+        fairness = client_fairness(text)  # numjobs > 1: how evenly the clients shared the device
+        if not fairness.empty:
+            frame = frame.merge(fairness.drop(columns="clients"), on=["job", "direction"], how="left")
+        return frame
+
+    def _ram_backed(self, target) -> bool:
+        described = [t for t in self.run.manifest.get("targets") or [] if t.get("name") == target.name]
+        return bool(described) and described[0].get("filesystem") in RAM_FILESYSTEMS
+
+    def _annotate(self, frame, step, target, rep, device, evidence, elapsed, sandbox) -> pd.DataFrame:
+        m = self.run.manifest
+        frame = frame.copy()
+        frame.insert(0, "run_id", m["run_id"])
+        frame["host"] = frame["host"].where(frame["host"].notna(), m["host"]) if "host" in frame else m["host"]
+        frame["label"] = m["label"]
+        frame["recipe"] = self.recipe.name
+        frame["test"] = frame["job"] if self.recipe.jobfile is not None else step.test
+        if step.sweep:
+            frame["sweep"] = step.sweep
+        if self.recipe.jobfile is None:  # fio's default is buffered I/O (direct=0)
+            frame["direct"] = int(step.direct or bool(self.run.manifest["isolation"].get("forced_o_direct")))
+        frame["rep"] = rep
+        frame["isolation"] = sandbox.mode
+        frame["target"] = target.name
+        frame["tool"] = "fio"
+        frame["dev_read_bytes"] = device.get("read_bytes")
+        frame["dev_write_bytes"] = device.get("write_bytes")
+        frame["cg_peak_bytes"] = evidence.get("cg_peak_bytes")
+        frame["cg_cache_bytes"] = evidence.get("cg_cache_bytes")
+        frame["wall_s"] = round(elapsed, 3)
+        flags = []
+        read_bytes = frame.loc[frame["direction"] == "read", "io_bytes"].sum()
+        if device and read_bytes and flag_cache_suspect(read_bytes, device.get("read_bytes") or 0):
+            flags.append("cache_suspect")
+        if target.emulated is not None and target.emulated.profile.throttled:
+            flags.append("emulated_latency")  # limits are emulated; latency percentiles are the throttle's
+            if step.buffered and "write" in set(frame["direction"].dropna()) and _io_cgroup_v1():
+                # v1 charges writeback to the flusher, outside the throttled group
+                flags.append("v1_writeback")
+        if self._ram_backed(target):
+            flags.append("ram_backed")  # tmpfs/ramfs: the numbers are memory's, not a storage device's
+        if evidence.get("oom_killed"):
+            flags.append("oom_killed")
+            reason = evidence.get("oom_reason") or "fio was killed by the OOM killer in the memory-limited cgroup"
+            frame["error"] = frame["error"].where(frame["error"].notna(), reason)
+        frame["flags"] = ";".join(flags) or None
+        frame["valid"] = frame["error"].isna() & ("oom_killed" not in flags)
+        return frame
+
+
+#: File systems whose "device" is RAM.
+RAM_FILESYSTEMS = ("tmpfs", "ramfs")
+
+
+def _io_cgroup_v1() -> bool:
+    """Block throttling comes from a cgroup v1 hierarchy (buffered writeback escapes it)."""
+    from iolab.isolation.cgroups import detect
+    where = detect().locate("io")
+    return bool(where) and where[0] == "v1"
+
+
+def _counter(target):
+    """Byte counters of the block device serving the target (None: no block device, e.g. tmpfs)."""
+    from iolab.isolation.blockstat import BlockCounter
+    path = target.filename
+    if path and not os.path.exists(path):  # fio lays the test file out itself
+        path = os.path.dirname(path)
+    try:
+        return BlockCounter.for_path(path) if path else None
+    except IolabError as exc:
+        log.info("no block device counters for %s: %s", path, exc)
+        return None
+
+
+def dry_run(recipe, target_specs, **kwargs) -> str:
+    """The job files and commands a run would use, as text; nothing is created."""
+    recipe, targets = plan(recipe, target_specs, **{k: v for k, v in kwargs.items()
+                                                     if k in ("size", "runtime", "repeat", "isolation", "preset",
+                                                              "confirm", "mem_limit", "tests", "allow")})
+    lines = [f"# recipe {recipe.name}: {recipe.description}",
+             f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
+    if recipe.engine != "fio":
+        # these engines build their work at run time (python loops, pgbench, fio per sample)
+        lines.append(f"# engine {recipe.engine}: it runs these tests itself; the run directory will hold "
+                     "every command and job file it used")
+        lines += [f"# target: {t.spec} ({t.kind})" for t in targets]
+        lines += [f"#   {test.name}: {test.description}" for test in recipe.tests]
+        if recipe.options:
+            lines.append("# options: " + ", ".join(f"{k}={v}" for k, v in recipe.options.items()))
+        return "\n".join(lines)
+    for step in recipe.steps():
+        for target in targets:
+            if target.kind == "dir":
+                target.test_file = os.path.join(target.path, "iolab-<run_id>.dat")
+            elif target.kind == "emulated":
+                target.test_file = f"<emulated {target.spec[len(targets_mod.EMULATED_PREFIX):]} device>"
+            if recipe.jobfile is not None:
+                text = recipe.jobfile
+            else:
+                global_options, options = job_options(recipe, step, target, force_direct=False)
+                text = fio.render_job(step.id, options, global_options)
+            lines += [f"# --- {step.id} on {target.spec}: fio --output-format={recipe.output_format} <job file>", text]
+    return "\n".join(lines)

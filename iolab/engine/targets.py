@@ -1,0 +1,180 @@
+"""What ``--target`` names: a directory, a file, a block device or ``emulated:NAME``.
+
+:func:`resolve` checks the target before anything runs (exists, enough free
+space, a block device allowed by the safety rules) and :class:`Target` knows
+which path fio gets and what iolab must clean up afterwards.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import stat
+from pathlib import Path
+
+from iolab.engine import sysinfo
+from iolab.core.errors import IolabError
+from iolab.core.units import human_size
+
+log = logging.getLogger(__name__)
+
+EMULATED_PREFIX = "emulated:"
+#: Space left free beyond the test file (1 MiB + 1%), so a test never fills a file system.
+def free_space_margin(needed: int) -> int:
+    return 1024**2 + needed // 100
+
+
+@dataclasses.dataclass
+class Target:
+    spec: str                    # what the user wrote
+    kind: str                    # dir | file | block | emulated
+    path: str | None = None      # directory, file or device; for emulated set on open()
+    name: str = ""               # short name used in file names and results
+    test_file: str | None = None  # the file fio uses (None: fio gets the device)
+    created_file: bool = False   # iolab made test_file and removes it afterwards
+    emulated: object = None      # the open emulated device (iolab.devices.emulated)
+    writes: bool = False         # the recipe writes to it
+    confirm: str | None = None   # --confirm given for a block device
+
+    @property
+    def filename(self) -> str:
+        """What fio's ``filename=`` gets."""
+        return self.test_file or self.path
+
+    def describe(self) -> dict:
+        info = {"spec": self.spec, "kind": self.kind, "name": self.name, "path": self.path,
+                "test_file": self.test_file}
+        where = self.test_file if self.test_file and os.path.exists(self.test_file) else self.path
+        # a raw block device has no file system of its own here (findmnt would name /dev's devtmpfs)
+        if where and os.path.exists(where) and not stat.S_ISBLK(os.stat(where).st_mode):
+            info.update(sysinfo.mount_of(where))
+        info["device"] = _provenance(self.path) if self.path else None
+        info["emulated"] = self.emulated.describe() if self.emulated is not None else None
+        return info
+
+
+def _provenance(path: str) -> dict | None:
+    try:
+        from iolab.devices.inventory import device_provenance
+    except ImportError:  # devices support not built into this checkout
+        return None
+    try:
+        return device_provenance(path)
+    except IolabError as exc:
+        log.warning("no device provenance for %s: %s", path, exc)
+        return {"error": str(exc)}
+
+
+def _name(spec: str, used: set) -> str:
+    base = spec[len(EMULATED_PREFIX):] if spec.startswith(EMULATED_PREFIX) else (Path(spec).name or "root")
+    base = "".join(c if c.isalnum() or c in "._-" else "-" for c in base) or "target"
+    name, n = base, 2
+    while name in used:
+        name, n = f"{base}-{n}", n + 1
+    used.add(name)
+    return name
+
+
+def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = None) -> list[Target]:
+    """Check every ``--target`` and describe it; raises :class:`IolabError` naming it."""
+    if not specs:
+        raise IolabError("no target given", context="--target", hint="e.g. --target /mnt/scratch")
+    targets, used = [], set()
+    shared: dict[int, list] = {}  # file system (st_dev) -> [(directory, bytes needed, spec)]
+    for spec in specs:
+        if not isinstance(spec, str) or not spec.strip():
+            raise IolabError("empty target: name a directory, file, block device or emulated:NAME",
+                             context=f"--target {spec!r}")
+        name = _name(spec, used)
+        if spec.startswith(EMULATED_PREFIX):
+            profile = spec[len(EMULATED_PREFIX):]
+            if not profile:
+                raise IolabError("name a profile, e.g. emulated:hdd", context=f"--target {spec}")
+            if os.geteuid() != 0:
+                raise IolabError("emulated devices need root (loop devices and block cgroups)", context=f"--target {spec}")
+            targets.append(Target(spec=spec, kind="emulated", name=name))
+            continue
+        path = Path(spec)
+        if not path.exists():
+            raise IolabError("no such file or directory", context=f"--target {spec}")
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            _check_space(path, size, spec)
+            shared.setdefault(path.stat().st_dev, []).append((path, size, spec))
+            targets.append(Target(spec=spec, kind="dir", path=str(path.resolve()), name=name))
+        elif stat.S_ISBLK(mode):
+            if writes:
+                from iolab.devices.inventory import check_writable
+                check_writable(str(path), confirm=confirm)
+            _check_device_size(path, size, spec)
+            targets.append(Target(spec=spec, kind="block", path=str(path.resolve()), name=name,
+                                  writes=writes, confirm=confirm))
+        elif stat.S_ISREG(mode):
+            missing = max(0, size - path.stat().st_size)
+            if missing:
+                _check_space(path.parent, missing, spec)
+                shared.setdefault(path.stat().st_dev, []).append((path.parent, missing, spec))
+            targets.append(Target(spec=spec, kind="file", path=str(path.resolve()), name=name,
+                                  test_file=str(path.resolve())))
+        else:
+            raise IolabError("not a directory, regular file or block device", context=f"--target {spec}")
+    for group in shared.values():  # two targets on one file system share its free space
+        if len(group) > 1:
+            _check_space(group[0][0], sum(needed for _, needed, _ in group),
+                         " and ".join(spec for _, _, spec in group) + " (one file system)")
+    return targets
+
+
+def _check_device_size(path: Path, needed: int, spec: str) -> None:
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+    if size < needed:
+        raise IolabError(f"the device holds {human_size(size)}, the test needs {human_size(needed)}",
+                         context=f"--target {spec}", hint="use a smaller --size")
+
+
+def _check_space(directory: Path, needed: int, spec: str) -> None:
+    st = os.statvfs(directory)
+    free = st.f_bavail * st.f_frsize
+    margin = free_space_margin(needed)
+    if free < needed + margin:
+        raise IolabError(
+            f"not enough free space: the test needs {human_size(needed)} (+{human_size(margin)} margin), "
+            f"{human_size(free)} free", context=f"--target {spec}", hint="use a smaller --size or another target")
+
+
+@contextlib.contextmanager
+def opened(target: Target, *, run_id: str, size: int, filesystem: str | None, scratch_dir: str):
+    """Make the target usable for a run (test file name, emulated device) and clean up after."""
+    try:
+        if target.kind == "emulated":
+            from iolab.devices.emulated import emulated_device
+            profile = target.spec[len(EMULATED_PREFIX):]
+            # room for the file system's own metadata around the test file
+            device_size = size + max(size // 4, 128 * 1024**2) if filesystem else size
+            with emulated_device(profile, size=device_size, scratch_dir=scratch_dir,
+                                 filesystem=filesystem) as device:
+                target.emulated = device
+                target.path = device.target
+                if device.mountpoint:
+                    target.test_file = os.path.join(device.mountpoint, f"iolab-{run_id}.dat")
+                yield target
+            return
+        if target.kind == "dir":
+            target.test_file = os.path.join(target.path, f"iolab-{run_id}.dat")
+            target.created_file = True
+        if target.kind == "block" and target.writes:
+            from iolab.devices.inventory import check_writable, open_exclusive
+            # checked again right before acting, and held with O_EXCL so nobody
+            # mounts or claims the device while fio writes to it
+            check_writable(target.path, confirm=target.confirm)
+            with open_exclusive(target.path):
+                yield target
+            return
+        yield target
+    finally:
+        if target.created_file and target.test_file:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target.test_file)
+                log.info("removed test file %s", target.test_file)

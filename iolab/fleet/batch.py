@@ -1,0 +1,505 @@
+"""Batch runs: the measure notebook executed with papermill for every entry of an inventory.
+
+An inventory is a YAML file (see ``examples/batch-inventory.yaml``)::
+
+    data: ../data            # optional result store (``iolab batch --data`` wins)
+    defaults:                # optional: fields every entry gets unless it sets them
+      recipe: quick
+      size: 1G
+    entries:
+      - name: ssd            # required, unique; letters, digits, . _ -
+        target: /mnt/ssd/scratch
+        label: SATA SSD      # name in reports (default: the entry's name)
+      - name: hdd
+        target: [/mnt/hdd/scratch]
+        recipe: [quick, crystaldiskmark]
+
+Entry fields: ``name, recipe, target`` (required; ``recipe`` and ``target``
+may come from ``defaults``), ``label, isolation, mem_limit, size, runtime,
+repeat, preset, tests, confirm, timeout``. Relative paths (targets, recipe
+files, ``data``) are relative to the inventory file. Everything is checked
+when the file is loaded; errors name the file, the entry and the field.
+
+:func:`run_batch` executes ``notebooks/measure.ipynb`` once per entry, in
+sequence. The notebook writes the run directories it created to a
+*result file* (JSON, :func:`write_result_file`), which is how the batch learns
+them without scraping outputs; the executed notebook is then stored in each
+of those run directories as ``measure.ipynb``. A failing entry keeps its
+executed notebook (in the batch directory when it created no run) and the
+next entry runs. Before the first entry runs, every entry is checked as
+``--dry-run`` checks it (recipes, fio, targets, free space): an entry that
+cannot run is reported at once, marked failed and skipped. The batch
+directory ``<data>/<host>/batch-<UTC time>/`` holds ``batch.json``: every
+entry's status, run directories and error.
+
+:func:`select_tests` (a recipe restricted to some of its tests) is shared by
+the measure notebook and the run panel of :mod:`iolab.report.widgets`.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime as _dt
+import json
+import logging
+import os
+import re
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+
+from iolab.engine import recipes, store
+from iolab.core import yamlfile
+from iolab.core.yamlfile import check_keys
+from iolab.core.errors import IolabError
+from iolab.core.units import parse_seconds, parse_size
+
+log = logging.getLogger(__name__)
+
+INVENTORY_KEYS = {"data", "defaults", "entries"}
+ENTRY_KEYS = {"name", "recipe", "target", "label", "isolation", "mem_limit", "size", "runtime", "repeat",
+              "preset", "tests", "confirm", "timeout"}
+DEFAULT_KEYS = ENTRY_KEYS - {"name"}
+#: Name of the executed notebook inside a run directory.
+NOTEBOOK_NAME = "measure.ipynb"
+#: Kernel the measure notebook runs in (jupyter maps "python3" to this Python).
+KERNEL = "python3"
+
+
+# ---------------------------------------------------------------------------
+# recipes restricted to some tests
+
+
+def select_tests(recipe, tests: Sequence[str] | str | None = None, *, preset: str | None = None) -> recipes.Recipe:
+    """``recipe`` (name, path or :class:`~iolab.engine.recipes.Recipe`) with only ``tests`` kept.
+
+    ``preset`` is applied first (as ``iolab run --preset``); ``tests`` then
+    keeps the named tests in the recipe's order (empty: all). The result has
+    its presets resolved, so :func:`iolab.engine.runner.run` runs exactly these tests;
+    ``recipe.yaml`` in the run directory records them.
+    """
+    if not isinstance(recipe, recipes.Recipe):
+        recipe = recipes.load(str(recipe))
+    recipe = recipe.with_overrides(preset=preset or None)
+    wanted = [tests] if isinstance(tests, str) else [str(t) for t in (tests or [])]
+    wanted = [t for t in wanted if t]
+    if wanted:
+        if recipe.jobfile is not None:
+            raise IolabError("a plain fio job file runs as a whole; it has no tests to choose",
+                             context=f"{recipe.name}: tests")
+        known = [t.name for t in recipe.tests]
+        unknown = [t for t in wanted if t not in known]
+        if unknown:
+            where = f"recipe {recipe.name}" + (f" (preset {recipe.preset})" if recipe.preset else "")
+            raise IolabError(f"{where} has no test {unknown[0]!r}", context="tests",
+                             hint="its tests: " + ", ".join(known))
+        recipe = copy.deepcopy(recipe)
+        recipe.tests = [t for t in recipe.tests if t.name in wanted]
+    recipe.presets = {}  # already applied: a later with_overrides() must not re-apply "default"
+    return recipe
+
+
+# ---------------------------------------------------------------------------
+# the result file: how the measure notebook tells the batch what it created
+
+
+def write_result_file(path: str | os.PathLike | None, results: Sequence, *, dry_run: bool = False) -> None:
+    """Record the runs (:class:`~iolab.engine.runner.RunResult`) of a measure notebook in ``path`` (JSON).
+
+    Written atomically after every run, so a notebook that fails later still
+    names the runs it made. Nothing is written when ``path`` is empty.
+    """
+    if not path:
+        return
+    runs = [{"run_dir": str(Path(r.path).resolve()), "recipe": r.manifest.get("recipe"),
+             "status": r.manifest.get("status"), "reason": r.manifest.get("reason")} for r in results]
+    store.atomic_write(path, json.dumps({"runs": runs, "dry_run": bool(dry_run)}, indent=2) + "\n")
+
+
+def read_result_file(path: str | os.PathLike) -> dict:
+    """The content of a result file; ``{"runs": []}`` when the notebook never wrote one."""
+    path = Path(path)
+    if not path.is_file():
+        return {"runs": [], "dry_run": False}
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise IolabError(f"unreadable result file: {exc}", context=str(path)) from exc
+    data.setdefault("runs", [])
+    return data
+
+
+# ---------------------------------------------------------------------------
+# inventory
+
+
+@dataclasses.dataclass
+class Entry:
+    """One inventory entry: the parameters of one execution of the measure notebook."""
+    name: str
+    recipes: list
+    targets: list
+    label: str | None = None
+    isolation: str | None = None
+    mem_limit: str | None = None
+    size: str | None = None
+    runtime: float | None = None
+    repeat: int | None = None
+    preset: str | None = None
+    tests: list = dataclasses.field(default_factory=list)
+    confirm: str | None = None
+    timeout: float | None = None
+
+    def parameters(self, *, data_dir, result_file: str = "", dry_run: bool = False,
+                   progress: bool = False) -> dict:
+        """Every parameter of the measure notebook (``None``: the recipe's own value).
+
+        All are passed, so the notebook's own defaults (small test sizes) never
+        leak into a batch.
+        """
+        return {"recipe": list(self.recipes), "target": list(self.targets), "tests": list(self.tests),
+                "label": self.label or self.name, "isolation": self.isolation, "mem_limit": self.mem_limit,
+                "size": self.size, "runtime": self.runtime, "repeat": self.repeat, "preset": self.preset,
+                "confirm": self.confirm, "data_dir": str(data_dir), "dry_run": bool(dry_run),
+                "progress": bool(progress), "result_file": str(result_file)}
+
+
+@dataclasses.dataclass
+class Inventory:
+    path: Path
+    entries: list
+    data: Path | None = None
+
+    def entry(self, name: str) -> Entry:
+        for entry in self.entries:
+            if entry.name == name:
+                return entry
+        raise IolabError(f"no entry named {name!r}", context=str(self.path),
+                         hint="entries: " + ", ".join(e.name for e in self.entries))
+
+
+def _text(value, ctx) -> str:
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool) or str(value) == "":
+        raise IolabError(f"must be text, got {value!r}", context=ctx)
+    return str(value)
+
+
+def _text_list(value, ctx) -> list:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise IolabError("must not be an empty list", context=ctx)
+    return [_text(v, ctx) for v in values]
+
+
+def _local(path: str, base: Path) -> str:
+    """A path relative to the inventory file made absolute (``emulated:NAME`` unchanged)."""
+    if path.startswith("emulated:") or os.path.isabs(path):
+        return path
+    return str((base / path).resolve())
+
+
+def _recipe_ref(name: str, base: Path) -> str:
+    """A built-in recipe name stays a name; a recipe file is found relative to the inventory."""
+    if Path(name).suffix in (".yaml", ".yml", ".fio") or os.sep in name:
+        return _local(name, base)
+    return name
+
+
+def _entry(raw: dict, defaults: dict, base: Path, ctx: str) -> Entry:
+    merged = {**defaults, **raw}
+    for key in ("recipe", "target"):
+        if key not in merged or merged[key] in (None, "", []):
+            raise IolabError(f"missing required field {key!r}", context=ctx)
+    name = str(raw["name"])
+    recipe_refs = [_recipe_ref(r, base) for r in _text_list(merged["recipe"], f"{ctx}.recipe")]
+    entry = Entry(name=name, recipes=recipe_refs,
+                  targets=[_local(t, base) for t in _text_list(merged["target"], f"{ctx}.target")])
+    if merged.get("label") is not None:
+        entry.label = _text(merged["label"], f"{ctx}.label")
+    if merged.get("isolation") is not None:
+        if merged["isolation"] not in recipes.ISOLATION_MODES:
+            raise IolabError(f"must be one of {', '.join(recipes.ISOLATION_MODES)}, got {merged['isolation']!r}",
+                             context=f"{ctx}.isolation")
+        entry.isolation = merged["isolation"]
+    for key in ("size", "mem_limit"):
+        if merged.get(key) is not None:
+            parse_size(merged[key], context=f"{ctx}.{key}")
+            setattr(entry, key, str(merged[key]))
+    if merged.get("runtime") is not None:
+        entry.runtime = parse_seconds(merged["runtime"], context=f"{ctx}.runtime")
+    if merged.get("repeat") is not None:
+        repeat = merged["repeat"]
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise IolabError(f"must be a whole number >= 1, got {repeat!r}", context=f"{ctx}.repeat")
+        entry.repeat = repeat
+    if merged.get("timeout") is not None:
+        timeout = merged["timeout"]
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise IolabError(f"must be a positive number of seconds, got {timeout!r}", context=f"{ctx}.timeout")
+        entry.timeout = float(timeout)
+    if merged.get("confirm") is not None:
+        entry.confirm = _text(merged["confirm"], f"{ctx}.confirm")
+    if merged.get("preset") is not None:
+        entry.preset = _text(merged["preset"], f"{ctx}.preset")
+    if merged.get("tests") not in (None, [], ""):
+        entry.tests = _text_list(merged["tests"], f"{ctx}.tests")
+    # the recipes exist and the preset and tests fit them: checked now, not after hours of other entries
+    for ref in entry.recipes:
+        try:
+            select_tests(ref, entry.tests, preset=entry.preset)
+        except IolabError as exc:
+            where = str(exc.context or "")
+            field = "tests" if where == "tests" else "preset" if "preset" in where else "recipe"
+            message = exc.message if field != "recipe" or where in ("recipe", ref) else str(exc)
+            raise IolabError(message, context=f"{ctx}.{field}", hint=exc.hint) from exc
+    return entry
+
+
+def load_inventory(path: str | os.PathLike) -> Inventory:
+    """Read and check an inventory file; every error names the file, the entry and the field."""
+    path = Path(path)
+    source = str(path)
+    data = yamlfile.load(path, what="inventory file")
+    if not isinstance(data, dict):
+        raise IolabError("an inventory must be a YAML mapping with an 'entries' list", context=source)
+    check_keys(data, INVENTORY_KEYS, source)
+    base = path.resolve().parent
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise IolabError("must be a mapping of entry fields", context=f"{source}: defaults")
+    check_keys(defaults, DEFAULT_KEYS, f"{source}: defaults")
+    if "entries" not in data:
+        raise IolabError("missing required field 'entries'", context=source)
+    entries, seen = [], set()
+    for index, ctx, raw in yamlfile.named_items(data["entries"], f"{source}: entries", what="entry"):
+        name = str(raw["name"])
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", name):
+            raise IolabError(f"names become file names: use letters, digits and . _ - only, got {name!r}",
+                             context=f"{ctx}.name")
+        ctx = f"{source}: entries[{index}] ({name})"
+        check_keys(raw, ENTRY_KEYS, ctx)
+        if name in seen:
+            raise IolabError("duplicate entry name", context=f"{ctx}.name")
+        seen.add(name)
+        entries.append(_entry(raw, defaults, base, ctx))
+    data_dir = None
+    if data.get("data") is not None:
+        data_dir = Path(_local(_text(data["data"], f"{source}: data"), base))
+    return Inventory(path=path, entries=entries, data=data_dir)
+
+
+# ---------------------------------------------------------------------------
+# running
+
+
+@dataclasses.dataclass
+class EntryResult:
+    name: str
+    status: str                 # completed | failed | dry-run
+    run_dirs: list = dataclasses.field(default_factory=list)
+    notebooks: list = dataclasses.field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+    plan: str | None = None     # dry run: the job files and commands
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("completed", "dry-run")
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "status": self.status, "run_dirs": [str(p) for p in self.run_dirs],
+                "notebooks": [str(p) for p in self.notebooks], "error": self.error,
+                "seconds": round(self.seconds, 1)}
+
+
+@dataclasses.dataclass
+class BatchResult:
+    entries: list
+    directory: Path | None = None   # the batch directory (None for a dry run)
+
+    @property
+    def ok(self) -> bool:
+        return all(e.ok for e in self.entries)
+
+    @property
+    def failed(self) -> list:
+        return [e for e in self.entries if not e.ok]
+
+
+def measure_notebook() -> Path:
+    """``notebooks/measure.ipynb`` of this checkout (``IOLAB_NOTEBOOKS`` overrides the directory)."""
+    env = os.environ.get("IOLAB_NOTEBOOKS")
+    directory = Path(env) if env else Path(__file__).resolve().parents[2] / "notebooks"
+    path = directory / "measure.ipynb"
+    if not path.is_file():
+        raise IolabError("the measure notebook is missing", context=str(path),
+                         hint="set IOLAB_NOTEBOOKS to the directory holding measure.ipynb")
+    return path
+
+
+def _batch_dir(data_dir: Path) -> Path:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    parent = data_dir / store.hostname()
+    for n in range(1, 1000):
+        path = parent / (f"batch-{stamp}" if n == 1 else f"batch-{stamp}-{n}")
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise IolabError(f"cannot create the batch directory: {exc.strerror}", context=str(path)) from exc
+    raise IolabError("could not find a free batch directory name", context=str(parent))  # pragma: no cover
+
+
+def _run_dirs(data_dir: Path) -> set:
+    try:
+        return {p.resolve() for p in store.run_dirs(data_dir)}
+    except IolabError:
+        return set()
+
+
+def _execute(notebook: Path, output: Path, parameters: dict, *, cwd: Path, timeout: float | None) -> str | None:
+    """Run the notebook with papermill; ``None`` when it succeeded, else the error in one line."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        papermill.execute_notebook(str(notebook), str(output), parameters=parameters, cwd=str(cwd),
+                                   kernel_name=KERNEL, progress_bar=False, log_output=False,
+                                   execution_timeout=timeout, report_mode=False)
+    except PapermillExecutionError as exc:
+        detail = exc.evalue if exc.ename in ("IolabError",) else f"{exc.ename}: {exc.evalue}"
+        return f"{detail} (cell {exc.exec_count})"
+    except Exception as exc:  # kernel died, timeout, unreadable notebook: the entry fails, the batch goes on
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def run_entry(entry: Entry, *, data_dir: str | os.PathLike, batch_dir: str | os.PathLike,
+              notebook: str | os.PathLike | None = None, cwd: str | os.PathLike | None = None,
+              progress: bool = False) -> EntryResult:
+    """Execute the measure notebook for one entry; never raises for a failing entry."""
+    data_dir, batch_dir = Path(data_dir).resolve(), Path(batch_dir)
+    notebook = Path(notebook) if notebook else measure_notebook()
+    started = time.monotonic()
+    staged = batch_dir / f"{entry.name}.ipynb"
+    result_file = batch_dir / f"{entry.name}.result.json"
+    before = _run_dirs(data_dir)
+    parameters = entry.parameters(data_dir=data_dir, result_file=str(result_file), progress=progress)
+    log.info("batch entry %s: executing %s", entry.name, notebook)
+    error = _execute(notebook, staged, parameters, cwd=Path(cwd) if cwd else notebook.parent,
+                     timeout=entry.timeout)
+    try:
+        reported = read_result_file(result_file)
+    except IolabError as exc:
+        reported, error = {"runs": []}, error or str(exc)
+    run_dirs = [Path(r["run_dir"]) for r in reported["runs"]]
+    if not run_dirs:
+        # the notebook failed inside a run, before it could name it: the new run directories are its
+        run_dirs = sorted(_run_dirs(data_dir) - before)
+    unfinished = []
+    for run_dir in run_dirs:
+        try:
+            manifest = store.read_manifest(run_dir)
+        except IolabError:
+            continue
+        if manifest.get("status") != "completed":
+            unfinished.append(f"{run_dir.name}: {manifest.get('status')}"
+                              + (f" ({manifest['reason']})" if manifest.get("reason") else ""))
+    notebooks = []
+    if staged.is_file():
+        if run_dirs:
+            content = staged.read_bytes()
+            for run_dir in run_dirs:
+                target = run_dir / NOTEBOOK_NAME
+                store.atomic_write(target, content)
+                notebooks.append(target)
+            staged.unlink()
+        else:
+            notebooks.append(staged)
+    result_file.unlink(missing_ok=True)
+    if error is None and unfinished:
+        error = "run " + "; ".join(unfinished)
+    status = "failed" if error else "completed"
+    return EntryResult(name=entry.name, status=status, run_dirs=run_dirs, notebooks=notebooks, error=error,
+                       seconds=time.monotonic() - started)
+
+
+def plan_entry(entry: Entry) -> EntryResult:
+    """A dry run of one entry: the job files and commands of each recipe; nothing is created or run.
+
+    It checks what :func:`iolab.engine.runner.run` checks first (recipe, fio, targets,
+    free space, block-device rules); a problem makes a ``failed`` result.
+    """
+    from iolab.engine import runner
+    started = time.monotonic()
+    parts = []
+    try:
+        for ref in entry.recipes:
+            recipe = select_tests(ref, entry.tests, preset=entry.preset)
+            parts.append(runner.dry_run(recipe, entry.targets, size=entry.size, runtime=entry.runtime,
+                                        repeat=entry.repeat, isolation=entry.isolation, confirm=entry.confirm,
+                                        mem_limit=entry.mem_limit))
+    except IolabError as exc:
+        return EntryResult(name=entry.name, status="failed", error=str(exc), seconds=time.monotonic() - started,
+                           plan="\n".join(parts) or None)
+    return EntryResult(name=entry.name, status="dry-run", seconds=time.monotonic() - started, plan="\n".join(parts))
+
+
+def run_batch(inventory: Inventory | str | os.PathLike, *, data_dir: str | os.PathLike | None = None,
+              dry_run: bool = False, only: Sequence[str] = (), notebook: str | os.PathLike | None = None,
+              on_event: Callable[[str, Entry, EntryResult | None], None] | None = None) -> BatchResult:
+    """Run every entry (or the ``only`` ones) in sequence; a failing entry does not stop the others.
+
+    ``data_dir``: the result store (default: the inventory's ``data``, else
+    ``data``). ``on_event(kind, entry, result)`` reports progress: ``"refused"``
+    for each entry that failed the check before anything runs, then
+    ``"start"`` (result None) and ``"end"`` for each entry that runs.
+    """
+    if not isinstance(inventory, Inventory):
+        inventory = load_inventory(inventory)
+    entries = [inventory.entry(name) for name in only] if only else list(inventory.entries)
+    data_dir = Path(data_dir if data_dir is not None else inventory.data or "data").resolve()
+    notify = on_event or (lambda kind, entry, result: None)
+    if dry_run:
+        results = []
+        for entry in entries:
+            notify("start", entry, None)
+            results.append(plan_entry(entry))
+            notify("end", entry, results[-1])
+        return BatchResult(results, None)
+    notebook = Path(notebook) if notebook else measure_notebook()
+    # every entry's recipes, targets and fio are checked before the first one runs: a typo in the
+    # last entry shows at once, not hours later (the runner checks again when the entry runs)
+    refused = {entry.name: checked for entry in entries if not (checked := plan_entry(entry)).ok}
+    for entry in entries:
+        if entry.name in refused:
+            refused[entry.name].plan = None
+            notify("refused", entry, refused[entry.name])
+    batch_dir = _batch_dir(data_dir)
+    summary = {"inventory": str(inventory.path.resolve()), "data_dir": str(data_dir), "notebook": str(notebook),
+               "host": store.hostname(), "started": store.utcnow(), "ended": None, "entries": []}
+    results = []
+    for entry in entries:
+        if entry.name in refused:
+            result = refused[entry.name]
+        else:
+            notify("start", entry, None)
+            try:
+                result = run_entry(entry, data_dir=data_dir, batch_dir=batch_dir, notebook=notebook,
+                                   cwd=inventory.path.resolve().parent)
+            except KeyboardInterrupt:  # Ctrl-C: say in the summary how far the batch got, then stop
+                summary["entries"].append(EntryResult(name=entry.name, status="interrupted",
+                                                      error="interrupted by the user").to_dict())
+                summary.update(ended=store.utcnow(), interrupted=True)
+                store.atomic_write(batch_dir / "batch.json", json.dumps(summary, indent=2) + "\n")
+                raise
+            notify("end", entry, result)
+        results.append(result)
+        summary["entries"].append(result.to_dict())
+        store.atomic_write(batch_dir / "batch.json", json.dumps(summary, indent=2) + "\n")
+    summary["ended"] = store.utcnow()
+    store.atomic_write(batch_dir / "batch.json", json.dumps(summary, indent=2) + "\n")
+    return BatchResult(results, batch_dir)

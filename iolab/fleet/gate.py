@@ -1,0 +1,205 @@
+"""The path gate for job files sent to fio servers: everything a job opens stays inside the host's target.
+
+A fio server opens whatever paths a job names, with its own privileges
+(often root). Before anything connects, :mod:`iolab.fleet.runs` checks every job
+file it will send with :func:`check`, from the *server's* point of view:
+
+* every file, directory and device a job opens (``filename`` and its ``:``
+  lists, ``directory``, ``filename_format``, the default ``$jobname.$jobnum.$filenum``
+  names, ``opendir``, ``write_iolog``, ``read_iolog``, ``replay_redirect``,
+  ``merge_blktrace_file``; fio's aliases included) must be the inventory
+  entry's ``target`` or lie below it; the list comes from
+  :func:`iolab.engine.jobgate.accesses`, so the job file is read the way the local
+  gate reads it;
+* files read into the data written (``buffer_pattern``/``verify_pattern``
+  with fio's ``'file'`` syntax) and buffer files (``mem=mmap:FILE``,
+  ``mmaphuge:FILE``) likewise;
+* no ``..`` component in any of these paths, and no relative path that fio
+  would resolve against the server's working directory: the server resolves
+  symlinks on its side, where iolab cannot look, so a path is judged by its
+  text (for a server on this machine symlinks are resolved too);
+* the bandwidth/latency/IOPS/histogram logs (``write_bw_log`` and friends)
+  are written by fio's *client*, on this machine, into the fleet's ``logs/``
+  directory: their names must be plain names, without ``/``;
+* ``${VAR}`` in any of these values is refused: it would be expanded from the
+  server's environment, so the path that runs is not the one checked.
+
+Refusals name the job file, the section, the option and the value; every
+refusal of a file is reported at once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+from iolab.engine import jobgate
+from iolab.core.errors import IolabError
+
+#: Logs that fio's client writes on this machine (the server sends them over).
+CLIENT_LOGS = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
+#: Options whose value is one path (or, for filename/directory, a ``:`` list) opened on the server.
+PATH_OPTIONS = ("filename", "directory", "filename_format", "opendir", "write_iolog", "read_iolog",
+                "replay_redirect", "merge_blktrace_file")
+#: Options whose value may name files fio reads (``'path'``) into its buffers.
+PATTERN_OPTIONS = ("buffer_pattern", "verify_pattern")
+#: fio's own variables in filename_format (not environment expansion).
+_FORMAT_VARS = re.compile(r"\$(jobname|jobnum|filenum|clientuid)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """One path of a job that a fio server must not open."""
+
+    source: str
+    job: str
+    option: str
+    value: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"[{self.job}] {self.option}={self.value}: {self.reason}"
+
+
+def _parts(value: str, option: str) -> list[str]:
+    """The paths in an option's value (``:`` lists of filename/directory, ``\\:`` a literal colon)."""
+    if option in ("filename", "directory", "read_iolog"):
+        return [p.replace("\\:", ":") for p in re.split(r"(?<!\\):", value) if p]
+    return [value] if value else []
+
+
+def pattern_files(value: str) -> list[str]:
+    """Files a fio data pattern reads: its ``'quoted'`` parts (``"strings"`` and ``0x`` numbers are data)."""
+    files, index = [], 0
+    while index < len(value):
+        char = value[index]
+        if char in "\"'":
+            end = value.find(char, index + 1)
+            end = len(value) if end < 0 else end
+            if char == "'":
+                files.append(value[index + 1:end])
+            index = end + 1
+        else:
+            index += 1
+    return files
+
+
+def _memory_file(value: str | None) -> str | None:
+    """The file behind ``mem=mmap:FILE`` / ``mmaphuge:FILE`` / ``mmapshared:FILE``."""
+    kind, sep, path = (value or "").partition(":")
+    return path if sep and kind.strip().startswith("mmap") else None
+
+
+def _inside(path: str, root: str, local: bool) -> bool:
+    """``path`` is ``root`` or below it: by its text, and for a server on this machine also after symlinks."""
+    norm, base = os.path.normpath(path), os.path.normpath(root)
+    textual = norm == base or norm.startswith(base.rstrip("/") + "/")
+    if not textual or not local:
+        return textual
+    real, real_base = os.path.realpath(path), os.path.realpath(root)
+    return real == real_base or real.startswith(real_base.rstrip("/") + "/")
+
+
+def _raw_refusals(text: str, source: str) -> list[Refusal]:
+    """``${VAR}`` in a path option: expanded from the server's environment, so never checkable here."""
+    found, section = [], None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in ";#":
+            continue
+        if line.startswith("[") and "]" in line:
+            section = line[1:line.index("]")].strip()
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or section is None:
+            continue
+        option = jobgate.canonical(key.strip())
+        checked = option in PATH_OPTIONS + PATTERN_OPTIONS + CLIENT_LOGS + ("mem",)
+        if checked and "$" in _FORMAT_VARS.sub("", value):
+            found.append(Refusal(source, section, option, value.strip(),
+                                 "'$' is expanded from the fio server's environment: the path cannot be checked"))
+    return found
+
+
+def _job_refusals(job: jobgate.Job, source: str, root: str, local: bool) -> list[Refusal]:
+    """Refusals iolab finds in one job's option values (the paths jobgate does not list)."""
+    found = []
+
+    def refuse(option, value, reason):
+        found.append(Refusal(source, job.name, option, value, reason))
+
+    options = job.options
+    for option in PATH_OPTIONS:
+        value = options.get(option)
+        for part in _parts(value or "", option):
+            if ".." in part.split("/"):
+                refuse(option, value, "a '..' component: the fio server resolves it past symlinks iolab cannot see")
+            elif option in ("filename", "filename_format"):
+                continue  # below: relative to directory= if there is one; jobgate lists the paths
+            elif not os.path.isabs(part):
+                refuse(option, value, f"a relative path is opened in the fio server's working directory, "
+                                      f"not in the target {root}")
+            elif option != "directory" and not _inside(part, root, local):
+                refuse(option, value, f"opens {part} on the fio server, outside the target {root}")
+    if not options.get("directory"):
+        option = "filename" if options.get("filename") else "filename_format"
+        value = options.get(option) or f"{jobgate.DEFAULT_FORMAT} (fio's default)"
+        names = _parts(options["filename"], "filename") if options.get("filename") else [value]
+        if any(name != "-" and not os.path.isabs(name) for name in names):
+            refuse(option, value, f"without directory= a relative name is opened in the fio server's working "
+                                  f"directory, not in the target {root}")
+    if not options.get("filename") and ".." in job.name.split("/"):
+        refuse("filename_format", f"[{job.name}]", "the job name becomes the file name and has a '..' component")
+    for option in CLIENT_LOGS:
+        value = options.get(option)
+        if value and ("/" in value or value in (".", "..")):
+            refuse(option, value, "fio's client writes this log on this machine: give a plain name "
+                                  "(iolab keeps the logs in the fleet's logs/ directory)")
+    reads = [(o, f) for o in PATTERN_OPTIONS for f in pattern_files(options.get(o) or "")]
+    memory = _memory_file(options.get("mem"))
+    for option, path in reads + ([("mem", memory)] if memory else []):
+        value = options.get(option)
+        if ".." in path.split("/"):
+            refuse(option, value, "a '..' component: the fio server resolves it past symlinks iolab cannot see")
+        elif not os.path.isabs(path):
+            refuse(option, value, f"a relative file is opened in the fio server's working directory, "
+                                  f"not in the target {root}")
+        elif not _inside(path, root, local):
+            what = "reads" if option in PATTERN_OPTIONS else "creates"
+            refuse(option, value, f"{what} {path} on the fio server, outside the target {root}")
+    return found
+
+
+def refusals(text: str, source: str, *, root: str, local: bool = False) -> list[Refusal]:
+    """Every path of job file ``text`` that the fio server of a host with target ``root`` must not open.
+
+    ``local``: the server runs on this machine, so symlinks are resolved too.
+    """
+    found = _raw_refusals(text, source)
+    for job in jobgate.parse(text, source):
+        found += _job_refusals(job, source, root, local)
+    done = {(r.job, r.option) for r in found}
+    for access in jobgate.accesses(text, source):  # relative names without directory= are refused above
+        if access.option in CLIENT_LOGS or (access.job, access.option) in done:
+            continue
+        if not _inside(access.path, root, local):
+            job = next((j for j in jobgate.parse(text, source) if j.name == access.job), None)
+            value = (job.options.get(access.option) if job else None) or access.path
+            verb = "writes" if access.destructive else "opens"
+            found.append(Refusal(source, access.job, access.option, value,
+                                 f"{verb} {access.path} on the fio server, outside the target {root}"))
+            done.add((access.job, access.option))
+    return found
+
+
+def check(text: str, source: str, *, root: str, local: bool = False, context: str | None = None) -> None:
+    """Raise :class:`IolabError` listing every refusal of :func:`refusals` (none: return)."""
+    found = refusals(text, source, root=root, local=local)
+    if not found:
+        return
+    message = f"refused: {found[0]}"
+    if len(found) > 1:
+        message += "; also " + "; ".join(str(r) for r in found[1:])
+    raise IolabError(message, context=source,
+                     hint=f"a fio server opens these paths with its own privileges: every path a job names "
+                          f"must be inside {context + ' ' if context else ''}target {root}")

@@ -1,0 +1,5 @@
+"""From results to an article: notebook execution and export (papermill, nbconvert), sections per
+recipe, tables, plots, comparison verdicts and prose in English and Japanese, widgets for JupyterLab.
+
+May import: every layer below. Reports read data only: they never need root or fio.
+"""

@@ -1,0 +1,510 @@
+"""Prose from numbers: who wins each test and by how much, what is a tie, what the cache did.
+
+The rules work on a *summary* frame, one row per (system, test, direction)
+for one metric, as made by :func:`iolab.report.tables.summarize` (measured runs) or
+:func:`iolab.analysis.reference.as_summary` (published figures). Columns used:
+``system, test, direction, metric, unit, value, n, ci_low, ci_high, flags``
+and, where known, ``cov``, ``unmeasurable`` and ``cache_isolated``.
+
+Computation (:func:`winners`, :func:`versus`, :func:`group_ranges`,
+:func:`cache_effects`, :func:`caveats`) returns DataFrames with the numbers;
+:func:`describe` turns them into Markdown in ``en`` or ``ja``. The rules:
+
+* **Winner**: best ``value`` among cache-isolated, measured systems; the lead is
+  stated as a factor over the runner-up (as a percentage when under 1.2x).
+* **Close**: two results are a tie when both have >= 2 repetitions and their 95%
+  confidence intervals overlap, or when they differ by at most ``tolerance``
+  (default 3%).
+* **Against a baseline**: per group of tests, the range of each system's factor
+  over the baseline (``2.1-2.9x``); factors all within ``tolerance`` (a tie) are "on par".
+* **Cache**: a system marked not cache-isolated is compared with the isolated
+  system on the same device; a factor >= ``inflated`` (10x) cannot come from the
+  device and is reported as inflated by the page cache, >= ``helped`` (2x) as
+  probably helped by it.
+* **Caveats**: engine flags (``cache_suspect``, ``cpu_bound``, ...) and a CoV
+  above ``max_cov`` (:data:`iolab.analysis.stats.HIGH_VARIANCE_COV`, the threshold of the stored
+  flag) across repetitions; a CoV above ``severe_cov`` (20%) is worded as such.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from iolab.report import i18n, verdicts
+from iolab.core.errors import IolabError
+from iolab.analysis.stats import HIGH_VARIANCE_COV
+
+#: Metrics where smaller is better (run columns and article metrics).
+LOWER_IS_BETTER_PREFIXES = ("lat_", "latency")
+LOWER_IS_BETTER = {"elapsed", "overhead", "runtime_s"}
+
+#: Flags the engine writes (``flags`` column, ';'-joined) that the prose explains.
+KNOWN_FLAGS = ("cache_suspect", "cache_inflated", "cpu_bound", "high_variance", "too_short",
+               "small_file", "oom_killed", "error")
+
+
+def higher_is_better(metric: str) -> bool:
+    metric = str(metric)
+    return not (metric.startswith(LOWER_IS_BETTER_PREFIXES) or metric in LOWER_IS_BETTER)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Thresholds of the commentary (defaults as in the module docstring)."""
+    tolerance: float = verdicts.TIE_TOLERANCE  # a tie when values differ by at most this fraction
+    par: float = verdicts.PAR  # "on par" with the baseline within this fraction
+    inflated: float = 10.0    # cached / isolated >= this: inflated by the page cache
+    helped: float = 2.0       # cached / isolated >= this: probably helped by the cache
+    max_cov: float = HIGH_VARIANCE_COV  # a CoV above this is a caveat (the stored flag's threshold)
+    severe_cov: float = 0.20  # ... above this, the variation is called large
+    pct_below: float = 1.2    # leads below this factor are stated in percent
+    max_listed: int = 8       # more systems than this: name the first few, summarise the rest
+    top: int = 3              # ... naming this many
+
+
+def _check(summary: pd.DataFrame) -> pd.DataFrame:
+    missing = {"system", "test", "value"} - set(summary.columns)
+    if missing:
+        raise IolabError("summary lacks columns " + ", ".join(sorted(missing)), context="commentary")
+    frame = summary.copy()
+    for column, default in (("direction", ""), ("metric", ""), ("unit", ""), ("n", 1), ("flags", ""),
+                            ("ci_low", math.nan), ("ci_high", math.nan), ("cov", math.nan),
+                            ("unmeasurable", False), ("cache_isolated", True)):
+        if column not in frame.columns:
+            frame[column] = default
+    frame["direction"] = frame["direction"].fillna("").astype(str)
+    frame["flags"] = frame["flags"].fillna("").astype(str)
+    frame["cache_isolated"] = frame["cache_isolated"].map(lambda v: True if pd.isna(v) else bool(v))
+    frame["unmeasurable"] = frame["unmeasurable"].fillna(False).astype(bool)
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype(float)
+    return frame
+
+
+_better = verdicts.advantage
+
+
+def is_close(a: pd.Series, b: pd.Series, tolerance: float = verdicts.TIE_TOLERANCE) -> str | None:
+    """``"ci"`` if both have CIs that overlap, ``"pct"`` if within ``tolerance``, else None
+    (:func:`iolab.report.verdicts.tie`)."""
+    return verdicts.tie(a, b, tolerance)
+
+
+def _groups_of(frame: pd.DataFrame):
+    keys = ["test", "direction"]
+    order = frame[keys].drop_duplicates()
+    for test, direction in order.itertuples(index=False):
+        yield test, direction, frame[(frame["test"] == test) & (frame["direction"] == direction)]
+
+
+def winners(summary: pd.DataFrame, *, higher: bool | None = None, rules: Rules = Rules()) -> pd.DataFrame:
+    """The winner of every (test, direction) among cache-isolated, measured systems.
+
+    Columns: ``test, direction, winner, value, unit, runner_up, runner_value,
+    factor`` (winner over runner-up), ``close`` (``"ci"``, ``"pct"`` or ``""``),
+    ``tied`` (systems tied with the winner, winner included), ``ci_pct`` (half
+    width of the winner's 95% CI relative to its value, NaN without repeats),
+    ``low``/``high`` (range of the tied values), ``unmeasurable`` (systems the
+    tool could not time).
+    """
+    frame = _check(summary)
+    rows = []
+    for test, direction, group in _groups_of(frame):
+        metric = str(group["metric"].iloc[0])
+        up = higher_is_better(metric) if higher is None else higher
+        pool = group[group["cache_isolated"] & group["value"].notna()]
+        too_fast = list(group[group["cache_isolated"] & group["unmeasurable"]]["system"])
+        if pool.empty:
+            continue
+        pool = pool.sort_values("value", ascending=not up, kind="stable")
+        best = pool.iloc[0]
+        row = {"test": test, "direction": direction, "metric": metric, "unit": best["unit"],
+               "winner": best["system"], "value": best["value"], "runner_up": None,
+               "runner_value": math.nan, "factor": math.nan, "close": "", "tied": [best["system"]],
+               "low": best["value"], "high": best["value"], "ci_pct": math.nan,
+               "unmeasurable": too_fast, "higher": up, "n_systems": len(pool)}
+        if best.get("n", 1) >= 2 and not pd.isna(best["ci_high"]) and best["value"]:
+            row["ci_pct"] = (best["ci_high"] - best["ci_low"]) / 2 / abs(best["value"])
+        if len(pool) >= 2:
+            second = pool.iloc[1]
+            row.update(runner_up=second["system"], runner_value=second["value"],
+                       factor=_better(best["value"], second["value"], up))
+            tied = [best["system"]]
+            reasons = []
+            for _, other in pool.iloc[1:].iterrows():
+                reason = is_close(best, other, rules.tolerance)
+                if reason:
+                    tied.append(other["system"])
+                    reasons.append(reason)
+            if len(tied) > 1:
+                values = pool[pool["system"].isin(tied)]["value"]
+                row.update(tied=tied, low=values.min(), high=values.max(),
+                           close="ci" if "ci" in reasons else "pct")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def versus(summary: pd.DataFrame, baseline: str, *, higher: bool | None = None) -> pd.DataFrame:
+    """Each system's factor over ``baseline`` per (test, direction); > 1 means better.
+
+    Columns: ``test, direction, system, value, baseline_value, factor``. Only
+    cache-isolated systems with a number on both sides are compared.
+    """
+    frame = _check(summary)
+    if baseline not in set(frame["system"]):
+        raise IolabError(f"no system {baseline!r} to compare with", context="baseline",
+                         hint="systems: " + ", ".join(sorted(set(frame["system"]))))
+    rows = []
+    for test, direction, group in _groups_of(frame):
+        up = higher_is_better(str(group["metric"].iloc[0])) if higher is None else higher
+        base = group[group["system"] == baseline]
+        if base.empty or pd.isna(base["value"].iloc[0]):
+            continue
+        base_value = base["value"].iloc[0]
+        for _, row in group.iterrows():
+            if row["system"] == baseline or not row["cache_isolated"] or pd.isna(row["value"]):
+                continue
+            rows.append({"test": test, "direction": direction, "system": row["system"],
+                         "value": row["value"], "baseline_value": base_value,
+                         "factor": _better(row["value"], base_value, up), "higher": up})
+    return pd.DataFrame(rows, columns=["test", "direction", "system", "value", "baseline_value", "factor", "higher"])
+
+
+def default_groups(summary: pd.DataFrame) -> dict[str, list[str]]:
+    """``SEQ*`` tests as "sequential", ``RND*`` as "random", every other test on its own."""
+    groups: dict[str, list[str]] = {}
+    for test in dict.fromkeys(summary["test"].astype(str)):
+        prefix = ""
+        for char in test:
+            if char.isdigit() or char in "-_ ":
+                break
+            prefix += char
+        key = {"SEQ": "sequential", "RND": "random"}.get(prefix.upper(), test)
+        groups.setdefault(key, []).append(test)
+    return groups
+
+
+def group_ranges(vs: pd.DataFrame, groups: dict[str, list[str]], *, rules: Rules = Rules()) -> pd.DataFrame:
+    """Per group and system: the lowest and highest factor over the baseline.
+
+    Columns: ``group, tests, system, low, high, on_par`` (all factors within
+    ``rules.tolerance`` of 1: the tie rule of :mod:`iolab.report.verdicts`), ``spread`` (largest distance from 1, as a fraction).
+    """
+    rows = []
+    for group, tests in groups.items():
+        part = vs[vs["test"].isin(tests)]
+        if part.empty:
+            continue
+        present = [t for t in tests if t in set(part["test"])]
+        for system in dict.fromkeys(part["system"]):
+            factors = part[part["system"] == system]["factor"]
+            spread = float((factors - 1).abs().max())
+            rows.append({"group": group, "tests": present, "system": system, "low": float(factors.min()),
+                         "high": float(factors.max()), "on_par": spread <= rules.tolerance, "spread": spread})
+    return pd.DataFrame(rows, columns=["group", "tests", "system", "low", "high", "on_par", "spread"])
+
+
+def cache_pairs(summary: pd.DataFrame) -> dict[str, str]:
+    """Not-isolated system -> the isolated system on the same ``device`` (where known)."""
+    frame = _check(summary)
+    if "device" not in frame.columns:
+        return {}
+    pairs = {}
+    systems = frame[["system", "device", "cache_isolated"]].drop_duplicates("system")
+    for _, row in systems[~systems["cache_isolated"]].iterrows():
+        same = systems[(systems["device"] == row["device"]) & systems["cache_isolated"]]
+        if not same.empty:
+            pairs[row["system"]] = same["system"].iloc[0]
+    return pairs
+
+
+def cache_effects(summary: pd.DataFrame, pairs: dict[str, str] | None = None, *,
+                  higher: bool | None = None, rules: Rules = Rules()) -> pd.DataFrame:
+    """How far each not-isolated system's results sit from the isolated same device.
+
+    Columns: ``system, reference, test, direction, value, reference_value,
+    factor`` (> 1: the cached result looks better) and ``verdict``:
+    ``inflated`` (>= rules.inflated), ``helped`` (>= rules.helped), ``unaffected``
+    or ``unmeasurable`` (the tool could not time it: too fast).
+    """
+    frame = _check(summary)
+    pairs = cache_pairs(frame) if pairs is None else pairs
+    rows = []
+    for test, direction, group in _groups_of(frame):
+        up = higher_is_better(str(group["metric"].iloc[0])) if higher is None else higher
+        for cached, isolated in pairs.items():
+            c = group[group["system"] == cached]
+            i = group[group["system"] == isolated]
+            if c.empty or i.empty:
+                continue
+            c, i = c.iloc[0], i.iloc[0]
+            row = {"system": cached, "reference": isolated, "test": test, "direction": direction,
+                   "value": c["value"], "reference_value": i["value"], "factor": math.nan, "unit": c["unit"]}
+            if pd.isna(c["value"]):
+                if c["unmeasurable"]:
+                    rows.append({**row, "verdict": "unmeasurable"})
+                continue
+            if pd.isna(i["value"]):
+                continue
+            f = _better(c["value"], i["value"], up)
+            verdict = ("inflated" if f >= rules.inflated else "helped" if f >= rules.helped
+                       else "worse" if f <= 1 / rules.helped else "unaffected")
+            rows.append({**row, "factor": f, "verdict": verdict})
+    return pd.DataFrame(rows, columns=["system", "reference", "test", "direction", "value", "reference_value",
+                                       "factor", "unit", "verdict"])
+
+
+def caveats(summary: pd.DataFrame, *, rules: Rules = Rules()) -> pd.DataFrame:
+    """One row per (flag, system) with the tests it concerns (``all_tests``: every test of that
+    system shown, so the prose says "all tests" instead of listing them).
+
+    Flags come from the ``flags`` column (engine flags, ';'-joined) plus
+    ``high_variance`` where the CoV exceeds ``rules.max_cov``.
+    """
+    frame = _check(summary)
+    found: dict[tuple[str, str], list[str]] = {}
+    worst: dict[tuple[str, str], float] = {}
+    for _, row in frame.iterrows():
+        flags = [f for f in str(row["flags"]).split(";") if f]
+        cov = row.get("cov")
+        if cov is not None and not pd.isna(cov) and cov > rules.max_cov and "high_variance" not in flags:
+            flags.append("high_variance")
+        for flag in flags:
+            found.setdefault((flag, row["system"]), []).append(
+                (row["test"], row["direction"]))
+            if flag == "high_variance" and cov is not None and not pd.isna(cov):
+                worst[(flag, row["system"])] = max(worst.get((flag, row["system"]), 0.0), float(cov))
+    shown = {system: set(zip(part["test"], part["direction"])) for system, part in frame.groupby("system")}
+    rows = [{"flag": flag, "system": system, "tests": list(dict.fromkeys(tests)),
+             "cov": worst.get((flag, system), math.nan),
+             "all_tests": len(shown[system]) >= 2 and set(tests) >= shown[system]}
+            for (flag, system), tests in found.items()]
+    return pd.DataFrame(rows, columns=["flag", "system", "tests", "cov", "all_tests"])
+
+
+def pick_baseline(summary: pd.DataFrame) -> str | None:
+    """The isolated system that is worst on most tests (the natural "1x" of an article)."""
+    frame = _check(summary)
+    pool = frame[frame["cache_isolated"] & frame["value"].notna()]
+    if pool.empty or pool["system"].nunique() < 2:
+        return None
+    ranks = []
+    for test, direction, group in _groups_of(pool):
+        up = higher_is_better(str(group["metric"].iloc[0]))
+        ranks.append(group.set_index("system")["value"].rank(ascending=not up, pct=True))
+    score = pd.concat(ranks, axis=1).mean(axis=1)
+    # highest average rank = worst; ties: first system in data order
+    order = list(dict.fromkeys(pool["system"]))
+    score = score.reindex(order)
+    return str(score.idxmax())
+
+
+# ---------------------------------------------------------------------------
+# prose
+
+
+def _t(key: str, lang: str, **fields) -> str:
+    return i18n.text(f"commentary.{key}", lang, **fields)
+
+
+def _value(value: float, unit: str, lang: str, *, published: bool) -> str:
+    number = i18n.as_published(value) if published else i18n.number(value)
+    unit = i18n.unit(unit, lang) if unit else ""
+    return f"{number} {unit}".strip()
+
+
+def _test(test: str, direction: str, lang: str) -> str:
+    return i18n.test_label(test, direction, lang)
+
+
+def _range(low: float, high: float) -> str:
+    lo, hi = i18n.factor(low), i18n.factor(high)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
+                     rules: Rules = Rules()) -> list[str]:
+    """One sentence per test: the winner and its lead, or the tie."""
+    out = []
+    alone: dict[str, list[str]] = {}
+    for _, row in win.iterrows():
+        if row["runner_up"] is None or pd.isna(row["runner_up"]):
+            alone.setdefault(row["winner"], []).append(_test(row["test"], row["direction"], lang))
+    for _, row in win.iterrows():
+        if row["runner_up"] is None or pd.isna(row["runner_up"]):
+            if row["close"] == "" and row["winner"] in alone:
+                tests = alone.pop(row["winner"])
+                if len(tests) == 1:
+                    out.append(_t("only", lang, test=tests[0], winner=row["winner"],
+                                  value=_value(row["value"], row["unit"], lang, published=published)))
+                else:
+                    out.append(_t("only_many", lang, tests=i18n.join(tests, lang), winner=row["winner"]))
+            continue
+        test = _test(row["test"], row["direction"], lang)
+        value = _value(row["value"], row["unit"], lang, published=published)
+        up = bool(row["higher"])
+        # with two systems the other one is not a "runner-up": name it
+        against = _t("runner_two" if row.get("n_systems", 3) == 2 else "runner_many", lang, runner=row["runner_up"])
+        if row["close"]:
+            spread = (row["high"] - row["low"]) / row["high"] if row["high"] else 0.0
+            key = "tie_ci" if row["close"] == "ci" else "tie_pct" if spread > 0 else "tie_equal"
+            sentence = _t(key, lang, test=test, systems=i18n.join_capped(row["tied"], lang, rules.max_listed),
+                          pct=i18n.percent(spread),
+                          low=_value(row["low"], "", lang, published=published),
+                          high=_value(row["high"], row["unit"], lang, published=published))
+        else:
+            f = row["factor"]
+            direction = "higher" if up else "lower"
+            if f < rules.pct_below:
+                sentence = _t(f"lead_pct_{direction}", lang, test=test, winner=row["winner"], value=value,
+                              runner=row["runner_up"], against=against,
+                              pct=i18n.percent(verdicts.pct_difference(row["value"], row["runner_value"])))
+            else:
+                sentence = _t(f"lead_factor_{direction}", lang, test=test, winner=row["winner"], value=value,
+                              runner=row["runner_up"], factor=i18n.factor(f), against=against,
+                              runner_value=_value(row["runner_value"], row["unit"], lang, published=published))
+        if not pd.isna(row["ci_pct"]) and not row["close"]:
+            sentence += _t("ci", lang, pct=i18n.percent(row["ci_pct"]))
+        if row["unmeasurable"]:
+            sentence += _t("too_fast", lang, systems=i18n.join(row["unmeasurable"], lang))
+        out.append(sentence)
+    return out
+
+
+def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: bool = True,
+                    rules: Rules = Rules()) -> list[str]:
+    """Per group: each system's factor range over the baseline."""
+    out = []
+    direction = "higher" if higher else "lower"
+    for group in dict.fromkeys(ranges["group"]):
+        part = ranges[ranges["group"] == group]
+        tests = part["tests"].iloc[0]
+        title = i18n.label(group, lang, section="groups")
+        test_names = i18n.join([i18n.label(t, lang, section="tests") for t in tests], lang)
+        items = []
+        on_par = part[part["on_par"]]
+        apart = part[~part["on_par"]]
+        rest = None
+        if len(apart) > rules.max_listed:  # dozens of servers: the best few by name, the rest as a range
+            apart = apart.sort_values("high", ascending=False, kind="stable")
+            apart, rest = apart.head(rules.top), apart.iloc[rules.top:]
+        for _, row in apart.iterrows():
+            if higher:
+                items.append(_t("vs_item_higher", lang, system=row["system"], factor=_range(row["low"], row["high"])))
+            elif row["low"] >= 1:
+                items.append(_t("vs_item_lower", lang, system=row["system"], factor=_range(row["low"], row["high"])))
+            elif row["high"] <= 1:  # worse everywhere: say how many times higher
+                items.append(_t("vs_item_lower_worse", lang, system=row["system"],
+                                factor=_range(1 / row["high"], 1 / row["low"])))
+            else:
+                items.append(_t("vs_item_lower_mixed", lang, system=row["system"],
+                                worse=i18n.factor(1 / row["low"]), better=i18n.factor(row["high"])))
+        if rest is not None:
+            factors = pd.concat([rest["low"], rest["high"]])
+            items.append(_t("vs_rest", lang, n=len(rest), factor=_range(factors.min(), factors.max()),
+                            median=i18n.factor(float(((rest["low"] + rest["high"]) / 2).median()))))
+        if not on_par.empty:
+            spread = float(on_par["spread"].max())
+            items.append(_t("vs_par" if i18n.percent(spread) not in ("0.0", "0") else "vs_equal", lang,
+                            systems=i18n.join_capped(on_par["system"], lang, rules.max_listed),
+                            pct=i18n.percent(max(spread, 0.0))))
+        key = "vs_group_single" if test_names == title else "vs_group"
+        out.append(_t(key, lang, group=title, tests=test_names, baseline=baseline,
+                      items=i18n.join(items, lang) if lang == "en" else "、".join(items)))
+    return out
+
+
+def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False,
+                    rules: Rules = Rules()) -> list[str]:
+    """Per not-isolated system: what the page cache did to its numbers."""
+    out = []
+    for system in dict.fromkeys(effects["system"]):
+        part = effects[effects["system"] == system]
+        reference = part["reference"].iloc[0]
+        parts = [_t("cache_intro", lang, system=system)]
+        for verdict in ("inflated", "helped"):
+            rows = part[part["verdict"] == verdict]
+            if rows.empty:
+                continue
+            items = [_t("cache_item", lang, test=_test(r["test"], r["direction"], lang),
+                        value=_value(r["value"], r["unit"], lang, published=published),
+                        factor=i18n.factor(r["factor"]))
+                     for _, r in rows.iterrows()]
+            parts.append(_t(f"cache_{verdict}", lang, items=i18n.join(items, lang), reference=reference))
+        worse = part[part["verdict"] == "worse"]
+        if not worse.empty:
+            items = [_t("cache_item_worse", lang, test=_test(r["test"], r["direction"], lang),
+                        value=_value(r["value"], r["unit"], lang, published=published),
+                        factor=i18n.factor(1 / r["factor"]))
+                     for _, r in worse.iterrows()]
+            parts.append(_t("cache_worse", lang, items=i18n.join(items, lang), reference=reference))
+        too_fast = part[part["verdict"] == "unmeasurable"]
+        if not too_fast.empty:
+            parts.append(_t("cache_unmeasurable", lang, tests=i18n.join(
+                [_test(r["test"], r["direction"], lang) for _, r in too_fast.iterrows()], lang)))
+        rest = part[part["verdict"] == "unaffected"]
+        near = rest["factor"].map(lambda f: verdicts.close(f, rules.par)).astype(bool)
+        for key, rows in (("cache_close", rest[near]), ("cache_unaffected", rest[~near])):
+            if not rows.empty:
+                parts.append(_t(key, lang, tests=i18n.join(
+                    [_test(r["test"], r["direction"], lang) for _, r in rows.iterrows()], lang),
+                    factor=_range(rows["factor"].min(), rows["factor"].max()), reference=reference,
+                    helped=i18n.factor(rules.helped)))
+        if len(parts) > 1:
+            out.append(" ".join(parts) if lang == "en" else "".join(parts))
+    return out
+
+
+def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules()) -> list[str]:
+    out = []
+    for _, row in found.iterrows():
+        flag = row["flag"]
+        tests = (_t("all_tests", lang) if row.get("all_tests", False)
+                 else i18n.join([_test(t, d, lang) for t, d in row["tests"]], lang))
+        key = f"flags.{flag}" if i18n.has(f"flags.{flag}", lang) else "flags.other"
+        cov = row.get("cov", math.nan)
+        if flag == "high_variance" and cov is not None and not pd.isna(cov) and cov > rules.severe_cov:
+            key = "flags.high_variance_severe"
+        out.append(i18n.text(key, lang, system=row["system"], tests=tests, flag=flag,
+                             threshold=i18n.percent(rules.max_cov),
+                             cov=i18n.percent(cov) if cov is not None and not pd.isna(cov) else ""))
+    return out
+
+
+def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = None,
+             groups: dict[str, list[str]] | None = None, pairs: dict[str, str] | None = None,
+             published: bool = False, rules: Rules = Rules()) -> str:
+    """Markdown commentary on one metric of ``summary``.
+
+    ``baseline`` (default: :func:`pick_baseline`) is the "1x" system; ``groups``
+    (default: :func:`default_groups`) the tests summarised together; ``pairs``
+    (default: :func:`cache_pairs`) maps not-isolated systems to the isolated
+    system on the same device; ``published`` prints values as the article did.
+    """
+    i18n.check_lang(lang)
+    frame = _check(summary)
+    if frame.empty:
+        return _t("no_data", lang)
+    higher = higher_is_better(str(frame["metric"].iloc[0]))
+    paragraphs = []
+    win = winners(frame, rules=rules)
+    if not win.empty:
+        paragraphs.append("\n".join(f"- {s}" for s in winner_sentences(win, lang=lang, published=published, rules=rules)))
+    baseline = baseline if baseline is not None else pick_baseline(frame)
+    if baseline and baseline in set(frame["system"]):
+        vs = versus(frame, baseline)
+        if not vs.empty:
+            ranges = group_ranges(vs, groups or default_groups(frame), rules=rules)
+            if not ranges.empty:
+                paragraphs.append(" ".join(group_sentences(ranges, baseline, lang=lang, higher=higher, rules=rules))
+                                  if lang == "en" else "".join(group_sentences(ranges, baseline, lang=lang,
+                                                                              higher=higher, rules=rules)))
+    effects = cache_effects(frame, pairs, rules=rules)
+    if not effects.empty:
+        paragraphs.extend(cache_sentences(effects, lang=lang, published=published, rules=rules))
+    found = caveats(frame, rules=rules)
+    if not found.empty:
+        paragraphs.append(_t("caveats", lang) + "\n" + "\n".join(
+            f"- {s}" for s in caveat_sentences(found, lang=lang, rules=rules)))
+    return "\n\n".join(paragraphs)

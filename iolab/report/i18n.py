@@ -1,0 +1,170 @@
+"""Words of the reports in English and Japanese: headings, labels, units, prose templates.
+
+The strings live in ``iolab/report/locale/<lang>.yaml``; this module looks them up.
+Every key exists in every language (a test checks it), and a missing key
+raises instead of printing an English word into a Japanese report.
+
+>>> text("headings.results", "ja")       # doctest: +SKIP
+'結果'
+>>> unit("MB/s", "ja")
+'MB/秒'
+"""
+from __future__ import annotations
+
+import functools
+import math
+import re
+from pathlib import Path
+
+import yaml
+
+from iolab.core.errors import IolabError
+
+LANGS = ("en", "ja")
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+
+
+def check_lang(lang) -> str:
+    """``lang`` if iolab speaks it, else an :class:`IolabError` naming the choices."""
+    if lang not in LANGS:
+        raise IolabError(f"unknown language {lang!r}", context="lang", hint="choose one of: " + ", ".join(LANGS))
+    return lang
+
+
+@functools.lru_cache(maxsize=None)
+def catalog(lang: str) -> dict:
+    """The whole string table of ``lang`` (nested dicts, as in the YAML file)."""
+    check_lang(lang)
+    path = LOCALE_DIR / f"{lang}.yaml"
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise IolabError(f"unreadable locale file: {exc}", context=str(path)) from exc
+
+
+def _lookup(key: str, lang: str):
+    node = catalog(lang)
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(key)
+        node = node[part]
+    return node
+
+
+def text(key: str, lang: str, **fields) -> str:
+    """The string at dotted ``key`` (``"headings.results"``), formatted with ``fields``."""
+    try:
+        template = _lookup(key, lang)
+    except KeyError:
+        raise IolabError(f"no text for {key!r}", context=f"locale {lang}") from None
+    template = str(template)
+    if fields and "{" in template:
+        template = _PLURAL.sub(lambda m: _plural(m, fields), template)
+    return template.format(**fields) if fields else template
+
+
+#: ``{n|repetition|repetitions}`` in a template: the singular when field ``n`` is 1, else the plural.
+_PLURAL = re.compile(r"\{(\w+)\|([^|{}]*)\|([^|{}]*)\}")
+
+
+def _plural(match, fields) -> str:
+    value = fields.get(match.group(1))
+    try:
+        one = float(str(value).replace(",", "")) == 1
+    except ValueError:
+        one = False
+    return match.group(2) if one else match.group(3)
+
+
+def has(key: str, lang: str) -> bool:
+    try:
+        _lookup(key, lang)
+        return True
+    except KeyError:
+        return False
+
+
+def label(name, lang: str, *, section: str = "labels") -> str:
+    """A label for ``name`` from ``section`` (labels, tests, metrics, groups...), else ``name``."""
+    name = "" if name is None else str(name)
+    table = catalog(lang).get(section, {}) or {}
+    return str(table.get(name, name))
+
+
+def unit(name: str, lang: str) -> str:
+    """A unit as the language writes it (``MB/s`` -> ``MB/秒``; unknown units unchanged)."""
+    return label(name, lang, section="units")
+
+
+def test_label(test: str, direction: str | None, lang: str) -> str:
+    """``"SEQ1M-Q8T1", "read"`` -> ``"SEQ1M-Q8T1 read"``; known test names are translated."""
+    name = label(test, lang, section="tests")
+    if direction:
+        return f"{name} {label(direction, lang, section='directions')}"
+    return name
+
+
+def join(items, lang: str) -> str:
+    """``a, b and c`` / ``a、b、c``."""
+    items = [str(i) for i in items]
+    if not items:
+        return ""
+    if len(items) == 1:
+        return items[0]
+    if lang == "ja":
+        return "、".join(items)
+    if len(items) == 2:
+        return f"{items[0]} and {items[1]}"
+    return ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+def join_capped(items, lang: str, limit: int = 8) -> str:
+    """:func:`join`, but past ``limit`` names the rest as ``N more`` / ``ほか N 件``."""
+    items = [str(i) for i in items]
+    if len(items) > limit:
+        rest = len(items) - (limit - 1)
+        items = items[:limit - 1] + [text("labels.more", lang, n=rest)]
+    return join(items, lang)
+
+
+# ---------------------------------------------------------------------------
+# numbers
+
+
+def as_published(value) -> str:
+    """A published figure printed the way the article printed it (``1214`` -> ``1,214``)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    value = float(value)
+    if value.is_integer():
+        return f"{int(value):,}"
+    return format(value, ",")
+
+
+def number(value, *, digits: int | None = None) -> str:
+    """A measured value with sensible precision (3 significant digits, at least integers)."""
+    if value is None:
+        return ""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(value):
+        return ""
+    if digits is None:
+        magnitude = abs(value)
+        digits = 0 if magnitude >= 100 else 1 if magnitude >= 10 else 2 if magnitude >= 1 else 3
+    return f"{value:,.{digits}f}"
+
+
+def factor(value: float) -> str:
+    """A ratio for prose: ``2.54`` -> ``2.5``, ``32.6`` -> ``33``, ``8027.6`` -> ``8,028``."""
+    if value is None or math.isnan(value):
+        return ""
+    return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
+
+
+def percent(value: float) -> str:
+    """A fraction as a percentage for prose: ``0.019`` -> ``1.9``, ``0.12`` -> ``12``."""
+    pct = abs(value) * 100
+    return f"{pct:.1f}" if pct < 10 else f"{pct:.0f}"

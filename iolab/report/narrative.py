@@ -1,0 +1,148 @@
+"""Commentary in an article's voice: one short paragraph per recipe, no bullet per row.
+
+* Two systems: "A is 2.1-2.9x as fast as B in <tests>" once per group of tests
+  that behave alike (factors within ``spread`` of each other, same leader), the
+  largest group first, then the exceptions; ties are named as ties.
+* Three or more systems: who leads each group of tests, then the ranking by
+  mean rank over the tests (tied results share a rank, :func:`iolab.report.verdicts.ranks`).
+* Caveats once, naming the tests they affect (or "all tests").
+
+Factors follow :mod:`iolab.report.verdicts` for both directions (higher or lower is better).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from iolab.report import commentary, i18n, verdicts
+
+#: Tests whose factors differ by less than this ratio are said together ("2.1-2.9x").
+SPREAD = 1.5
+
+
+def _t(key: str, lang: str, **fields) -> str:
+    return i18n.text(f"narrative.{key}", lang, **fields)
+
+
+def _join_sentences(parts: list[str], lang: str) -> str:
+    return (" " if lang == "en" else "").join(p for p in parts if p)
+
+
+def pair_clusters(summary: pd.DataFrame, a: str, b: str, *, rules=commentary.Rules()) -> list[dict]:
+    """Tests of ``a`` against ``b`` in groups that behave alike.
+
+    Each dict: ``leader`` (a system, or None for a tie), ``tests`` (labels in
+    data order), ``low``/``high`` (the leader's factor), ``reason`` for ties.
+    Largest group first.
+    """
+    frame = commentary._check(summary)
+    rows = []
+    for test, direction, group in commentary._groups_of(frame):
+        up = commentary.higher_is_better(str(group["metric"].iloc[0]))
+        ra, rb = group[group["system"] == a], group[group["system"] == b]
+        if ra.empty or rb.empty or pd.isna(ra["value"].iloc[0]) or pd.isna(rb["value"].iloc[0]):
+            continue
+        ra, rb = ra.iloc[0], rb.iloc[0]
+        tie = verdicts.tie(ra, rb, rules.tolerance)
+        f = verdicts.advantage(ra["value"], rb["value"], up)
+        rows.append({"test": (test, direction), "tie": tie, "leader": None if tie else (a if f > 1 else b),
+                     "factor": 1.0 if tie else (f if f > 1 else 1 / f)})
+    clusters: list[dict] = []
+    for row in sorted(rows, key=lambda r: (r["leader"] or "", r["factor"])):
+        last = clusters[-1] if clusters else None
+        if last and last["leader"] == row["leader"] and (row["leader"] is None or row["factor"] / last["low"] <= SPREAD):
+            last["tests"].append(row["test"])
+            last["high"] = row["factor"]
+            last["reasons"].add(row["tie"])
+        else:
+            clusters.append({"leader": row["leader"], "tests": [row["test"]], "low": row["factor"],
+                             "high": row["factor"], "reasons": {row["tie"]}})
+    order = [r["test"] for r in rows]
+    for cluster in clusters:
+        cluster["tests"].sort(key=order.index)
+    clusters.sort(key=lambda c: (c["leader"] is None, -len(c["tests"]), order.index(c["tests"][0])))
+    return clusters
+
+
+def _tests(tests, lang: str, total: int) -> str:
+    if len(tests) == total and total > 1:
+        return _t("every_test", lang)
+    return i18n.join([i18n.test_label(t, d, lang) for t, d in tests], lang)
+
+
+def _range(low: float, high: float) -> str:
+    lo, hi = i18n.factor(low), i18n.factor(high)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def pair_paragraph(summary: pd.DataFrame, a: str, b: str, *, lang: str, rules=commentary.Rules()) -> str:
+    clusters = pair_clusters(summary, a, b, rules=rules)
+    total = sum(len(c["tests"]) for c in clusters)
+    parts = []
+    first_leader = None
+    for cluster in clusters:
+        tests = _tests(cluster["tests"], lang, total)
+        if cluster["leader"] is None:
+            key = "tie_ci" if "ci" in cluster["reasons"] else "tie_pct"
+            parts.append(_t(key, lang, tests=tests, a=a, b=b, pct=i18n.percent(rules.tolerance)))
+            continue
+        other = b if cluster["leader"] == a else a
+        key = "pair_first" if first_leader is None else "pair_more" if cluster["leader"] == first_leader \
+            else "pair_exception"
+        first_leader = first_leader or cluster["leader"]
+        parts.append(_t(key, lang, leader=cluster["leader"], other=other, tests=tests,
+                        factor=_range(cluster["low"], cluster["high"])))
+    return _join_sentences(parts, lang)
+
+
+def ranking_paragraph(summary: pd.DataFrame, *, lang: str, rules=commentary.Rules()) -> str:
+    frame = commentary._check(summary)
+    frame = frame[frame["cache_isolated"] & frame["value"].notna()]
+    ranks = []
+    leaders: dict[str, list] = {}
+    ties = []
+    for test, direction, group in commentary._groups_of(frame):
+        up = commentary.higher_is_better(str(group["metric"].iloc[0]))
+        r = verdicts.ranks(group.set_index("system")["value"], up, rules.tolerance)
+        ranks.append(r)
+        first = list(r[r == 1].index)
+        if len(first) > 1:
+            ties.append(((test, direction), first))
+        else:
+            leaders.setdefault(first[0], []).append((test, direction))
+    if not ranks:
+        return ""
+    mean = pd.concat(ranks, axis=1).mean(axis=1).sort_values(kind="stable")
+    total = len(ranks)
+    parts = [_t("leads", lang, system=s, tests=_tests(t, lang, total)) for s, t in leaders.items()]
+    for test, systems in ties:
+        parts.append(_t("tie_at_top", lang, tests=_tests([test], lang, total), systems=i18n.join(systems, lang)))
+    order = i18n.join([f"{i}. {s}" for i, s in enumerate(mean.index, start=1)], lang)
+    parts.append(_t("ranking", lang, order=order, n=total))
+    return _join_sentences(parts, lang)
+
+
+def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = None,
+             rules=commentary.Rules()) -> str:
+    """One paragraph on ``summary`` (one metric of one recipe), then the caveats once.
+
+    More than ``rules.max_listed`` systems (a fleet of servers): the summarised
+    form of :func:`iolab.report.commentary.describe` (the best few named, the rest as a range).
+    """
+    i18n.check_lang(lang)
+    frame = commentary._check(summary)
+    if frame.empty or frame["value"].notna().sum() == 0:
+        return commentary._t("no_data", lang)
+    systems = list(dict.fromkeys(frame[frame["cache_isolated"] & frame["value"].notna()]["system"]))
+    if len(systems) > rules.max_listed:
+        return commentary.describe(summary, lang=lang, baseline=baseline, rules=rules)
+    if len(systems) == 2:
+        text = pair_paragraph(frame, systems[0], systems[1], lang=lang, rules=rules)
+    elif len(systems) >= 3:
+        text = ranking_paragraph(frame, lang=lang, rules=rules)
+    else:
+        text = _t("single", lang, system=systems[0] if systems else "")
+    found = commentary.caveats(frame, rules=rules)
+    if not found.empty:
+        text += "\n\n" + commentary._t("caveats", lang) + "\n" + "\n".join(
+            f"- {s}" for s in commentary.caveat_sentences(found, lang=lang, rules=rules))
+    return text

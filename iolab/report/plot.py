@@ -1,0 +1,315 @@
+"""Plots in seaborn's style: tidy data in, Axes out; computation separate from drawing.
+
+* :func:`setup` picks the theme and a font that has the glyphs of the language
+  (Japanese: IPAexGothic from the ``matplotlib-fontja`` wheel, no network).
+* :func:`bar_positions`, :func:`dot_positions` and :func:`percentile_frame`
+  compute; :func:`bars`, :func:`dots` (dozens of systems) and
+  :func:`latency_percentiles` draw.
+
+Plotting libraries are imported here and nowhere else in iolab.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Sequence
+
+import pandas as pd
+
+from iolab.report import i18n
+from iolab.core import optional
+from iolab.core.errors import IolabError
+
+log = logging.getLogger(__name__)
+
+#: Font with Japanese glyphs shipped by matplotlib-fontja.
+JAPANESE_FONT = "IPAexGothic"
+LATIN_FONT = "DejaVu Sans"
+
+
+def _mpl():
+    plt = optional.pyplot()
+    import matplotlib
+    return matplotlib, plt
+
+
+def _texts(ax, xlabel, ylabel, title) -> None:
+    """Axis labels and title; None keeps what seaborn set, "" clears it."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+
+
+def japanese_font() -> str:
+    """Register IPAexGothic from matplotlib-fontja and return its family name."""
+    try:
+        import matplotlib_fontja
+    except ImportError as exc:
+        raise IolabError("matplotlib-fontja is not installed: Japanese plots need it",
+                         hint="pip install matplotlib-fontja") from exc
+    from matplotlib import font_manager
+    path = matplotlib_fontja.get_font_ttf_path()
+    if not any(f.fname == path for f in font_manager.fontManager.ttflist):
+        font_manager.fontManager.addfont(path)
+    return JAPANESE_FONT
+
+
+def font_families(lang: str) -> list[str]:
+    """The font family list for ``lang`` (matplotlib falls back glyph by glyph)."""
+    i18n.check_lang(lang)
+    ja = japanese_font()
+    return [ja, LATIN_FONT] if lang == "ja" else [LATIN_FONT, ja]
+
+
+_STATE = {"lang": "en"}  # the report language set by setup(): axis notes such as "log scale"
+
+
+def setup(lang: str = "en", *, style: str = "whitegrid", context: str = "notebook") -> dict:
+    """Seaborn theme plus fonts for ``lang``; returns the rc settings applied.
+
+    Both languages get IPAexGothic as a fallback so that Japanese labels in an
+    English report (a system named in Japanese) still render.
+    """
+    import seaborn as sns
+    matplotlib, _ = _mpl()
+    _STATE["lang"] = lang
+    families = font_families(lang)
+    # a list in font.family turns on matplotlib's glyph-by-glyph fallback
+    rc = {"font.family": families, "font.sans-serif": families + list(matplotlib.rcParams["font.sans-serif"]),
+          "axes.unicode_minus": False, "figure.dpi": 100, "savefig.bbox": "tight"}
+    sns.set_theme(style=style, context=context, rc=rc)
+    matplotlib.rcParams.update(rc)
+    return rc
+
+
+# ---------------------------------------------------------------------------
+# computation
+
+
+def bar_positions(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None,
+                  low: str | None = None, high: str | None = None, width: float = 0.8) -> pd.DataFrame:
+    """Where each bar goes: columns ``x, hue, y, pos, width, err_low, err_high``.
+
+    Categories keep the order of first appearance. ``low``/``high`` name
+    interval columns (e.g. ``ci_low``/``ci_high``); the errors are distances
+    from ``y``, NaN where unknown.
+    """
+    for column in [x, y] + [c for c in (hue, low, high) if c]:
+        if column not in data.columns:
+            raise IolabError(f"no column {column!r}", context="plot", hint="columns: " + ", ".join(map(str, data.columns)))
+    xs = list(dict.fromkeys(data[x].astype(str)))
+    hues = list(dict.fromkeys(data[hue].astype(str))) if hue else [""]
+    step = width / len(hues)
+    rows = []
+    for _, row in data.iterrows():
+        xi = xs.index(str(row[x]))
+        hi = hues.index(str(row[hue])) if hue else 0
+        value = float(row[y]) if not pd.isna(row[y]) else math.nan
+        lo = float(row[low]) if low and not pd.isna(row[low]) else math.nan
+        up = float(row[high]) if high and not pd.isna(row[high]) else math.nan
+        rows.append({"x": str(row[x]), "hue": str(row[hue]) if hue else "", "y": value,
+                     "pos": xi - width / 2 + step * (hi + 0.5), "width": step,
+                     "err_low": value - lo if not math.isnan(lo) else math.nan,
+                     "err_high": up - value if not math.isnan(up) else math.nan})
+    return pd.DataFrame(rows, columns=["x", "hue", "y", "pos", "width", "err_low", "err_high"])
+
+
+def wants_log(values: Sequence[float], *, ratio: float = 100.0) -> bool:
+    """A log axis when the positive values span more than ``ratio``."""
+    positive = [v for v in values if v is not None and not pd.isna(v) and v > 0]
+    return bool(positive) and max(positive) / min(positive) > ratio
+
+
+def percentile_frame(results: pd.DataFrame, *, system: str = "system") -> pd.DataFrame:
+    """Latency percentiles, tidy: ``system, test, direction, percentile, latency_ms`` (median over reps)."""
+    columns = {"lat_p50_us": "p50", "lat_p99_us": "p99", "lat_p999_us": "p99.9", "lat_max_us": "max"}
+    present = [c for c in columns if c in results.columns]
+    if not present:
+        raise IolabError("no latency percentile columns", context="plot")
+    keys = [c for c in (system, "test", "direction") if c in results.columns]
+    melted = results.melt(id_vars=keys, value_vars=present, var_name="percentile", value_name="latency_us")
+    melted["latency_us"] = pd.to_numeric(melted["latency_us"], errors="coerce")
+    frame = melted.groupby(keys + ["percentile"], sort=False, dropna=False)["latency_us"].median().reset_index()
+    frame["percentile"] = frame["percentile"].map(columns)
+    frame["latency_ms"] = frame.pop("latency_us") / 1000.0
+    return frame.rename(columns={system: "system"})
+
+
+# ---------------------------------------------------------------------------
+# drawing
+
+
+#: Marker drawn where a result could not be measured (Bonnie++'s +++++).
+UNMEASURED = "+++++"
+_SYSTEM_COLORS: dict[str, tuple] = {}
+
+
+def system_color(name: str, palette: str = "deep") -> tuple:
+    """The colour of a system: the next palette colour the first time it is drawn, the same ever after."""
+    import seaborn as sns
+    key = str(name)
+    if key not in _SYSTEM_COLORS:
+        colors = sns.color_palette(palette, n_colors=10)
+        _SYSTEM_COLORS[key] = colors[len(_SYSTEM_COLORS) % len(colors)]
+    return _SYSTEM_COLORS[key]
+
+
+def tick_label(value: float) -> str:
+    """An axis tick as a plain number: ``1,000`` not ``10^3``, ``0.5`` not ``5e-01``."""
+    if value == 0 or abs(value) >= 1 and float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:,.6g}" if abs(value) >= 1 else f"{value:g}"
+
+
+def bar_label(value) -> str:
+    """A bar's value label: three significant digits with thousands separators, '' when missing."""
+    if value is None or pd.isna(value):
+        return ""
+    if abs(value) >= 100:
+        return i18n.number(round(value))
+    return f"{value:.3g}"
+
+
+def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
+         low: str | None = None, high: str | None = None, log: bool | str = "auto",
+         xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
+         palette: str = "deep", legend_title: str | None = None, hatched: Sequence[str] = (),
+         value_labels: bool = True):
+    """Grouped bars of ``y`` per ``x`` (and ``hue``), error bars from ``low``/``high``.
+
+    Each bar carries its value; a missing value (``+++++``: too fast to time) is
+    marked where its bar would be; each ``hue`` (system) keeps one colour in
+    every chart of the process (:func:`system_color`).
+
+    ``data`` is tidy, one row per bar (e.g. :func:`iolab.report.tables.summarize`).
+    ``log="auto"`` uses a log axis when values span more than 100x (an HDD
+    next to an NVMe drive). ``hatched`` hue values get hatched bars (e.g.
+    systems not isolated from the page cache). Returns the Axes.
+    """
+    import seaborn as sns
+    _, plt = _mpl()
+    pos = bar_positions(data, x=x, y=y, hue=hue, low=low, high=high)
+    if ax is None:
+        width = max(6.0, 0.9 * pos["x"].nunique() * max(1, pos["hue"].nunique()) * 0.45 + 2)
+        _, ax = plt.subplots(figsize=(min(width, 14.0), 4.2))
+    hues = list(dict.fromkeys(pos["hue"]))
+    colors = [system_color(name, palette) for name in hues] if hue else sns.color_palette(palette, n_colors=1)
+    use_log = wants_log(pos["y"]) if log == "auto" else bool(log)
+    for color, name in zip(colors, hues):
+        part = pos[pos["hue"] == name]
+        drawn = ax.bar(part["pos"], part["y"].fillna(0), width=part["width"] * 0.95, color=color,
+                       label=name if hue else None, edgecolor="white", linewidth=0.5,
+                       hatch="///" if name in set(map(str, hatched)) else None)
+        if value_labels:
+            ax.bar_label(drawn, labels=[bar_label(v) for v in part["y"]], fontsize="x-small", padding=1.5)
+        for at in part.loc[part["y"].isna(), "pos"]:  # not measured / +++++: say so where the bar would be
+            ax.annotate(UNMEASURED, (at, 0), xytext=(0, 3), textcoords="offset points", ha="center",
+                        va="bottom", rotation=90, fontsize="x-small", color=color)
+        has_err = part["err_low"].notna() & part["err_high"].notna()
+        if has_err.any():
+            sub = part[has_err]
+            ax.errorbar(sub["pos"], sub["y"], yerr=[sub["err_low"].clip(lower=0), sub["err_high"].clip(lower=0)],
+                        fmt="none", ecolor="#333333", elinewidth=1, capsize=2.5)
+    xs = list(dict.fromkeys(pos["x"]))
+    ax.set_xticks(range(len(xs)))
+    ax.set_xticklabels(xs, rotation=30 if max((len(s) for s in xs), default=0) > 12 else 0,
+                       ha="right" if max((len(s) for s in xs), default=0) > 12 else "center")
+    if use_log:  # only when the values span more than 100x; said on the axis, ticks as plain numbers
+        ax.set_yscale("log")
+        from matplotlib.ticker import FuncFormatter
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
+        ylabel = f"{ylabel or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
+    else:
+        from matplotlib.ticker import FuncFormatter
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
+    _texts(ax, xlabel, ylabel, title)
+    if hue and len(hues) > 1:
+        ax.legend(title=legend_title, fontsize="small", title_fontsize="small", frameon=False,
+                  loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="x", visible=False)
+    return ax
+
+
+def dot_positions(data: pd.DataFrame, *, x: str, y: str, width: float = 0.6) -> pd.DataFrame:
+    """One dot per row, spread evenly across its category by rank.
+
+    Returns ``data``'s columns plus ``dot_y`` (the value), ``dot_rank`` (1 =
+    highest in its category) and ``dot_pos`` (where the dot goes on the x axis).
+    """
+    for column in (x, y):
+        if column not in data.columns:
+            raise IolabError(f"no column {column!r}", context="plot", hint="columns: " + ", ".join(map(str, data.columns)))
+    xs = list(dict.fromkeys(data[x].astype(str)))
+    frame = data.assign(_x=data[x].astype(str), dot_y=pd.to_numeric(data[y], errors="coerce"))
+    frame["dot_rank"] = frame.groupby("_x")["dot_y"].rank(method="first", ascending=False)
+    counts = frame.groupby("_x")["dot_y"].transform("count").clip(lower=1)
+    offset = ((frame["dot_rank"] - 1) / (counts - 1).where(counts > 1, 1) - 0.5) * width
+    offset = offset.where(counts > 1, 0.0)
+    frame["dot_pos"] = frame["_x"].map({name: i for i, name in enumerate(xs)}) + offset
+    return frame.drop(columns=["_x"])
+
+
+def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=None, log: bool | str = "auto",
+         annotate: int = 1, xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
+         color: str = "#4C72B0"):
+    """Many systems at once: one dot per row and category, the best and worst ``annotate`` labelled.
+
+    For comparisons of dozens of servers, where grouped bars and a legend no
+    longer work. Dots are spread across each category in rank order.
+    """
+    _, plt = _mpl()
+    pos = dot_positions(data, x=x, y=y)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(min(14.0, max(6.0, 1.3 * pos[x].nunique() + 2)), 4.5))
+    ax.scatter(pos["dot_pos"], pos["dot_y"], s=14, color=color, alpha=0.75, linewidths=0)
+    xs = list(dict.fromkeys(data[x].astype(str)))
+    ax.set_xticks(range(len(xs)))
+    long = max((len(s) for s in xs), default=0) > 12
+    ax.set_xticklabels(xs, rotation=30 if long else 0, ha="right" if long else "center")
+    if log == "auto" and wants_log(pos["dot_y"]) or log is True:
+        ax.set_yscale("log")
+    if label and annotate:
+        for _, part in pos.groupby(x, sort=False):
+            part = part.dropna(subset=["dot_y"]).sort_values("dot_y", ascending=False)
+            picks = pd.concat([part.head(annotate), part.tail(annotate)])
+            picks = picks[~picks.index.duplicated()]
+            for _, row in picks.iterrows():
+                ax.annotate(str(row[label]), (row["dot_pos"], row["dot_y"]), fontsize="x-small",
+                            xytext=(3, 0), textcoords="offset points", va="center")
+    _texts(ax, xlabel, ylabel, title)
+    ax.grid(axis="x", visible=False)
+    return ax
+
+
+def latency_percentiles(data: pd.DataFrame, *, x: str = "percentile", y: str = "latency_ms",
+                        hue: str | None = "system", ax=None, xlabel: str | None = None,
+                        ylabel: str | None = None, title: str | None = None, palette: str = "deep"):
+    """Latency by percentile (p50, p99, p99.9, max), one line per ``hue``; log y axis."""
+    import seaborn as sns
+    _, plt = _mpl()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.0, 3.6))
+    sns.lineplot(data=data, x=x, y=y, hue=hue, marker="o", ax=ax, palette=palette, sort=False,
+                 errorbar=None)
+    ax.set_yscale("log")
+    _texts(ax, xlabel, ylabel, title)
+    if ax.get_legend() is not None:
+        ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax
+
+
+def to_image(fig, *, alt: str, dpi: int = 110):
+    """``fig`` as an IPython PNG image carrying ``alt`` text (used by the HTML and Markdown exports).
+
+    The figure is closed, so it is not shown a second time by the inline backend.
+    """
+    import io
+    from IPython.display import Image
+    _, plt = _mpl()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return Image(data=buffer.getvalue(), format="png", alt=alt)

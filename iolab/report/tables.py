@@ -1,0 +1,520 @@
+"""Tables in the articles' shape: rows = tests, columns = systems, units stated.
+
+Two layers, as everywhere in iolab's reporting:
+
+* computation: :func:`summarize` (one row per system x test x direction for
+  one metric, with n, mean, median, CoV, 95% CI, best, flags; built on
+  :func:`iolab.analysis.stats.summarize`), :func:`manifest_fields` (a manifest as the
+  flat fields of an environment table);
+* presentation: functions returning a :class:`Table`, which displays as HTML
+  in a notebook and as a Markdown pipe table in Markdown exports, with a
+  caption that names the metric and its unit in ``en`` or ``ja``.
+"""
+from __future__ import annotations
+
+import html
+import math
+from typing import Sequence
+
+import pandas as pd
+
+from iolab.report import i18n
+from iolab.analysis import stats
+from iolab.core.errors import IolabError
+
+#: Result columns the tables know: (unit, factor from the stored value to the shown value).
+METRICS = {
+    "bw_mbps": ("MB/s", 1.0),
+    "iops": ("IOPS", 1.0),
+    "lat_mean_us": ("ms", 1e-3),
+    "lat_p50_us": ("ms", 1e-3),
+    "lat_p99_us": ("ms", 1e-3),
+    "lat_p999_us": ("ms", 1e-3),
+    "lat_max_us": ("ms", 1e-3),
+    "runtime_s": ("s", 1.0),
+}
+
+STATISTICS = ("mean", "median", "best")
+
+DASH = "—"
+
+
+class Table:
+    """A formatted table with a caption and notes; shows as HTML or Markdown.
+
+    ``frame`` holds the display strings (index = row labels); ``data`` the
+    numbers behind them (same shape) for tests and further work.
+    """
+
+    def __init__(self, frame: pd.DataFrame, *, caption: str = "", notes: Sequence[str] = (),
+                 data: pd.DataFrame | None = None):
+        self.frame = frame
+        self.caption = caption
+        self.notes = [n for n in notes if n]
+        self.data = data if data is not None else frame
+
+    def __repr__(self) -> str:
+        return f"Table({self.caption!r}, {self.frame.shape[0]}x{self.frame.shape[1]})"
+
+    def _repr_html_(self) -> str:
+        named = any(n for n in self.frame.index.names)
+        # named row labels become the first column(s), so the header is one row
+        frame = self.frame.reset_index() if named else self.frame
+        body = frame.to_html(escape=True, na_rep=DASH, border=0, classes="iolab-table", index=not named)
+        if self.caption:
+            body = body.replace(">", f">\n  <caption>{html.escape(self.caption)}</caption>", 1)
+        notes = "".join(f"<p class=\"iolab-note\"><small>{html.escape(n)}</small></p>" for n in self.notes)
+        return body + notes
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def to_markdown(self) -> str:
+        frame = self.frame
+        index_names = [n or "" for n in (frame.index.names if frame.index.nlevels > 1 else [frame.index.name])]
+
+        def header(column) -> str:
+            if isinstance(column, tuple):
+                return " / ".join(str(c) for c in column if str(c))
+            return str(column)
+
+        def cell(value) -> str:
+            text = DASH if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+            return text.replace("|", "\\|").replace("\n", " ")
+
+        heads = index_names + [header(c) for c in frame.columns]
+        lines = []
+        if self.caption:
+            lines += [f"**{self.caption}**", ""]
+        lines.append("| " + " | ".join(cell(h) for h in heads) + " |")
+        lines.append("|" + "|".join(["---"] * len(index_names) + ["---:"] * len(frame.columns)) + "|")
+        for key, row in frame.iterrows():
+            keys = list(key) if isinstance(key, tuple) else [key]
+            lines.append("| " + " | ".join(cell(k) for k in keys + list(row.values)) + " |")
+        if self.notes:
+            lines.append("")
+            lines += [f"*{n}*" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# computation
+
+
+def metric_unit(metric: str) -> str:
+    return METRICS.get(metric, ("", 1.0))[0]
+
+
+def summarize(data: pd.DataFrame, *, value: str = "bw_mbps", system: str = "system",
+              by: Sequence[str] = ("test", "direction"), statistic: str = "mean") -> pd.DataFrame:
+    """One row per system x ``by`` for the metric ``value``.
+
+    Columns: ``system``, the ``by`` columns, ``metric, unit, value`` (the chosen
+    ``statistic``: mean, median or best as CrystalDiskMark keeps it), ``n``,
+    ``n_excluded``, ``mean, median, std, cov, ci_low, ci_high, best`` (in the
+    display unit: latency in ms), ``flags`` (every flag of the group's rows,
+    ';'-joined), ``cache_isolated`` (False where the isolation was ``none``).
+    Rows marked invalid or carrying a fio error are left out (see
+    :func:`iolab.analysis.stats.valid_rows`).
+    """
+    if statistic not in STATISTICS:
+        raise IolabError(f"unknown statistic {statistic!r}", context="summarize",
+                         hint="use one of " + ", ".join(STATISTICS))
+    if system not in data.columns:
+        raise IolabError(f"no column {system!r} naming the systems", context="summarize",
+                         hint="use iolab.report.notebooks.select() or pass system='label'")
+    by = [b for b in by if b in data.columns]
+    keys = [system] + by
+    columns = ["system"] + by + ["metric", "unit", "value", "n", "n_excluded", "mean", "median", "std", "cov",
+                      "ci_low", "ci_high", "best", "flags", "cache_isolated", "device"]
+    if data.empty:
+        return pd.DataFrame(columns=columns)
+    frame = split_variants(data)
+    frame[value] = pd.to_numeric(frame[value], errors="coerce")
+    out = stats.summarize(frame, by=keys, metrics=[value], keep=())
+    unit, scale = METRICS.get(value, ("", 1.0))
+    for column in ("mean", "median", "std", "ci_low", "ci_high", "best"):
+        out[column] = out[column] * scale
+    out["unit"] = unit
+    out["value"] = out[statistic]
+    flags = frame.groupby(keys, dropna=False, sort=False)["flags"].agg(
+        lambda s: ";".join(dict.fromkeys(f for v in s for f in stats.split_flags(v)))) \
+        if "flags" in frame.columns else None
+    isolation = frame.groupby(keys, dropna=False, sort=False)["isolation"].agg(
+        lambda s: not (s.astype(str) == "none").any()) if "isolation" in frame.columns else None
+    out["flags"] = [flags.get(tuple(k), "") if flags is not None else "" for k in out[keys].itertuples(index=False)]
+    # the device a system measured (host and target): pairs a cached run with an isolated one
+    parts = [c for c in ("host", "target") if c in frame.columns]
+    if parts:
+        ident = frame[parts].fillna("").astype(str).agg(":".join, axis=1)
+        device = ident.groupby([frame[k] for k in keys], dropna=False, sort=False).first()
+        out["device"] = [device.get(tuple(k)) for k in out[keys].itertuples(index=False)]
+    else:
+        out["device"] = None
+    out["cache_isolated"] = [bool(isolation.get(tuple(k), True)) if isolation is not None else True
+                             for k in out[keys].itertuples(index=False)]
+    out = out.rename(columns={system: "system"}) if system != "system" else out
+    # keep the data's order of tests and systems, not alphabetical
+    order = {name: i for i, name in enumerate(dict.fromkeys(frame[system].astype(str)))}
+    test_order = {name: i for i, name in enumerate(dict.fromkeys(frame["test"].astype(str)))} if "test" in by else {}
+    out["_s"] = out["system"].astype(str).map(order)
+    out["_t"] = out["test"].astype(str).map(test_order) if test_order else 0
+    sort = ["_t"] + (["direction"] if "direction" in by else []) + ["_s"]
+    out = out.sort_values(sort, kind="stable").drop(columns=["_s", "_t"]).reset_index(drop=True)
+    return out[columns]
+
+
+#: Job parameters that make different measurements under one test name (qd-sweep, pgbench clients).
+VARIANT_COLUMNS = ("bs", "iodepth", "numjobs")
+
+
+def split_variants(data: pd.DataFrame) -> pd.DataFrame:
+    """A copy where a test run with several block sizes, queue depths or job counts
+    becomes one test per variant (``"clients (numjobs=8)"``), so that different
+    measurements are never pooled as if they were repetitions."""
+    frame = data.copy()
+    if "test" not in frame.columns or frame.empty:
+        return frame
+    varying = [c for c in VARIANT_COLUMNS if c in frame.columns
+               and (frame.groupby("test")[c].nunique(dropna=True) > 1).any()]
+    if not varying:
+        return frame
+    def name(row):
+        parts = [f"{c}={row[c]:g}" if isinstance(row[c], float) else f"{c}={row[c]}" for c in varying
+                 if not pd.isna(row[c]) and frame.loc[frame["test"] == row["test"], c].nunique() > 1]
+        return f"{row['test']} ({', '.join(parts)})" if parts else row["test"]
+    frame["test"] = frame.apply(name, axis=1)
+    return frame
+
+
+def _fmt_ci(row, lang: str) -> str:
+    text = i18n.number(row["value"])
+    if row.get("n", 1) and row.get("n", 1) >= 2 and not pd.isna(row.get("ci_high")):
+        half = (row["ci_high"] - row["ci_low"]) / 2
+        text += f" ± {i18n.number(half, digits=_digits(row['value']))}"
+    return text
+
+
+def _digits(value: float) -> int:
+    value = abs(value) if value is not None and not pd.isna(value) else 0
+    return 0 if value >= 100 else 1 if value >= 10 else 2 if value >= 1 else 3
+
+
+def _row_labels(frame: pd.DataFrame, lang: str) -> pd.MultiIndex | pd.Index:
+    tests = [i18n.label(t, lang, section="tests") for t in frame["test"]]
+    if "direction" in frame.columns and frame["direction"].astype(str).str.len().gt(0).any():
+        directions = [i18n.label(d, lang, section="directions") for d in frame["direction"].fillna("")]
+        return pd.MultiIndex.from_arrays([tests, directions],
+                                         names=[i18n.text("labels.test", lang), i18n.text("labels.direction", lang)])
+    return pd.Index(tests, name=i18n.text("labels.test", lang))
+
+
+def pivot(summary: pd.DataFrame, *, lang: str = "en", caption: str | None = None, ci: bool = True,
+          columns: str = "system", published: bool = False, notes: Sequence[str] = ()) -> Table:
+    """Rows = (test, direction), columns = systems; values with ``± CI`` when repeated.
+
+    ``published`` prints values as the article did and ``+++++`` where the tool
+    could not time a test.
+    """
+    i18n.check_lang(lang)
+    if summary.empty:
+        return Table(pd.DataFrame(), caption=caption or "", notes=[i18n.text("text.no_runs", lang)])
+    frame = summary.copy()
+    if "direction" not in frame.columns:
+        frame["direction"] = ""
+    frame["direction"] = frame["direction"].fillna("").astype(str)
+    keys = ["test", "direction"]
+    if published:
+        too_fast = frame["unmeasurable"] if "unmeasurable" in frame.columns else False
+        frame["shown"] = [i18n.text("labels.unmeasurable", lang) if tf else i18n.as_published(v)
+                          for v, tf in zip(frame["value"], too_fast if not isinstance(too_fast, bool)
+                                           else [False] * len(frame))]
+    elif ci:
+        frame["shown"] = [_fmt_ci(row, lang) for _, row in frame.iterrows()]
+    else:
+        frame["shown"] = [i18n.number(v) for v in frame["value"]]
+    tests = list(dict.fromkeys(frame["test"]))
+    systems = list(dict.fromkeys(frame[columns]))
+    shown = frame.pivot_table(index=keys, columns=columns, values="shown", aggfunc="first", sort=False)
+    numbers = frame.pivot_table(index=keys, columns=columns, values="value", aggfunc="first", sort=False,
+                                dropna=False)
+    order = frame[keys].drop_duplicates()
+    order["_t"] = order["test"].map({t: i for i, t in enumerate(tests)})
+    order = order.sort_values(["_t"], kind="stable")
+    index = pd.MultiIndex.from_frame(order[keys])
+    shown = shown.reindex(index=index, columns=systems)
+    numbers = numbers.reindex(index=index, columns=systems)
+    shown = shown.fillna(DASH)
+    labels = _row_labels(order, lang)
+    shown.index = labels
+    numbers.index = labels
+    shown.columns.name = None
+    numbers.columns.name = None
+    if caption is None:
+        metric = str(frame["metric"].iloc[0]) if "metric" in frame.columns else ""
+        unit = str(frame["unit"].iloc[0]) if "unit" in frame.columns else ""
+        caption = caption_for(metric, unit, lang)
+    return Table(shown, caption=caption, notes=notes, data=numbers)
+
+
+def caption_for(metric: str, unit: str, lang: str) -> str:
+    name = i18n.label(metric, lang, section="metrics")
+    unit = i18n.unit(unit, lang) if unit else ""
+    return f"{name} ({unit})" if unit and unit != name else name
+
+
+def results_table(data: pd.DataFrame, *, metrics: Sequence[str] = ("bw_mbps", "iops"), system: str = "system",
+                  statistic: str = "mean", lang: str = "en", by: Sequence[str] = ("test", "direction")) -> Table:
+    """Rows = test x direction, columns = (metric with unit, system): the report's results table."""
+    i18n.check_lang(lang)
+    parts, numbers = [], []
+    for metric in metrics:
+        summary = summarize(data, value=metric, system=system, statistic=statistic, by=by)
+        if summary.empty:
+            continue
+        table = pivot(summary, lang=lang, ci=statistic == "mean")
+        head = caption_for(metric, metric_unit(metric), lang)
+        parts.append(pd.concat({head: table.frame}, axis=1))
+        numbers.append(pd.concat({head: table.data}, axis=1))
+    if not parts:
+        return Table(pd.DataFrame(), caption=i18n.text("headings.results", lang), notes=[i18n.text("text.no_runs", lang)])
+    frame = pd.concat(parts, axis=1).fillna(DASH)
+    n = summarize(data, value=metrics[0], system=system, statistic=statistic, by=by)["n"]
+    note = repetitions_note(n, statistic, lang)
+    return Table(frame, caption=i18n.text("headings.results", lang), notes=[note],
+                 data=pd.concat(numbers, axis=1))
+
+
+def repetitions_note(n: pd.Series, statistic: str, lang: str) -> str:
+    """The note under a table: how many repetitions each value stands for, and what ± means."""
+    if len(n) and n.nunique() == 1 and int(n.iloc[0]) == 1:
+        return i18n.text("labels.single_note", lang)
+    if statistic == "mean":
+        key = "labels.ci_note" if n.nunique() == 1 else "labels.ci_note_varied"
+    else:
+        key = "labels.stat_note" if n.nunique() == 1 else "labels.stat_note_varied"
+    return i18n.text(key, lang, statistic=i18n.text(f"labels.{statistic}", lang), n=int(n.iloc[0]) if len(n) else 0)
+
+
+#: More systems than this and tables turn: one row per system.
+MAX_COLUMNS = 8
+
+
+def article_table(data: pd.DataFrame, *, metric: str = "bw_mbps", system: str = "system", statistic: str = "mean",
+                  lang: str = "en", caption: str | None = None, orient: str = "auto") -> Table:
+    """CrystalDiskMark's shape: rows = tests, columns = (system, direction).
+
+    ``orient="systems"`` (automatic beyond :data:`MAX_COLUMNS` systems) turns
+    it: rows = systems, columns = (test, direction), for comparisons of many
+    servers.
+    """
+    summary = summarize(data, value=metric, system=system, statistic=statistic)
+    if summary.empty:
+        return Table(pd.DataFrame(), caption=caption or "", notes=[i18n.text("text.no_runs", lang)])
+    # a CI belongs to the mean: other statistics are shown without one
+    summary["shown"] = [_fmt_ci(row, lang) if statistic == "mean" else i18n.number(row["value"])
+                        for _, row in summary.iterrows()]
+    tests = list(dict.fromkeys(summary["test"]))
+    systems = list(dict.fromkeys(summary["system"]))
+    directions = list(dict.fromkeys(summary["direction"]))
+    shown = summary.pivot_table(index="test", columns=["system", "direction"], values="shown", aggfunc="first")
+    numbers = summary.pivot_table(index="test", columns=["system", "direction"], values="value", aggfunc="first")
+    cols = pd.MultiIndex.from_product([systems, directions])
+    shown = shown.reindex(index=tests, columns=cols).fillna(DASH)
+    numbers = numbers.reindex(index=tests, columns=cols)
+    labels = pd.Index([i18n.label(t, lang, section="tests") for t in tests], name=i18n.text("labels.test", lang))
+    shown.index = numbers.index = labels
+    translated = pd.MultiIndex.from_tuples([(s, i18n.label(d, lang, section="directions")) for s, d in cols])
+    shown.columns = numbers.columns = translated
+    if orient == "systems" or (orient == "auto" and len(systems) > MAX_COLUMNS):
+        shown, numbers = shown.T.unstack(level=1), numbers.T.unstack(level=1)
+        order = pd.MultiIndex.from_tuples([(t, i18n.label(d, lang, section="directions"))
+                                           for t in labels for d in directions])
+        shown, numbers = shown.reindex(columns=order), numbers.reindex(columns=order)
+        shown.index.name = numbers.index.name = i18n.text("labels.system", lang)
+    note = repetitions_note(summary["n"], statistic, lang)
+    return Table(shown, caption=caption or caption_for(metric, metric_unit(metric), lang), notes=[note], data=numbers)
+
+
+def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: str = "en",
+                    caption: str | None = None) -> Table:
+    """An article's table from :func:`iolab.analysis.reference.load`: rows = tests, columns = systems, as published."""
+    from iolab.analysis.reference import as_summary
+    part = frame[(frame["benchmark"] == benchmark) & (frame["metric"] == metric)]
+    if part.empty:
+        raise IolabError(f"no {metric!r} figures for {benchmark!r}", context="reference_table")
+    summary = as_summary(part)
+    unit = str(part["unit"].iloc[0])
+    caption = caption or f"{benchmark}: {caption_for(metric, unit, lang)}"
+    if unit and i18n.unit(unit, lang) not in caption:
+        caption = f"{caption} ({i18n.unit(unit, lang)})"
+    note = i18n.text("labels.published_note", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
+    return pivot(summary, lang=lang, caption=caption, published=True, notes=[note])
+
+
+# ---------------------------------------------------------------------------
+# provenance
+
+
+def _get(mapping, *path, default=None):
+    node = mapping
+    for key in path:
+        if isinstance(node, list):
+            node = node[0] if node else None
+        if not isinstance(node, dict):
+            return default
+        node = node.get(key)
+    return default if node is None or (isinstance(node, float) and math.isnan(node)) else node
+
+
+def _yes_no(value, lang):
+    if value is None:
+        return None
+    return i18n.text("labels.yes" if bool(value) else "labels.no", lang)
+
+
+def _size(value):
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        from iolab.core.units import human_size
+        return human_size(value)
+    return str(value)
+
+
+def _seconds(value, lang):
+    if value is None:
+        return None
+    try:
+        return i18n.text("labels.seconds", lang, value=i18n.number(float(value), digits=0 if float(value) >= 1 else 1))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
+    """A manifest as ``{label: text}`` rows of an environment table (missing fields as None)."""
+    target = (manifest.get("targets") or [{}])[0] or {}
+    device = target.get("device") or {}
+    emulated = target.get("emulated") or {}
+    isolation = manifest.get("isolation") or {}
+    options = manifest.get("options") or {}
+    system = manifest.get("system") or {}
+    versions = manifest.get("versions") or {}
+    mode = isolation.get("mode")
+    fallback = isolation.get("fallback")
+    status = manifest.get("status")
+    fields = {
+        "host": manifest.get("host"),
+        "run_id": manifest.get("run_id"),
+        "recipe": manifest.get("recipe"),
+        "status": i18n.label(status, lang, section="status") if status else None,
+        "started": manifest.get("started"),
+        "kernel": system.get("kernel"),
+        "os": system.get("os"),
+        "cpu_model": system.get("cpu_model"),
+        "cpu_count": system.get("cpu_count"),
+        "ram": _size(system.get("ram_bytes")),
+        "fio": versions.get("fio"),
+        "iolab": versions.get("iolab"),
+        "target": target.get("path") or target.get("spec"),
+        "target_kind": target.get("kind"),
+        "filesystem": target.get("filesystem"),
+        "mount_options": target.get("mount_options"),
+        "device": device.get("model"),
+        "rotational": _yes_no(device.get("rotational"), lang) if device.get("rotational") is not None else None,
+        "scheduler": device.get("scheduler"),
+        "emulated": emulated.get("profile") if emulated else None,
+        "isolation": mode,
+        # O_DIRECT and "none" runs set no memory limit: a limit row would suggest one applied
+        "mem_limit": (_size(isolation.get("mem_limit") or options.get("mem_limit"))
+                      if mode in (None, "cgroup", "hugepages") else None),
+        "fallback": fallback if fallback else None,
+        "size": _size(options.get("size")),
+        "runtime": _seconds(options.get("runtime"), lang),
+        "repeat": options.get("repeat"),
+    }
+    return {i18n.text(f"labels.{key}", lang): value for key, value in fields.items()}
+
+
+def environment_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en", names: Sequence[str] | None = None,
+                      caption: str | None = None, drop_empty: bool = True, orient: str = "auto") -> Table:
+    """Rows = provenance fields, columns = runs (named by ``names``, default the label).
+
+    ``orient="systems"`` (automatic beyond :data:`MAX_COLUMNS` runs) puts one
+    run per row instead.
+    """
+    i18n.check_lang(lang)
+    records = manifests.to_dict("records") if isinstance(manifests, pd.DataFrame) else list(manifests)
+    if not records:
+        return Table(pd.DataFrame(), caption=caption or i18n.text("headings.environment", lang),
+                     notes=[i18n.text("text.no_runs", lang)])
+    names = list(names) if names is not None else [r.get("label") or r.get("host") or "?" for r in records]
+    # one column per run: a name used by runs of several recipes gets the recipe added
+    names = _unique([f"{n} · {r.get('recipe')}" if names.count(n) > 1 else n for n, r in zip(names, records)])
+    columns = {name: manifest_fields(record, lang=lang) for name, record in zip(names, records)}
+    frame = pd.DataFrame(columns)
+    frame = frame.map(lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+    if drop_empty:
+        frame = frame.dropna(how="all")
+    frame = frame.fillna(DASH)
+    if orient == "systems" or (orient == "auto" and frame.shape[1] > MAX_COLUMNS):
+        frame = frame.T
+    frame.index.name = i18n.text("labels.system", lang) if frame.index.name is None else frame.index.name
+    if frame.columns.name:
+        frame.columns.name = None
+    return Table(frame, caption=caption or i18n.text("headings.environment", lang))
+
+
+def provenance_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
+                     names: Sequence[str] | None = None) -> Table:
+    """One row per run: name, host, run ID, recipe, status, start, isolation, target, fio."""
+    i18n.check_lang(lang)
+    records = manifests.to_dict("records") if isinstance(manifests, pd.DataFrame) else list(manifests)
+    names = list(names) if names is not None else _unique([r.get("label") or r.get("host") or "?" for r in records])
+    rows = []
+    for name, record in zip(names, records):
+        target = (record.get("targets") or [{}])[0] or {}
+        status = record.get("status")
+        reason = record.get("reason")
+        rows.append({
+            i18n.text("labels.system", lang): name,
+            i18n.text("labels.host", lang): record.get("host"),
+            i18n.text("labels.run_id", lang): record.get("run_id"),
+            i18n.text("labels.recipe", lang): record.get("recipe"),
+            i18n.text("labels.status", lang): (i18n.label(status, lang, section="status") if status else None)
+            if not reason or (isinstance(reason, float) and math.isnan(reason))
+            else f"{i18n.label(status, lang, section='status')}: {reason}",
+            i18n.text("labels.started", lang): record.get("started"),
+            i18n.text("labels.isolation", lang): _get(record, "isolation", "mode"),
+            i18n.text("labels.target", lang): target.get("path") or target.get("spec"),
+            i18n.text("labels.fio", lang): _get(record, "versions", "fio"),
+        })
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return Table(frame, caption=i18n.text("tables.provenance", lang), notes=[i18n.text("text.no_runs", lang)])
+    frame = frame.set_index(i18n.text("labels.system", lang))
+    frame = frame.map(lambda v: DASH if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+    return Table(frame, caption=i18n.text("tables.provenance", lang))
+
+
+def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en") -> Table:
+    """The article's columns: system, device, memory, cache isolated."""
+    systems = frame[["system", "device", "memory", "cache_isolated"]].drop_duplicates("system")
+    out = pd.DataFrame({
+        i18n.text("labels.device", lang): systems["device"].values,
+        i18n.text("labels.memory", lang): systems["memory"].values,
+        i18n.text("labels.isolation", lang): [_yes_no(v, lang) if not pd.isna(v) else DASH
+                                              for v in systems["cache_isolated"]],
+    }, index=pd.Index(systems["system"].values, name=i18n.text("labels.system", lang)))
+    # an article that names no device, memory or cache set-up: no column of dashes
+    out = out.loc[:, [not all(pd.isna(v) or str(v) in ("", DASH) for v in out[c]) for c in out.columns]]
+    return Table(out, caption=i18n.text("headings.environment", lang))
+
+
+def _unique(names: Sequence[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return out

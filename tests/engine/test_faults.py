@@ -1,0 +1,342 @@
+"""Faults end cleanly: fio refusing a job, fio killed from outside, a hung fio, bad input.
+
+Real fio on scratch files and loop devices; the hang is made by SIGSTOP of
+fio (the test controls it), and the watchdog's margin is set small in the
+recipe so the test needs no wall-clock bound tighter than "it ended".
+"""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import iolab
+from iolab.engine import fiooutcome, runner
+from iolab.core.errors import IolabError
+
+from cli_helpers import IOLAB, ROOT, live_processes, needs_fio, needs_root
+from device_fixtures import make_loop, scratch, sh  # noqa: F401  (fixtures)
+
+pytestmark = needs_fio
+
+
+def _recipe(tmp_path, text: str) -> str:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def _cli(*args, timeout=300):
+    return subprocess.run(IOLAB + [str(a) for a in args] + ["--no-progress"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
+def _run_dir(proc) -> Path:
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+REFUSED = """
+name: refused
+description: fio refuses the first job when it starts (block size over the file size); the second is fine
+isolation: none
+defaults: {size: 4M, runtime: 1}
+fio: {ioengine: psync}
+tests:
+  - name: REFUSED
+    rw: read
+    bs: 1M
+    fio: {size: 4k}
+  - name: FINE
+    rw: read
+    bs: 1M
+"""
+
+
+def test_a_job_fio_refuses_fails_with_fios_reason(tmp_path):
+    proc = _cli("run", _recipe(tmp_path, REFUSED), "--target", tmp_path, "--data", tmp_path / "data")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("iolab: run failed: REFUSED: ")
+    manifest = json.loads((_run_dir(proc) / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
+    tests = {t["name"]: t for t in manifest["tests"]}
+    assert tests["REFUSED"]["status"] == "failed" and tests["FINE"]["status"] == "completed"
+    assert "fio: size too small" in tests["REFUSED"]["error"]  # fio's own words
+    table = iolab.load(_run_dir(proc)).set_index("test")
+    assert not table.loc["REFUSED", "valid"] and pd.isna(table.loc["REFUSED", "bw_mbps"])
+    assert table.loc["FINE", "valid"] and table.loc["FINE", "bw_mbps"] > 0
+
+
+@needs_root
+def test_a_job_fio_aborts_without_io_is_not_a_result(make_loop, scratch):  # noqa: F811
+    """fio aborts a write to a mounted device and exits 0 with an all-zero job: no result, fio's reason."""
+    device = make_loop("64M")
+    sh("mkfs.ext4", "-q", device)
+    mnt = scratch / "mnt"
+    mnt.mkdir()
+    sh("mount", device, mnt)
+    try:
+        job = scratch / "w.fio"
+        job.write_text(f"[w]\nfilename={device}\nrw=write\nbs=1M\nsize=8M\ndirect=1\n")
+        proc = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, timeout=60)
+    finally:
+        sh("umount", mnt)
+    assert proc.returncode == 0  # fio itself calls this a success
+    frame = fiooutcome.judge(proc.stdout, proc.stderr, proc.returncode, job="w")
+    assert len(frame) == 1 and pd.isna(frame["io_bytes"].iloc[0])
+    assert frame["error"].iloc[0].startswith("fio did no I/O: fio: ")
+    assert "appears mounted" in frame["error"].iloc[0]
+
+
+def test_a_signal_that_ended_fio_is_the_error():
+    assert fiooutcome.killed_by(-signal.SIGKILL) == "fio killed by SIGKILL"
+    assert fiooutcome.killed_by(0) is None and fiooutcome.killed_by(1) is None
+    frame = fiooutcome.judge("", "", -signal.SIGKILL, job="x")
+    assert frame["error"].tolist() == ["fio killed by SIGKILL"] and "io_bytes" in frame
+
+
+TWO = """
+name: two
+description: a long test that gets killed or hangs, then a short one
+isolation: none
+defaults: {size: 16M, runtime: 1, watchdog_margin: 10}  # margin: a busy machine is not a hang
+fio: {ioengine: psync, direct: 1}
+tests:
+  - name: LONG
+    rw: read
+    bs: 64k
+    runtime: 120
+  - name: SHORT
+    rw: read
+    bs: 64k
+"""
+
+
+def _fio_of(marker: str, timeout: float = 120) -> list[int]:
+    """PIDs of the live fio processes measuring with job file ``marker`` (not its --parse-only check)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = [int(line.split(":")[0]) for line in live_processes(marker) if "--output-format=" in line]
+        if len(pids) >= 2:  # fio and its job process: both started
+            return pids
+        time.sleep(0.1)
+    raise AssertionError(f"no fio running {marker}")
+
+
+def test_fio_killed_from_outside_fails_that_test_and_the_run_goes_on(tmp_path):
+    data = tmp_path / "data"
+    proc = subprocess.Popen(IOLAB + ["run", _recipe(tmp_path, TWO), "--target", str(tmp_path), "--data", str(data),
+                                     "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    try:
+        for pid in _fio_of("jobs/LONG.fio"):
+            os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == "iolab: run failed: LONG: fio killed by SIGKILL"
+    run_dir = Path(out.strip().splitlines()[-1])
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    tests = {t["name"]: t for t in manifest["tests"]}
+    assert tests["LONG"]["status"] == "failed" and tests["LONG"]["error"] == "fio killed by SIGKILL"
+    assert tests["SHORT"]["status"] == "completed"
+    table = iolab.load(run_dir).set_index("test")
+    assert not table.loc["LONG", "valid"] and table.loc["SHORT", "bw_mbps"] > 0
+    assert not list((run_dir / "raw").glob("LONG-1.json")) or (run_dir / "raw" / "LONG-1.json").stat().st_size
+    assert not live_processes(str(run_dir))
+
+
+def test_the_watchdog_stops_a_hung_fio_and_the_run_goes_on(tmp_path):
+    data = tmp_path / "data"
+    stopped = []
+
+    def hang():  # fio and its job process stop answering, as one stuck in the kernel
+        for pid in _fio_of("jobs/LONG.fio"):
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+
+    recipe = _recipe(tmp_path, TWO.replace("runtime: 120", "runtime: 2"))
+    helper = threading.Thread(target=hang)
+    helper.start()
+    try:
+        result = runner.run(recipe, [str(tmp_path)], data_dir=data, progress=False)
+    finally:
+        helper.join()
+        for pid in stopped:  # never leave a stopped process behind, whatever happened
+            for sig in (signal.SIGKILL, signal.SIGCONT):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+    tests = {t["name"]: t for t in result.manifest["tests"]}
+    error = tests["LONG"]["error"]
+    assert tests["LONG"]["status"] == "failed" and error.startswith("watchdog: fio still ran after ")
+    # the limit is made of the job: 2 s runtime + 16 MiB laid out at 10 MB/s + the recipe's 10 s margin
+    assert "ramp 0 s + I/O 2 s + layout 2 s + margin 10 s" in error
+    assert "stopped with SIGKILL" in error  # a stopped fio ignores SIGINT
+    assert tests["SHORT"]["status"] == "completed"
+    assert result.manifest["status"] == "failed"
+    assert not live_processes(str(result.path))  # fio and its job process are gone
+    table = iolab.load(result.path).set_index("test")
+    assert not table.loc["LONG", "valid"]
+
+
+def test_mem_limit_has_a_floor_and_bad_input_makes_no_run_directory(tmp_path):
+    data = tmp_path / "data"
+    for args, expected in [(["--mem-limit", "10M"], "--mem-limit: 10M is below the minimum of 32.0 MiB"),
+                           (["--size", "1"], "--size: 1 B is smaller than"),
+                           (["--target", "emulated:nope"], "unknown emulated device profile 'nope'")]:
+        target = [] if "--target" in args else ["--target", tmp_path]
+        proc = _cli("run", "quick", *target, *args, "--data", data)
+        assert proc.returncode == 2, proc.stderr
+        last = proc.stderr.strip().splitlines()[-1]  # (a line before it may say what the reaper removed)
+        assert last.startswith("iolab: error:") and expected in last, proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not data.exists()
+
+
+JOBFILE = """
+[w]
+rw=write
+bs=1M
+size=4M
+[r]
+stonewall
+rw=read
+bs=1M
+size=4M
+"""
+
+
+def test_a_job_file_run_removes_the_files_fio_made(tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "keep.txt").write_text("not iolab's")
+    job = tmp_path / "mine.fio"
+    job.write_text(JOBFILE)
+    result = runner.run(str(job), [str(target)], data_dir=tmp_path / "data", progress=False)
+    assert result.manifest["status"] == "completed", result.manifest["reason"]
+    assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
+
+
+@needs_root
+def test_a_ram_backed_target_is_flagged(tmp_path):
+    mnt = tmp_path / "ram"
+    mnt.mkdir()
+    sh("mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", mnt)
+    try:
+        result = runner.run(_recipe(tmp_path, REFUSED), [str(mnt)], data_dir=tmp_path / "data", progress=False,
+                            tests=["FINE"])
+    finally:
+        sh("umount", mnt)
+    table = iolab.load(result.path)
+    assert table["flags"].str.contains("ram_backed").all()
+
+
+def test_early_interrupt_leaves_no_empty_raw_file_and_marks_the_test(tmp_path):
+    data = tmp_path / "data"
+    proc = subprocess.Popen(IOLAB + ["run", _recipe(tmp_path, TWO), "--target", str(tmp_path), "--data", str(data),
+                                     "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(data.glob("*/*/raw/LONG-1.json")):
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)  # as soon as the raw file exists: fio may not have written a byte
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    run_dir = next(data.glob("*/*"))
+    assert [p.name for p in (run_dir / "raw").iterdir() if p.stat().st_size == 0] == []
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    tests = {t["name"]: t for t in manifest["tests"]}
+    assert manifest["status"] == "interrupted"
+    assert tests["LONG"]["status"] == "interrupted" and "Ctrl-C" in tests["LONG"]["error"]
+    assert tests["SHORT"]["status"] == "pending"
+
+
+def test_the_watchdog_limit_is_made_of_the_job():
+    from iolab.engine.watchdog import jobfile_limit
+    limit = jobfile_limit("[global]\nramp_time=2s\nsize=20m\n[a]\nruntime=1m\n[b]\nnumjobs=2\n",
+                          default_size=0, floor_bps=1024**2, margin_s=5)
+    # a: 2 s ramp + 60 s + 20 s layout; b: 2 s ramp + 2 x 20 s I/O + 2 x 20 s layout; one margin
+    assert (limit.ramp_s, limit.io_s, limit.layout_s, limit.margin_s) == (4, 100, 60, 5)
+    assert limit.seconds == 169
+
+
+def _memory_cgroup_procs(pid: int) -> Path:
+    """The procs file of the memory cgroup ``pid`` is in (v1 ``memory`` or v2 unified)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return Path("/sys/fs/cgroup/memory") / path.lstrip("/") / "cgroup.procs"
+        if controllers == "":
+            unified = Path("/sys/fs/cgroup") / path.lstrip("/") / "cgroup.procs"
+    return unified
+
+
+LAYOUT = """
+name: layout
+description: one read of a file that must be laid out first
+isolation: cgroup
+defaults: {size: 256M, runtime: 1}
+fio: {ioengine: psync}
+tests:
+  - name: R
+    rw: read
+    bs: 1M
+"""
+
+
+@needs_root
+def test_an_oom_kill_during_layout_is_named(tmp_path):
+    """fio laying out the test file is the OOM killer's victim in the memory-limited cgroup: the error says so."""
+    hogs = []
+
+    def oom_fio():
+        pids = _fio_of("jobs/_layout.fio")
+        for pid in pids:  # held still (however fast the disk), and first in line for the OOM killer
+            os.kill(pid, signal.SIGSTOP)
+            Path(f"/proc/{pid}/oom_score_adj").write_text("1000")
+        try:
+            # a process in the same cgroup locks twice its limit: the kernel must kill someone there
+            hog = subprocess.Popen(["python3", "-c", "import ctypes, sys, time; sys.stdin.readline(); "
+                                    "ctypes.CDLL(None).mlockall(3); "  # locked: no reclaim can make room
+                                    "x = [bytearray(2**20) for _ in range(64)]; print('ok', flush=True); "
+                                    "time.sleep(60)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            hogs.append(hog)
+            _memory_cgroup_procs(pids[0]).write_text(str(hog.pid))
+            hog.stdin.write("go\n")
+            hog.stdin.flush()
+            hog.stdout.readline()  # its memory is in, or it was the victim
+        finally:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+
+    helper = threading.Thread(target=oom_fio)
+    helper.start()
+    try:
+        with pytest.raises(IolabError) as info:
+            runner.run(_recipe(tmp_path, LAYOUT), [str(tmp_path)], data_dir=tmp_path / "data", progress=False,
+                       mem_limit="32M")
+    finally:
+        helper.join()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    message = str(info.value)
+    assert "fio could not lay out the test file: out of memory: the OOM killer killed" in message
+    assert "32.0 MiB" in message
+    manifest = json.loads(next((tmp_path / "data").glob("*/*/manifest.json")).read_text())
+    assert manifest["status"] == "failed" and "out of memory" in manifest["reason"]

@@ -1,0 +1,43 @@
+"""iolab.lab on the host: the guest prelude, and a VM that outlives its timeout is killed, leaving nothing."""
+import os
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import live_processes
+from iolab.core.errors import IolabError
+from iolab.lab import guest, vm
+
+
+def test_guest_script_mounts_scratch_and_rebinds_result_dirs():
+    text = guest.script("echo hi", scratch=True, n_disks=2, cwd="/work/x",
+                        rwdirs=[Path("/var/tmp/results"), Path("/srv/other")])
+    assert 'mount "$scratch" /var/tmp' in text
+    # a result directory under /var/tmp is kept visible on top of the scratch file system
+    keep, rebind = text.index("mount --bind /var/tmp/results /run/iolab-keep/0"), \
+        text.index("mount --bind /run/iolab-keep/0 /var/tmp/results")
+    assert keep < text.index('mount "$scratch" /var/tmp') < rebind
+    assert "/srv/other" not in text
+    assert "disk_by_serial iolab-disk1" in text and "disk_by_serial iolab-disk2" in text
+    assert text.index("cd /work/x") < text.index("( echo hi")
+    assert text.rstrip().endswith("exit $rc")
+
+
+def test_scratch_disks_refused_on_tmpfs():
+    tmpfs = next((line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+                  if line.split()[2] == "tmpfs" and os.access(line.split()[1], os.W_OK)), None)
+    if tmpfs is None:
+        pytest.skip("no writable tmpfs mounted here")
+    with pytest.raises(IolabError, match="must be on disk, not in RAM"):
+        vm.run_in_vm("true", vm.LabConfig(disk_dir=Path(tmpfs))) if vm.availability() is None \
+            else vm._refuse_tmpfs(Path(tmpfs))
+
+
+@pytest.mark.skipif(vm.availability() is not None, reason=f"lab VM not available: {vm.availability()}")
+def test_timeout_kills_the_vm_and_removes_its_disks(tmp_path):
+    before = set(Path(vm.DEFAULT_DISK_DIR).glob("iolab-lab-*"))
+    running = set(live_processes("iolab-lab-"))  # another lab VM (the tier) may be running
+    with pytest.raises(IolabError, match="did not finish within 3 s and was killed"):
+        vm.run_in_vm("sleep 600", vm.LabConfig(timeout=3, disks=["64M"]))
+    assert set(Path(vm.DEFAULT_DISK_DIR).glob("iolab-lab-*")) == before  # disk files and control dir removed
+    assert set(live_processes("iolab-lab-")) <= running  # no qemu, no virtme-run of ours left

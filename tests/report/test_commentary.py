@@ -1,0 +1,296 @@
+"""Commentary rules on synthetic numbers with known answers, in en and ja."""
+import math
+
+import pandas as pd
+import pytest
+
+from iolab.report import commentary, i18n
+from iolab.core.errors import IolabError
+from cli_helpers import ROOT
+
+
+def summary(rows, metric="bw_mbps", unit="MB/s"):
+    """rows: (system, test, direction, value[, n, ci_low, ci_high, flags, cov])."""
+    out = []
+    for row in rows:
+        system, test, direction, value, *rest = row
+        n, lo, hi, flags, cov = (rest + [1, math.nan, math.nan, "", math.nan][len(rest):])[:5]
+        out.append({"system": system, "test": test, "direction": direction, "metric": metric, "unit": unit,
+                    "value": value, "n": n, "ci_low": lo, "ci_high": hi, "flags": flags, "cov": cov})
+    return pd.DataFrame(out)
+
+
+def test_winner_and_factor_over_runner_up():
+    s = summary([("A", "SEQ", "read", 200.0), ("B", "SEQ", "read", 100.0), ("C", "SEQ", "read", 50.0)])
+    win = commentary.winners(s)
+    assert len(win) == 1
+    row = win.iloc[0]
+    assert (row["winner"], row["runner_up"]) == ("A", "B")
+    assert row["factor"] == pytest.approx(2.0)
+    assert row["close"] == ""
+    text = commentary.describe(s, lang="en")
+    assert "**SEQ read**: A leads with 200 MB/s, 2.0x that of the runner-up B." in text
+
+
+def test_small_lead_is_stated_in_percent():
+    s = summary([("A", "T", "", 106.0), ("B", "T", "", 100.0)])
+    text = commentary.describe(s, lang="en", baseline="B")
+    assert "A leads with 106 MB/s, 6.0% ahead of B." in text  # two systems: no "runner-up"
+    assert "on par" not in text  # a 6% lead is not a tie
+
+
+def test_within_a_few_percent_is_a_tie():
+    s = summary([("A", "T", "", 102.0), ("B", "T", "", 100.0), ("C", "T", "", 50.0)])
+    row = commentary.winners(s).iloc[0]
+    assert row["close"] == "pct"
+    assert row["tied"] == ["A", "B"]
+    text = commentary.describe(s, lang="en", baseline="C")
+    assert "A and B are within 2.0% of each other (100–102 MB/s): no clear winner." in text
+
+
+def test_overlapping_confidence_intervals_are_a_tie():
+    # 10% apart, but the 95% CIs overlap: no winner can be claimed
+    s = summary([("A", "T", "read", 110.0, 3, 95.0, 125.0), ("B", "T", "read", 100.0, 3, 90.0, 110.0)])
+    row = commentary.winners(s).iloc[0]
+    assert row["close"] == "ci"
+    assert "overlap within their 95% confidence intervals" in commentary.describe(s, lang="en")
+
+
+def test_separated_confidence_intervals_name_a_winner_with_its_uncertainty():
+    s = summary([("A", "T", "read", 110.0, 5, 108.9, 111.1), ("B", "T", "read", 100.0, 5, 99.0, 101.0)])
+    row = commentary.winners(s).iloc[0]
+    assert row["close"] == ""
+    assert row["ci_pct"] == pytest.approx(0.01)
+    text = commentary.describe(s, lang="en")
+    assert "A leads with 110 MB/s, 10% ahead of B. Its 95% confidence interval is ±1.0%." in text
+
+
+def test_is_close_reasons():
+    a = pd.Series({"value": 100.0, "n": 3, "ci_low": 99.0, "ci_high": 101.0})
+    b = pd.Series({"value": 110.0, "n": 3, "ci_low": 109.0, "ci_high": 111.0})
+    assert commentary.is_close(a, b) is None
+    c = pd.Series({"value": 102.5, "n": 1, "ci_low": math.nan, "ci_high": math.nan})
+    assert commentary.is_close(a, c) == "pct"
+    assert commentary.is_close(a, c, tolerance=0.01) is None
+
+
+def test_lower_is_better_for_latency():
+    s = summary([("A", "RND4K", "read", 1.0), ("B", "RND4K", "read", 3.0)], metric="lat_mean_us", unit="ms")
+    row = commentary.winners(s).iloc[0]
+    assert row["winner"] == "A" and row["factor"] == pytest.approx(3.0)
+    text = commentary.describe(s, lang="en")
+    assert "A is lowest at 1.00 ms; B is 3.0x as high (3.00 ms)." in text
+    assert "ミリ秒" in commentary.describe(s, lang="ja")
+
+
+def test_versus_baseline_and_group_ranges():
+    s = summary([
+        ("HDD", "block_write", "", 100.0), ("SSD", "block_write", "", 250.0), ("Fast", "block_write", "", 570.0),
+        ("HDD", "rewrite", "", 40.0), ("SSD", "rewrite", "", 116.0), ("Fast", "rewrite", "", 240.0),
+        ("HDD", "per_char", "", 1000.0), ("SSD", "per_char", "", 1020.0), ("Fast", "per_char", "", 990.0),
+    ])
+    vs = commentary.versus(s, "HDD")
+    ssd = vs[vs["system"] == "SSD"].set_index("test")["factor"]
+    assert ssd["block_write"] == pytest.approx(2.5) and ssd["rewrite"] == pytest.approx(2.9)
+    ranges = commentary.group_ranges(vs, {"block": ["block_write", "rewrite"], "chars": ["per_char"]})
+    block = ranges[ranges["group"] == "block"].set_index("system")
+    assert (block.loc["SSD", "low"], block.loc["SSD", "high"]) == pytest.approx((2.5, 2.9))
+    assert (block.loc["Fast", "low"], block.loc["Fast", "high"]) == pytest.approx((5.7, 6.0))
+    chars = ranges[ranges["group"] == "chars"]
+    assert chars["on_par"].all()
+    text = commentary.describe(s, lang="en", baseline="HDD",
+                               groups={"block": ["block_write", "rewrite"], "per_char": ["per_char"]})
+    assert "against HDD, SSD is 2.5–2.9x as fast and Fast is 5.7–6.0x as fast." in text
+    assert "SSD and Fast: on par (within 2.0%)" in text
+    ja = commentary.describe(s, lang="ja", baseline="HDD", groups={"block": ["block_write", "rewrite"]})
+    assert "HDD と比べて、SSD は 2.5–2.9 倍の速さ、Fast は 5.7–6.0 倍の速さ。" in ja
+
+
+def test_unknown_baseline_names_the_systems():
+    s = summary([("A", "T", "", 1.0), ("B", "T", "", 2.0)])
+    with pytest.raises(IolabError, match="no system 'Z'.*systems: A, B"):
+        commentary.versus(s, "Z")
+
+
+def test_pick_baseline_is_the_slowest():
+    s = summary([("fast", "a", "", 10.0), ("slow", "a", "", 1.0), ("mid", "a", "", 5.0),
+                 ("fast", "b", "", 9.0), ("slow", "b", "", 2.0), ("mid", "b", "", 4.0)])
+    assert commentary.pick_baseline(s) == "slow"
+    lat = summary([("fast", "a", "", 1.0), ("slow", "a", "", 9.0)], metric="lat_mean_us", unit="ms")
+    assert commentary.pick_baseline(lat) == "slow"
+
+
+def test_cache_effects_inflated_helped_unaffected_unmeasurable():
+    s = summary([
+        ("disk", "seq_read", "", 158.8), ("disk+cache", "seq_read", "", 19339.4),
+        ("disk", "rnd_write", "", 4.73), ("disk+cache", "rnd_write", "", 22.2),
+        ("disk", "seq_write", "", 83.8), ("disk+cache", "seq_write", "", 92.1),
+        ("disk", "per_char_read", "", 5793.0), ("disk+cache", "per_char_read", "", math.nan),
+    ])
+    s["device"] = "hdd"
+    s["cache_isolated"] = s["system"] == "disk"
+    s["unmeasurable"] = s["value"].isna()
+    assert commentary.cache_pairs(s) == {"disk+cache": "disk"}
+    effects = commentary.cache_effects(s).set_index("test")
+    assert effects.loc["seq_read", "verdict"] == "inflated"
+    assert effects.loc["seq_read", "factor"] == pytest.approx(121.8, rel=1e-3)
+    assert effects.loc["rnd_write", "verdict"] == "helped"
+    assert effects.loc["seq_write", "verdict"] == "unaffected"
+    assert effects.loc["per_char_read", "verdict"] == "unmeasurable"
+    # a not-isolated system never wins
+    assert set(commentary.winners(s)["winner"]) == {"disk"}
+    text = commentary.describe(s, lang="en")
+    assert "disk+cache was not isolated from the page cache" in text
+    assert "Sequential read (19,339 MB/s, 122x better)" in text  # seq_read: a known test name
+    assert "inflated by the cache" in text
+    assert "probably helped by the cache" in text
+    ja = commentary.describe(s, lang="ja")
+    assert "キャッシュによって水増しされた値" in ja
+
+
+def test_caveats_from_flags_and_variance():
+    s = summary([
+        ("A", "RND4K-Q32T1", "read", 700.0, 3, 690.0, 710.0, "cpu_bound", 0.004),
+        ("B", "RND4K-Q32T1", "read", 160.0, 3, 150.0, 170.0, "cache_suspect;cpu_bound", 0.01),
+        ("C", "RND4K-Q32T1", "read", 100.0, 3, 80.0, 120.0, "", 0.08),
+    ])
+    found = commentary.caveats(s)
+    assert set(zip(found["flag"], found["system"])) == {
+        ("cpu_bound", "A"), ("cache_suspect", "B"), ("cpu_bound", "B"), ("high_variance", "C")}
+    text = commentary.describe(s, lang="en")
+    assert "**A** (RND4K-Q32T1 read): the benchmark process (fio, or iolab timing the test itself) used nearly" in text
+    assert "(cache_suspect)" in text and "(high_variance)" in text
+    ja = commentary.describe(s, lang="ja")
+    assert "**注意点**" in ja and "CPU" in ja
+
+
+def test_unknown_flag_is_still_reported():
+    s = summary([("A", "T", "", 1.0, 1, math.nan, math.nan, "odd_thing")])
+    assert "flagged odd_thing" in commentary.describe(s, lang="en")
+
+
+def test_lone_system_results_are_collapsed():
+    s = summary([("A", "T1", "read", 1.0), ("A", "T2", "read", 2.0), ("A", "T3", "read", 3.0), ("B", "T3", "read", 1.0)])
+    text = commentary.describe(s, lang="en", baseline="B")
+    assert "**T1 read and T2 read**: only A has results." in text
+
+
+def test_empty_and_bad_language():
+    assert commentary.describe(summary([]).reindex(columns=["system", "test", "value"]), lang="en") == \
+        "No numbers to comment on."
+    with pytest.raises(IolabError, match="unknown language 'fr'"):
+        commentary.describe(summary([("A", "T", "", 1.0)]), lang="fr")
+
+
+def _keys(node, prefix=""):
+    if isinstance(node, dict):
+        out = set()
+        for key, value in node.items():
+            out |= _keys(value, f"{prefix}.{key}" if prefix else str(key))
+        return out
+    return {prefix}
+
+
+def test_locales_have_the_same_keys_and_fields():
+    import string
+    en, ja = i18n.catalog("en"), i18n.catalog("ja")
+    assert _keys(en) == _keys(ja)
+    for key in _keys(en):
+        fields = [{f.split("|")[0] for _, f, _, _ in string.Formatter().parse(i18n.text(key, lang)) if f} for lang in ("en", "ja")]
+        assert fields[0] == fields[1], key
+
+
+def test_units_in_japanese():
+    assert i18n.unit("MB/s", "ja") == "MB/秒"
+    assert i18n.unit("ms", "ja") == "ミリ秒"
+    assert i18n.unit("IOPS", "ja") == "IOPS"
+    assert i18n.unit("MB/s", "en") == "MB/s"
+    assert i18n.factor(2.54) == "2.5" and i18n.factor(32.6) == "33" and i18n.factor(8027.6) == "8,028"
+    assert i18n.as_published(101934.0) == "101,934" and i18n.as_published(83.826) == "83.826"
+
+
+def test_many_systems_are_summarised_not_listed():
+    rows = [("base", "T", "", 10.0)] + [(f"s{i:02d}", "T", "", 10.0 * (2 + i)) for i in range(20)]
+    text = commentary.describe(summary(rows), lang="en", baseline="base")
+    assert "against base, s19 is 21x as fast, s18 is 20x as fast, s17 is 19x as fast and " \
+           "the other 17 systems range over 2.0–18x (median 10x)." in text
+    ja = commentary.describe(summary(rows), lang="ja", baseline="base")
+    assert "残り 17 台は 2.0–18 倍 (中央値 10 倍)" in ja
+    tie = [(f"s{i:02d}", "T", "", 100.0 + i * 0.1) for i in range(12)]
+    assert "and 5 more are within" in commentary.describe(summary(tie), lang="en")
+
+
+@pytest.mark.parametrize("win, runner, pct", [(0.258, 0.305, "15"), (6.0, 7.0, "14"), (55.0, 61.0, "9.8")])
+def test_lower_is_better_percentages_are_relative_to_the_runner_up(win, runner, pct):
+    """Known answers from the issue: (0.305 - 0.258) / 0.305 = 15%, not 18%."""
+    s = summary([("A", "T", "", win), ("B", "T", "", runner)], metric="elapsed", unit="s")
+    text = commentary.describe(s, lang="en", baseline="B")
+    assert f"{pct}% below B" in text
+    assert f"{pct}% 短い" in commentary.describe(s, lang="ja", baseline="B")
+
+
+def test_higher_is_better_percentage_is_relative_to_the_runner_up():
+    s = summary([("A", "T", "", 115.0), ("B", "T", "", 100.0)])
+    assert "15% ahead of B" in commentary.describe(s, lang="en", baseline="B")
+    assert "B を 15% 上回る" in commentary.describe(s, lang="ja", baseline="B")
+
+
+def test_cache_worse_is_said_and_close_only_when_close():
+    s = summary([("disk", "a", "", 100.0), ("disk+cache", "a", "", 43.0),
+                 ("disk", "b", "", 100.0), ("disk+cache", "b", "", 104.0),
+                 ("disk", "c", "", 100.0), ("disk+cache", "c", "", 170.0)])
+    s["device"] = "hdd"
+    s["cache_isolated"] = s["system"] == "disk"
+    effects = commentary.cache_effects(s).set_index("test")
+    assert effects.loc["a", "verdict"] == "worse"
+    text = commentary.describe(s, lang="en")
+    assert "(43.0 MB/s, 2.3x worse)" in text and "worse than the isolated run" in text
+    assert "b: close to disk (1.0x)" in text.replace("**", "")
+    assert "close" not in text.split("b: close")[1]  # 1.7x is not called close
+    assert "2.3 倍悪い" in commentary.describe(s, lang="ja")
+
+
+def test_variance_caveat_uses_the_flags_threshold_and_grades_it():
+    """One threshold (stats.HIGH_VARIANCE_COV): a 3.1% CoV is neither flagged nor listed; 28% is 'widely'."""
+    from iolab.analysis import stats
+    s = summary([("A", "T", "", 100.0, 3, 97.0, 103.0, "", 0.031),
+                 ("B", "T", "", 50.0, 3, 40.0, 60.0, "", 0.07),
+                 ("C", "T", "", 20.0, 3, 10.0, 30.0, "", 0.28)])
+    found = commentary.caveats(s)
+    assert set(found["system"]) == {"B", "C"}
+    # the stored flag agrees: the same CoV in repetitions
+    reps = pd.DataFrame({"run_id": "r", "test": "T", "direction": "", "rep": [1, 2, 3],
+                         "bw_mbps": [100 * (1 - 0.031 * 1.0), 100.0, 100 * (1 + 0.031 * 1.0)]})
+    cov = reps["bw_mbps"].std() / reps["bw_mbps"].mean()
+    flagged = stats.flag_results(reps, by=["run_id", "test", "direction"])
+    assert (cov > stats.HIGH_VARIANCE_COV) == flagged["flags"].str.contains("high_variance").any()
+    text = commentary.describe(s, lang="en")
+    pct = f"{stats.HIGH_VARIANCE_COV * 100:.1f}"
+    assert f"**B** (T): results varied across repetitions (CoV above {pct}%)" in text
+    assert f"**C** (T): results varied widely across repetitions (CoV up to 28%, threshold {pct}%)" in text
+    ja = commentary.describe(s, lang="ja")
+    assert f"変動係数 {pct}% 超" in ja and "最大 28%" in ja
+
+
+def test_plural_forms_in_templates():
+    """'1 repetitions', 'compares 1 systems', 'Results of 1 run(s)': fixed once in the templates."""
+    assert i18n.text("labels.stat_note", "en", statistic="mean", n=1) == "Values are the mean of 1 repetition."
+    assert i18n.text("labels.stat_note", "en", statistic="mean", n=3) == "Values are the mean of 3 repetitions."
+    assert "of 1 run read" in i18n.text("text.intro_report", "en", runs=1)
+    assert "covers 1 system on" in i18n.text("text.intro_compare", "en", systems=1, recipes="quick")
+    assert "10⁶" in i18n.text("text.intro_compare", "ja", systems=2, recipes="quick")
+
+
+def test_equal_results_are_equal_not_on_par_within_zero():
+    s = summary([("A", "T", "", 100.0), ("B", "T", "", 100.0), ("C", "T", "", 50.0)])
+    text = commentary.describe(s, lang="en", baseline="A")
+    assert "within 0%" not in text and "B: equal" in text
+
+
+def test_every_recipe_description_is_in_japanese():
+    from pathlib import Path
+    recipes = sorted(p.stem for p in (ROOT / "recipes").glob("*.yaml"))
+    assert recipes
+    for name in recipes:
+        text = i18n.label(name, "ja", section="recipe_descriptions")
+        assert text != name and any("\u3040" <= ch <= "\u30ff" or "\u4e00" <= ch <= "\u9fff" for ch in text), name

@@ -1,0 +1,138 @@
+"""Plots: artists, not pixels; Japanese glyphs from matplotlib-fontja without warnings."""
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from iolab.report import plot  # noqa: E402
+from iolab.core.errors import IolabError  # noqa: E402
+
+
+@pytest.fixture
+def summary():
+    return pd.DataFrame({
+        "test": ["SEQ", "SEQ", "RND", "RND"],
+        "system": ["HDD", "SSD", "HDD", "SSD"],
+        "value": [100.0, 500.0, 0.5, 150.0],
+        "ci_low": [98.0, 490.0, 0.4, 148.0],
+        "ci_high": [102.0, 510.0, 0.6, 152.0],
+    })
+
+
+def test_bar_positions_are_computed_apart_from_drawing(summary):
+    pos = plot.bar_positions(summary, x="test", y="value", hue="system", low="ci_low", high="ci_high")
+    assert list(pos["pos"]) == pytest.approx([-0.2, 0.2, 0.8, 1.2])
+    assert list(pos["err_high"]) == pytest.approx([2.0, 10.0, 0.1, 2.0])
+    with pytest.raises(IolabError, match="no column 'nope'"):
+        plot.bar_positions(summary, x="nope", y="value")
+
+
+def test_bars_draws_one_patch_per_row_with_error_bars_and_log_axis(summary):
+    plot.setup("en")
+    ax = plot.bars(summary, x="test", y="value", hue="system", low="ci_low", high="ci_high",
+                   ylabel="Throughput (MB/s)")
+    try:
+        assert len(ax.patches) == 4
+        assert ax.get_yscale() == "log"  # 0.5 next to 500: spans more than 100x
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["SEQ", "RND"]
+        assert ax.get_ylabel() == "Throughput (MB/s) (log scale)"  # a log axis says so
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["HDD", "SSD"]
+        assert len(ax.collections) == 2  # one error-bar collection per system
+    finally:
+        plt.close(ax.figure)
+    linear = plot.bars(summary.iloc[:2], x="test", y="value", hue="system")
+    assert linear.get_yscale() == "linear"
+    plt.close(linear.figure)
+
+
+def test_japanese_labels_render_without_missing_glyphs(summary):
+    rc = plot.setup("ja")
+    assert rc["font.sans-serif"][0] == "IPAexGothic"
+    assert matplotlib.rcParams["font.family"][0] == "IPAexGothic"
+    data = summary.assign(test=["シーケンシャル読み込み", "シーケンシャル読み込み", "ランダム書き込み", "ランダム書き込み"],
+                          system=["ハードディスク", "SSD", "ハードディスク", "SSD"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ax = plot.bars(data, x="test", y="value", hue="system", ylabel="スループット (MB/秒)", title="テスト結果")
+        ax.figure.savefig(__import__("io").BytesIO(), format="png")
+    plt.close(ax.figure)
+    glyphs = [str(w.message) for w in caught if "missing from" in str(w.message) or "Glyph" in str(w.message)]
+    assert glyphs == []
+    from matplotlib import font_manager
+    used = font_manager.findfont(font_manager.FontProperties(family=matplotlib.rcParams["font.sans-serif"][0]))
+    assert used.endswith("ipaexg.ttf")
+
+
+def test_english_setup_still_falls_back_to_japanese_glyphs(summary):
+    plot.setup("en")
+    assert matplotlib.rcParams["font.family"] == ["DejaVu Sans", "IPAexGothic"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ax = plot.bars(summary.assign(system=["東京", "大阪", "東京", "大阪"]), x="test", y="value", hue="system")
+        ax.figure.savefig(__import__("io").BytesIO(), format="png")
+    plt.close(ax.figure)
+    assert not [w for w in caught if "missing from" in str(w.message)]
+
+
+def test_percentiles_and_latency_plot():
+    data = pd.DataFrame({"system": ["A", "A", "B"], "test": ["R", "R", "R"], "direction": ["read"] * 3,
+                         "lat_p50_us": [100.0, 300.0, 50.0], "lat_p99_us": [1000.0, 1000.0, 80.0],
+                         "lat_p999_us": [2000.0, 2000.0, 90.0], "lat_max_us": [5000.0, 5000.0, 100.0]})
+    frame = plot.percentile_frame(data)
+    a = frame[frame["system"] == "A"].set_index("percentile")["latency_ms"]
+    assert a["p50"] == pytest.approx(0.2) and a["max"] == pytest.approx(5.0)  # median over repetitions, in ms
+    ax = plot.latency_percentiles(frame, ylabel="Latency (ms)")
+    assert ax.get_yscale() == "log" and len(ax.get_lines()) >= 2
+    image = plot.to_image(ax.figure, alt="latency")
+    assert image.data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert image.alt == "latency"
+
+
+def test_dots_for_dozens_of_systems():
+    data = pd.DataFrame({"test": ["SEQ"] * 30 + ["RND"] * 30, "system": [f"s{i}" for i in range(30)] * 2,
+                         "value": [float(i + 1) for i in range(30)] + [float(1000 * (i + 1)) for i in range(30)]})
+    pos = plot.dot_positions(data, x="test", y="value")
+    seq = pos[pos["test"] == "SEQ"].sort_values("dot_rank")
+    assert seq["dot_y"].iloc[0] == 30.0 and seq["dot_pos"].iloc[0] == pytest.approx(-0.3)
+    assert seq["dot_pos"].iloc[-1] == pytest.approx(0.3)
+    ax = plot.dots(data, x="test", y="value", label="system", annotate=1)
+    try:
+        assert ax.get_yscale() == "log"
+        assert len(ax.collections[0].get_offsets()) == 60
+        assert sorted(t.get_text() for t in ax.texts) == ["s0", "s0", "s29", "s29"]  # best and worst per test
+    finally:
+        plt.close(ax.figure)
+
+
+def test_not_isolated_systems_are_hatched(summary):
+    ax = plot.bars(summary, x="test", y="value", hue="system", hatched=["SSD"])
+    try:
+        assert [p.get_hatch() for p in ax.patches] == [None, None, "///", "///"]
+    finally:
+        plt.close(ax.figure)
+
+
+def test_bars_carry_values_mark_unmeasured_and_keep_each_systems_colour(summary):
+    plot.setup("en")
+    frame = summary.copy()
+    frame.loc[(frame["system"] == "SSD") & (frame["test"] == "SEQ"), "value"] = float("nan")
+    ax = plot.bars(frame, x="test", y="value", hue="system")
+    try:
+        texts = [t.get_text() for t in ax.texts]
+        assert plot.UNMEASURED in texts  # the +++++ result is marked, not a silent gap
+        assert any(t and t[0].isdigit() for t in texts)  # value labels on the bars
+        ticks = [plot.tick_label(v) for v in (1000.0, 0.5, 10.0)]
+        assert ticks == ["1,000", "0.5", "10"]
+    finally:
+        plt.close(ax.figure)
+    # SSD keeps its colour in a chart where HDD is missing
+    hdd, ssd = plot.system_color("HDD"), plot.system_color("SSD")
+    only = plot.bars(summary[summary["system"] == "SSD"], x="test", y="value", hue="system")
+    assert tuple(only.patches[0].get_facecolor()[:3]) == pytest.approx(tuple(ssd))
+    assert hdd != ssd
+    plt.close(only.figure)

@@ -1,0 +1,174 @@
+"""Article-shaped tables: statistics behind them, shape, units, formatting, en/ja."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from iolab.analysis import reference
+from iolab.report import notebooks as report, tables
+from iolab.core.errors import IolabError
+import cli_helpers
+
+FIXTURES = cli_helpers.FIXTURES / "data"
+
+
+def results(rows):
+    """rows: (system, test, direction, rep, bw_mbps[, flags, valid, isolation])."""
+    out = []
+    for row in rows:
+        system, test, direction, rep, bw, *rest = row
+        flags, valid, isolation = (rest + ["", True, "direct"][len(rest):])[:3]
+        out.append({"system": system, "label": system, "host": system.lower(), "test": test, "direction": direction,
+                    "rep": rep, "bw_mbps": bw, "iops": bw * 1e6 / 4096, "lat_mean_us": 1000.0 * rep,
+                    "flags": flags, "valid": valid, "error": None, "isolation": isolation, "target": "t"})
+    return pd.DataFrame(out)
+
+
+def test_summarize_mean_ci_best_flags_and_invalid_rows():
+    data = results([
+        ("B", "SEQ", "read", 1, 100.0), ("B", "SEQ", "read", 2, 102.0), ("B", "SEQ", "read", 3, 104.0, "cpu_bound"),
+        ("B", "SEQ", "read", 4, 999.0, "", False),  # invalid: left out
+        ("A", "SEQ", "read", 1, 50.0, "", True, "none"),
+    ])
+    s = tables.summarize(data, value="bw_mbps")
+    assert list(s["system"]) == ["B", "A"]  # the data's order, not alphabetical
+    b = s.iloc[0]
+    assert b["n"] == 3 and b["n_excluded"] == 1
+    assert b["mean"] == pytest.approx(102.0) and b["value"] == pytest.approx(102.0)
+    assert b["best"] == pytest.approx(104.0)
+    # Student's t, 2 degrees of freedom: 4.303 * 2 / sqrt(3)
+    assert b["ci_high"] - b["mean"] == pytest.approx(4.303 * 2 / 3 ** 0.5, rel=1e-3)
+    assert b["flags"] == "cpu_bound" and b["unit"] == "MB/s"
+    assert bool(b["cache_isolated"]) and not bool(s.iloc[1]["cache_isolated"])
+    best = tables.summarize(data, value="bw_mbps", statistic="best")
+    assert best.iloc[0]["value"] == pytest.approx(104.0)
+
+
+def test_summarize_latency_in_milliseconds_and_best_is_the_minimum():
+    data = results([("A", "RND", "read", 1, 1.0), ("A", "RND", "read", 2, 1.0)])
+    s = tables.summarize(data, value="lat_mean_us", statistic="best")
+    assert s.iloc[0]["unit"] == "ms"
+    assert s.iloc[0]["mean"] == pytest.approx(1.5) and s.iloc[0]["value"] == pytest.approx(1.0)
+
+
+def test_summarize_rejects_unknown_statistic_and_missing_system_column():
+    data = results([("A", "T", "read", 1, 1.0)])
+    with pytest.raises(IolabError, match="unknown statistic 'max'"):
+        tables.summarize(data, statistic="max")
+    with pytest.raises(IolabError, match="no column 'who'"):
+        tables.summarize(data, system="who")
+
+
+def test_pivot_rows_tests_columns_systems_with_ci():
+    data = results([(s, t, d, r, v * (1 + r / 100)) for s, v in (("HDD", 100.0), ("SSD", 500.0))
+                    for t in ("SEQ1M-Q8T1", "RND4K-Q1T1") for d in ("read", "write") for r in (1, 2, 3)])
+    table = tables.pivot(tables.summarize(data), lang="en")
+    assert list(table.frame.columns) == ["HDD", "SSD"]
+    assert list(table.frame.index) == [("SEQ1M-Q8T1", "read"), ("SEQ1M-Q8T1", "write"),
+                                       ("RND4K-Q1T1", "read"), ("RND4K-Q1T1", "write")]
+    assert table.caption == "Throughput (MB/s)"
+    assert table.frame.iloc[0, 0].startswith("102 ± ")
+    assert table.data.iloc[0, 1] == pytest.approx(510.0)
+    ja = tables.pivot(tables.summarize(data), lang="ja")
+    assert ja.caption == "スループット (MB/秒)"
+    assert ("SEQ1M-Q8T1", "読み込み") in list(ja.frame.index)
+
+
+def test_article_table_is_crystaldiskmark_shaped():
+    data = results([(s, t, d, 1, 10.0) for s in ("A", "B") for t in ("SEQ1M-Q8T1", "RND4K-Q1T1")
+                    for d in ("read", "write")])
+    table = tables.article_table(data, statistic="best")
+    assert list(table.frame.index) == ["SEQ1M-Q8T1", "RND4K-Q1T1"]
+    assert list(table.frame.columns) == [("A", "read"), ("A", "write"), ("B", "read"), ("B", "write")]
+    assert "±" not in table.frame.iloc[0, 0]  # a CI belongs to the mean only
+    assert table.notes == ["Values come from a single repetition: no confidence interval "
+                           "(run with --repeat 3 or more for one)."]
+    three = results([(s, t, d, rep, 10.0 + rep) for s in ("A", "B") for t in ("SEQ1M-Q8T1",)
+                     for d in ("read",) for rep in (1, 2, 3)])
+    assert tables.article_table(three, statistic="best").notes == ["Values are the best of 3 repetitions."]
+
+
+def test_results_table_has_metric_and_unit_in_the_header():
+    data = results([("A", "T", "read", r, 100.0 + r) for r in (1, 2, 3)])
+    table = tables.results_table(data, metrics=("bw_mbps", "iops", "lat_mean_us"))
+    heads = {c[0] for c in table.frame.columns}
+    assert heads == {"Throughput (MB/s)", "IOPS", "Mean latency (ms)"}
+    ja = tables.results_table(data, metrics=("bw_mbps", "lat_mean_us"), lang="ja")
+    assert {c[0] for c in ja.frame.columns} == {"スループット (MB/秒)", "平均レイテンシ (ミリ秒)"}
+
+
+def test_table_markdown_and_html():
+    data = results([("A|x", "T", "read", 1, 1.5)])
+    table = tables.pivot(tables.summarize(data), lang="en", ci=False)
+    md = table.to_markdown()
+    assert md.splitlines()[0] == "**Throughput (MB/s)**"
+    assert "| Test | Direction | A\\|x |" in md and "|---|---|---:|" in md
+    html = table._repr_html_()
+    assert "<caption>Throughput (MB/s)</caption>" in html and "<th>Test</th>" in html
+
+
+def test_reference_table_shows_figures_as_published():
+    frame = reference.load(article="dedicated-server-2013")
+    table = tables.reference_table(frame, benchmark="bonnie++", metric="throughput", lang="en")
+    assert table.caption == "bonnie++: Throughput (KB/s)"
+    assert table.frame.loc["Block write", "SSD Intel 330 (mem=512M)"] == "258,506"
+    assert table.frame.loc["Per-char read", "SATA HDD (16GB RAM)"] == "+++++"
+    tio = tables.reference_table(frame, benchmark="tiobench", metric="throughput", lang="ja")
+    assert tio.frame.loc["シーケンシャル読み込み", "SATA HDD (16GB RAM)"] == "19,339.364"
+    assert "(MB/秒)" in tio.caption
+    with pytest.raises(IolabError, match="no 'nothing' figures"):
+        tables.reference_table(frame, benchmark="bonnie++", metric="nothing")
+
+
+def test_environment_and_provenance_tables_from_fixture_manifests():
+    sel = report.select(FIXTURES, with_results=True)
+    env = tables.environment_table(sel.manifests, lang="en", names=sel.manifests["system_name"])
+    # six runs, six columns: a label used by two recipes gets the recipe added
+    assert env.frame.shape[1] == 6
+    assert "HDD (emulated) · crystaldiskmark" in env.frame.columns
+    assert env.frame.loc["Cache isolation", "HDD, cached"] == "none"
+    assert env.frame.loc["Test size", "NVMe"] == "1.0 GiB"
+    ja = tables.environment_table(sel.manifests, lang="ja")
+    assert "キャッシュの隔離" in ja.frame.index and "カーネル" in ja.frame.index
+    prov = tables.provenance_table(report.select(FIXTURES).manifests, lang="en")
+    failed = prov.frame[prov.frame["Status"].str.startswith("failed")]
+    assert len(failed) == 2 and failed["Status"].str.contains("No space left|fio is not installed").all()
+
+
+def test_many_systems_turn_the_tables():
+    data = results([(f"srv{i:02d}", t, d, 1, 100.0 + i) for i in range(10) for t in ("SEQ", "RND")
+                    for d in ("read", "write")])
+    table = tables.article_table(data)
+    assert table.frame.shape == (10, 4)
+    assert table.frame.index.name == "System" and list(table.frame.columns)[0] == ("SEQ", "read")
+    assert tables.article_table(data, orient="tests").frame.shape == (2, 20)
+    sel = report.select(FIXTURES, with_results=True)
+    env = tables.environment_table(sel.manifests, orient="systems")
+    assert env.frame.shape[0] == 6 and "Kernel" in env.frame.columns
+
+
+def test_variants_of_one_test_are_not_pooled():
+    data = results([("A", "tpcb", "", rep, 100.0 * jobs) for jobs in (1, 8) for rep in (1, 2)])
+    data["numjobs"] = [1, 1, 8, 8]
+    s = tables.summarize(data)
+    assert dict(zip(s["test"], s["value"])) == {"tpcb (numjobs=1)": 100.0, "tpcb (numjobs=8)": 800.0}
+    same = results([("A", "SEQ", "read", rep, 1.0) for rep in (1, 2)]).assign(numjobs=1)
+    assert list(tables.summarize(same)["test"]) == ["SEQ"]
+
+
+def test_no_memory_limit_row_for_o_direct_runs():
+    """An O_DIRECT run sets no memory limit; the environment table must not suggest one."""
+    base = {"run_id": "r1", "host": "h", "recipe": "quick", "label": "disk", "status": "completed",
+            "options": {"mem_limit": "512M", "size": "64M"}}
+    direct = tables.environment_table([{**base, "isolation": {"mode": "direct", "mem_limit": 512 * 2**20}}])
+    assert "Memory limit" not in direct.frame.index
+    cgroup = tables.environment_table([{**base, "isolation": {"mode": "cgroup", "mem_limit": 512 * 2**20}}])
+    assert cgroup.frame.loc["Memory limit", "disk"] == "512.0 MiB"
+
+
+def test_reference_systems_table_has_no_column_of_dashes():
+    from iolab.analysis import reference
+    nytro = tables.reference_systems_table(reference.load(article="nytro"))
+    assert list(nytro.frame.columns) == [] and len(nytro.frame) == 2
+    full = tables.reference_systems_table(reference.load(article="dedicated-server-2013"))
+    assert list(full.frame.columns) == ["Device", "Memory", "Cache isolation"]
