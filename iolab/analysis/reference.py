@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from iolab.core import paths
 from iolab.core.errors import IolabError
 
 #: Columns every article frame has (``device``, ``memory``, ``cache_isolated``
@@ -28,11 +29,8 @@ LOWER_IS_BETTER = {"latency_avg", "latency_max", "latency", "elapsed", "overhead
 
 
 def default_dir() -> Path:
-    """``data/reference`` of the source tree (``IOLAB_REFERENCE`` overrides it)."""
-    env = os.environ.get("IOLAB_REFERENCE")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "data" / "reference"
+    """The shipped reference figures (``data/reference``; ``IOLAB_REFERENCE`` overrides)."""
+    return paths.shipped("reference")
 
 
 def _dir(path) -> Path:

@@ -80,7 +80,7 @@ from typing import Callable
 from iolab.core import commands, yamlfile
 from iolab.devices import inventory as devices, loopdev, plan_limits
 from iolab.core.errors import IolabError
-from iolab.engine.store import atomic_write
+from iolab.core.files import atomic_write
 from iolab.core.units import human_size, parse_size
 
 log = logging.getLogger(__name__)

@@ -28,6 +28,7 @@ import os
 import re
 from pathlib import Path
 
+from iolab.core import paths
 from iolab.core import yamlfile
 from iolab.core.errors import IolabError
 from iolab.core.yamlfile import check_keys
@@ -58,8 +59,7 @@ RESERVED_FIO = {"filename", "directory", "output", "output-format", "name"}
 
 def recipes_dir() -> Path:
     """Where the built-in recipes live (``IOLAB_RECIPES`` overrides)."""
-    env = os.environ.get("IOLAB_RECIPES")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "recipes"
+    return paths.shipped("recipes")
 
 
 @dataclasses.dataclass

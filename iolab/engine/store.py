@@ -22,7 +22,6 @@ import os
 import re
 import secrets
 import socket
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +29,7 @@ import pandas as pd
 from iolab.core import owner
 from iolab.core.columns import EXTRA_COLUMNS, RESULT_COLUMNS
 from iolab.core.errors import IolabError
+from iolab.core.files import atomic_write  # noqa: F401  (the store writes every file through it)
 
 log = logging.getLogger(__name__)
 
@@ -50,31 +50,6 @@ def utcnow() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _file_mode() -> int:
-    """The mode a plain open() would give a new file (mkstemp makes them 0600)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode() if isinstance(data, str) else data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-_FILE_MODE = _file_mode()
 
 
 class Run:

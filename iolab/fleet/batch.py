@@ -50,6 +50,7 @@ from typing import Callable, Sequence
 
 
 from iolab.engine import recipes, store
+from iolab.core import paths
 from iolab.core import yamlfile
 from iolab.core.yamlfile import check_keys
 from iolab.core.errors import IolabError
@@ -329,9 +330,7 @@ class BatchResult:
 
 def measure_notebook() -> Path:
     """``notebooks/measure.ipynb`` of this checkout (``IOLAB_NOTEBOOKS`` overrides the directory)."""
-    env = os.environ.get("IOLAB_NOTEBOOKS")
-    directory = Path(env) if env else Path(__file__).resolve().parents[2] / "notebooks"
-    path = directory / "measure.ipynb"
+    path = paths.shipped("notebooks") / "measure.ipynb"
     if not path.is_file():
         raise IolabError("the measure notebook is missing", context=str(path),
                          hint="set IOLAB_NOTEBOOKS to the directory holding measure.ipynb")

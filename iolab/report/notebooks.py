@@ -27,6 +27,7 @@ import pandas as pd
 
 from iolab.report import i18n
 from iolab.engine import store
+from iolab.core import paths
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -222,9 +223,8 @@ def recipe_statistic(run_dir: str | os.PathLike) -> str | None:
 
 
 def notebook_dir() -> Path:
-    """The ``notebooks/`` directory of the source tree (``IOLAB_NOTEBOOKS`` overrides it)."""
-    env = os.environ.get("IOLAB_NOTEBOOKS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "notebooks"
+    """The shipped ``notebooks/`` directory (``IOLAB_NOTEBOOKS`` overrides it)."""
+    return paths.shipped("notebooks")
 
 
 def notebook_path(name: str) -> Path:
