@@ -12,6 +12,7 @@ import subprocess
 
 from iolab.core import commands
 from iolab.core.errors import IolabError
+from iolab.core.units import fio_size
 from iolab.engine.fioparse import parse_output  # noqa: F401  (contract: iolab.fio.parse_output)
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,22 @@ def render_job(name: str, options: dict, global_options: dict | None = None) -> 
     for key, value in options.items():
         lines.append(f"{key}={_value(value)}")
     return "\n".join(lines) + "\n"
+
+
+def job_options(recipe, step, target, *, force_direct: bool) -> tuple[dict, dict]:
+    """The [global] and job options of one step on one target."""
+    global_options = dict(recipe.fio)
+    if target.emulated is not None:  # what the device needs for its declared limits to hold
+        global_options.update(target.emulated.fio_options)
+    if recipe.jobfile is None:
+        global_options["filename"] = target.filename
+        global_options["size"] = fio_size(recipe.size)
+        if recipe.defaults.get("ramp_time"):
+            global_options["ramp_time"] = f"{int(recipe.defaults['ramp_time'])}s"
+    options = dict(step.options)
+    if force_direct and step.buffered:
+        options["direct"] = 1
+    return global_options, options
 
 
 def check_job(path: str | os.PathLike) -> None:

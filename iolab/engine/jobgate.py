@@ -385,7 +385,7 @@ def root_of(target) -> str:
 
 def plan_jobs(recipe, target) -> list[tuple[str, str | None]]:
     """(job text, default directory) of every fio job the recipe runs on ``target``."""
-    from iolab.engine import fio, runner
+    from iolab.engine import fio
     if recipe.jobfile is not None:
         return [(recipe.jobfile, _default_dir(target))]
     stand_in = dataclasses.replace(target)
@@ -395,7 +395,7 @@ def plan_jobs(recipe, target) -> list[tuple[str, str | None]]:
         stand_in.test_file = os.path.join(_marker(target), "iolab-<run_id>.dat")
     texts = []
     for step in recipe.steps():
-        global_options, options = runner.job_options(recipe, step, stand_in, force_direct=False)
+        global_options, options = fio.job_options(recipe, step, stand_in, force_direct=False)
         texts.append((fio.render_job(step.id, options, global_options), None))
     return texts
 

@@ -33,18 +33,18 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from iolab.engine import fio, fioproc, leftfiles, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
+from iolab.engine import fio, fioproc, jobgate, leftfiles, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
 from iolab.core.errors import IolabError
 from iolab.engine.fiooutcome import fio_reason, judge, killed_by
+from iolab.engine.fio import job_options
 from iolab.engine.fioparse import client_fairness, latency_over
+from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
 from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
 from iolab.engine.store import Run, utcnow
 from iolab.core.units import fio_size
 
 log = logging.getLogger(__name__)
 
-#: Repetitions of one test whose coefficient of variation exceeds this are flagged.
-HIGH_VARIANCE_COV = 0.05
 #: How long fio gets to stop after SIGINT before it is killed.
 STOP_GRACE_S = 10
 
@@ -89,25 +89,8 @@ def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolatio
     runinput.check(recipe, target_specs)  # bad input: refused before a run directory exists
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
     resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=confirm)
-    from iolab.engine import jobgate  # every path the jobs open: device rules, --confirm, --allow-path, --allow-exec
     jobgate.check(recipe, resolved, confirm=confirm, allow=allow)
     return recipe, resolved
-
-
-def job_options(recipe, step, target, *, force_direct: bool) -> tuple[dict, dict]:
-    """The [global] and job options of one step on one target."""
-    global_options = dict(recipe.fio)
-    if target.emulated is not None:  # what the device needs for its declared limits to hold
-        global_options.update(target.emulated.fio_options)
-    if recipe.jobfile is None:
-        global_options["filename"] = target.filename
-        global_options["size"] = fio_size(recipe.size)
-        if recipe.defaults.get("ramp_time"):
-            global_options["ramp_time"] = f"{int(recipe.defaults['ramp_time'])}s"
-    options = dict(step.options)
-    if force_direct and step.buffered:
-        options["direct"] = 1
-    return global_options, options
 
 
 def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
@@ -124,7 +107,6 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
                            tests=tests, allow=allow)
     mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
     steps = recipe.steps()
-    from iolab.engine import jobgate  # what the user allowed on purpose goes into the manifest
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
                       recipe_description=recipe.description, tool=recipe.tool,
                       system=sysinfo.system(), versions=sysinfo.versions(), argv=argv,
@@ -303,7 +285,6 @@ class FioEngine:
         return fio.command(path, output_format=output_format, extra=extra)
 
     def _steps(self, sandbox, jobs) -> None:
-        from iolab.analysis.stats import needs_more
         pause = self.recipe.defaults.get("pause") or 0
         warmup = self.recipe.defaults.get("warmup")
         min_n, max_n = self.recipe.repeat, self.recipe.defaults.get("max_repeat", self.recipe.repeat)
@@ -338,7 +319,6 @@ class FioEngine:
 
     def _flag(self) -> None:
         """Mark CPU-bound, too short, high-variance and small-file results."""
-        from iolab.analysis.stats import flag_results
         table = self.run.results
         if table.empty:
             return
