@@ -39,11 +39,13 @@ def _interrupt_reason(exc: BaseException) -> str:
 
 
 def run(argv: list[str], raw: Path, *, popen, label: str, expected: float | None, limit: Limit | None,
-        show_progress: bool | None, grace: float, drop_empty: bool = True) -> Finished:
+        show_progress: bool | None, grace: float, drop_empty: bool = True, cwd: Path | None = None) -> Finished:
     """Run fio with stdout into ``raw``; stop it when ``limit`` passes or on Ctrl-C.
 
     With ``drop_empty``, an empty ``raw`` (fio stopped before it wrote a
     byte) is removed: no 0-byte "fio output" is left for readers to trip over.
+    ``cwd`` is fio's working directory: what fio writes by a relative name
+    (``<job>.prerun.txt`` for ``exec_prerun``, logs) lands there.
     """
     raw.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -52,7 +54,7 @@ def run(argv: list[str], raw: Path, *, popen, label: str, expected: float | None
     try:
         with open(raw, "wb") as out, tempfile.TemporaryFile() as err:
             try:  # an interrupt at any point from here on stops fio and is handed back
-                proc = fio.start(argv, stdout=out, stderr=err, popen=popen)
+                proc = fio.start(argv, stdout=out, stderr=err, popen=popen, cwd=cwd)
                 outcome = progress.wait(proc, label, expected, progress=show_progress,
                                         limit=limit.seconds if limit else None)
                 if outcome == progress.LIMIT:

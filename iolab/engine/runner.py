@@ -332,7 +332,9 @@ class FioEngine:
         self.run.set_results(flagged)
 
     def _one(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
-        argv = self._argv(jobfile, target, step)
+        # fio runs in the raw file's directory, inside the run: its side files by relative name
+        # (exec_prerun's <job>.prerun.txt) stay with the run, not in the caller's working directory
+        argv = self._argv(os.path.abspath(jobfile), target, step)
         suffix = "-warmup.json" if rep == 0 else f"-{rep}.json"
         raw = self.run.path / _relpath("raw", step.id, target, self.multi, suffix)
         raw.parent.mkdir(parents=True, exist_ok=True)
@@ -344,7 +346,8 @@ class FioEngine:
         limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
                                        floor_bps=self._floor_bps(target), margin_s=self._margin())
         done, _, device, evidence, elapsed = self._measure(sandbox, argv, target, raw, label,
-                                                           self._expected_seconds(step), limit, fio_run=True)
+                                                           self._expected_seconds(step), limit, fio_run=True,
+                                                           cwd=raw.parent.absolute())
         frame = self._parse(fioproc.read_raw(raw), done, step)
         frame = self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox)
         if done.interrupt is not None:  # keep what fio wrote before it was stopped, then stop the run
@@ -353,7 +356,7 @@ class FioEngine:
             raise done.interrupt
         return frame
 
-    def _measure(self, sandbox, argv, target, raw, label, expected, limit=None, *, fio_run=False):
+    def _measure(self, sandbox, argv, target, raw, label, expected, limit=None, *, fio_run=False, cwd=None):
         """Run ``argv`` in the sandbox with its stdout in ``raw``, counting the device's bytes.
 
         Returns how the process ended (:class:`iolab.engine.fioproc.Finished`, with
@@ -365,7 +368,7 @@ class FioEngine:
         counter = _counter(target)
         before = counter.snapshot() if counter else None
         done = fioproc.run(argv, raw, popen=sandbox.popen, label=label, expected=expected, limit=limit,
-                           show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=fio_run)
+                           show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=fio_run, cwd=cwd)
         device = counter.delta(before) if counter else {}
         if done.interrupt is not None and not fio_run:
             raise done.interrupt

@@ -227,6 +227,22 @@ def test_exec_hooks_need_allow_exec(tmp_path):
     assert json.loads((last_line(proc) / "manifest.json").read_text())["safety"]["allow_exec"] is True
 
 
+def test_what_fio_writes_by_a_relative_name_stays_in_the_run_directory(tmp_path):
+    """exec_prerun makes fio write <job>.prerun.txt in its working directory: the run's, not the caller's."""
+    caller = tmp_path / "caller"
+    (tmp_path / "dir").mkdir()
+    caller.mkdir()
+    job = tmp_path / "r.fio"
+    job.write_text("[r]\nrw=read\nsize=1M\nexec_prerun=/bin/true\n")
+    proc = iolab_cli("run", job, "--target", tmp_path / "dir", "--allow-exec", "--no-progress",
+                     "--data", "data", cwd=caller)  # a relative data directory: the job file is still found
+    assert proc.returncode == 0, proc.stderr
+    run_dir = caller / last_line(proc)
+    assert sorted(p.name for p in caller.iterdir()) == ["data"]
+    assert [p.relative_to(run_dir).parts[0] for p in run_dir.rglob("r.prerun.txt")] == ["raw"]
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
+
+
 def test_a_job_file_inside_its_target_directory_runs(tmp_path):
     (tmp_path / "dir").mkdir()
     job = tmp_path / "ok.fio"
