@@ -51,7 +51,6 @@ import dataclasses
 import logging
 import os
 import secrets
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -59,14 +58,14 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from iolab.isolation import cgroups
+from iolab.isolation import cgroupfs, cgroups
 from iolab.core import ownership
 from iolab.isolation.cgroups import Group, Throttle
 from iolab.core.errors import IolabError
+from iolab.isolation.systemctl import ENV, stop_unit, which as _which  # noqa: F401  (stop_unit: part of this module's interface)
 
 log = logging.getLogger(__name__)
 
-ENV = "IOLAB_CGROUP_BACKEND"
 BACKENDS = ("auto", "systemd", "cgroupfs")
 
 #: how long systemd-run may take to start the scope and exec the placeholder
@@ -159,28 +158,6 @@ def scope_properties(memory_version: str | None, io_version: str | None, *, memo
 
 # --------------------------------------------------------------------------- the scope
 
-def _which(program: str) -> str:
-    path = shutil.which(program)
-    if path is None:
-        raise IolabError(f"{program} not found on PATH", context="systemd cgroup backend",
-                         hint=f"install systemd, or set {ENV}=cgroupfs")
-    return path
-
-
-def stop_unit(unit: str, *, timeout: float = 30.0) -> subprocess.CompletedProcess:
-    """``systemctl stop <unit>`` (ends every task still in a scope); a failure is an IolabError."""
-    argv = [_which("systemctl"), "stop", unit]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise IolabError(f"did not return within {timeout:.0f} s", context=" ".join(argv)) from None
-    if proc.returncode != 0:
-        detail = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
-        raise IolabError(f"exited with {proc.returncode}: {detail}", context=" ".join(argv))
-    log.info("systemctl stop %s", unit)
-    return proc
-
-
 class Scope:
     """One transient ``iolab-<pid>-<hex>.scope`` held open by a placeholder process.
 
@@ -192,7 +169,7 @@ class Scope:
     def __init__(self, controllers: Iterable[str], *, memory_limit: int | None = None,
                  throttles: Iterable[Throttle] = (), layout: cgroups.Layout | None = None,
                  name: str | None = None):
-        self.controllers = list(dict.fromkeys(cgroups._logical(c) for c in controllers))
+        self.controllers = list(dict.fromkeys(cgroupfs.logical(c) for c in controllers))
         if not self.controllers:
             raise IolabError("a scope needs at least one controller", context="systemd-run")
         self.memory_limit = None if memory_limit is None else int(memory_limit)
@@ -307,8 +284,8 @@ class Scope:
                     raise IolabError(f"systemd-run was asked for MemorySwapMax=0 but {swap_file} shows "
                                      f"{shown['swap'] if shown['swap'] is not None else 'max'}", context=self.unit)
             elif shown["swap_file"]:
-                cgroups._write(Path(swap_file), nbytes)
-                got = cgroups._read_int(Path(swap_file))
+                cgroupfs.write(Path(swap_file), nbytes)
+                got = cgroupfs.read_int(Path(swap_file))
                 if got is None or got > nbytes:
                     raise IolabError(f"the kernel did not take the memory+swap limit {nbytes} (reads {got})",
                                      context=swap_file)
@@ -334,7 +311,7 @@ class Scope:
                     if value is None:
                         continue
                     path = group.path("io") / f"blkio.throttle.{field}_device"
-                    cgroups._write(path, f"{t.device} {int(value)}")
+                    cgroupfs.write(path, f"{t.device} {int(value)}")
                 group.notes.append(f"IOPS limits for {t.device} written by iolab: systemd has no "
                                    "cgroup-v1 IOPS property")
                 shown = group.throttle_in_force(t.device)
@@ -391,7 +368,7 @@ class Scope:
         if self._wait_gone(STOP_GRACE):
             self.stopped_by = "placeholder exit"
         else:
-            busy = {str(d): (cgroups._read(d / "cgroup.procs") or "").split() for d in self._left()}
+            busy = {str(d): (cgroupfs.read(d / "cgroup.procs") or "").split() for d in self._left()}
             log.warning("scope %s is still there %.1f s after its placeholder ended (tasks: %s): systemctl stop",
                         self.unit, STOP_GRACE, busy)
             stop_unit(self.unit, timeout=timeout)

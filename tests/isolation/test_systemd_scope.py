@@ -532,7 +532,7 @@ def test_remove_stale_stops_a_scope_whose_owner_is_gone(fake_systemd, monkeypatc
 
 SCOPE_HOLDER = """
 import subprocess, sys, time
-from iolab import systemd_scope
+from iolab.isolation import systemd_scope
 scope = systemd_scope.Scope(["memory"], memory_limit=64 * 1024 * 1024)
 group = scope.start()
 task = subprocess.Popen(["sleep", "120"], start_new_session=True)
