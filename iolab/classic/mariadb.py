@@ -163,6 +163,7 @@ class Server:
         self.created = True
         if LEDGER_KIND in ownership.KINDS:  # a killed iolab's server can then be reaped (undo_stale)
             ownership.record(LEDGER_KIND, str(self.root), undo=f"kill mariadbd of {self.data}; rm -r {self.root}",
+                             undone_by=__name__,
                              data=str(self.data))
         os.chown(self.root, self.account.uid, self.account.gid)
         self.log_dir.mkdir(parents=True, exist_ok=True)

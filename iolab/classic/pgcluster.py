@@ -261,6 +261,7 @@ class Cluster:
             raise IolabError(f"cannot create the cluster directory: {exc.strerror}", context=str(self.root)) from exc
         self.created = True
         ownership.record("pgcluster", str(self.root), undo=f"pg_ctl stop -D {self.data} -m immediate; rm -r {self.root}",
+                         undone_by=__name__,
                          data=str(self.data), bindir=self.binaries.bindir, account=self.account.name,
                          uid=self.account.uid, gid=self.account.gid)
         os.chown(self.root, self.account.uid, self.account.gid)

@@ -11,6 +11,11 @@ cluster -- gets one small JSON record in the state directory (default
      "details": {"backing_file": "/var/tmp/iolab-emulated-4711-ab12cd-x.img"},
      "created": "2026-11-24T22:50:01Z"}
 
+An object made by a higher layer (a database cluster of :mod:`iolab.classic`)
+names the module that undoes it (``"undone_by": "iolab.classic.pgcluster"``):
+the reaper, which sits below that layer, imports it by that name and calls its
+``undo_stale(id, details, dry_run=)``.
+
 The record is written (atomically: temporary file + rename) as soon as the
 object exists -- or, where the name is known beforehand, just before it is
 made -- and removed when the object is undone. ``owner.start`` is the
@@ -109,6 +114,8 @@ class Record:
     details: dict
     created: str | None = None
     path: Path | None = None
+    #: the module whose ``undo_stale`` undoes the object (objects of layers above the reaper)
+    undone_by: str | None = None
 
     def describe(self) -> str:
         return f"{self.kind} {self.id}"
@@ -119,8 +126,11 @@ def _file_name(kind: str, ident: str) -> str:
     return f"{kind}-{digest}.json"
 
 
-def record(kind: str, ident: str, *, undo: str, by: Owner | None = None, **details) -> Path | None:
+def record(kind: str, ident: str, *, undo: str, by: Owner | None = None, undone_by: str | None = None,
+           **details) -> Path | None:
     """Write (or replace) the record of object ``kind``/``ident`` owned by ``by``; returns its path.
+
+    ``undone_by`` names the module whose ``undo_stale`` undoes the object (see the module docstring).
 
     Never raises: a ledger that cannot be written (read-only /run, no space)
     is logged, and the object then has only its name to carry its owner.
@@ -130,6 +140,8 @@ def record(kind: str, ident: str, *, undo: str, by: Owner | None = None, **detai
     by = by or me()
     data = {"kind": kind, "id": str(ident), "owner": by.as_dict(), "undo": undo, "details": details,
             "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if undone_by is not None:
+        data["undone_by"] = undone_by
     directory = state_dir()
     path = directory / _file_name(kind, str(ident))
     try:
@@ -180,7 +192,7 @@ def _load(path: Path) -> Record | None:
         return Record(kind=data["kind"], id=str(data["id"]),
                       owner=Owner(int(who["pid"]), who.get("start"), who.get("boot")),
                       undo=str(data.get("undo", "")), details=dict(data.get("details") or {}),
-                      created=data.get("created"), path=path)
+                      created=data.get("created"), path=path, undone_by=data.get("undone_by"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -12,7 +12,8 @@
   there is one, decides (its start time tells a reused PID from the owner).
 
 They are undone in an order that lets each step succeed: stop a database
-cluster (PostgreSQL, MariaDB), kill the tasks still in dead owners' cgroups (fio keeps the device
+cluster (PostgreSQL, MariaDB: its record names the module that undoes it,
+imported by that name, as the layers above the engine are not imported here), kill the tasks still in dead owners' cgroups (fio keeps the device
 busy), unmount, detach loop devices, remove backing files, remove cgroups and
 scopes, give back huge pages. Every undo checks first that the object is
 still the one recorded (a loop number, a mount point may have been reused).
@@ -23,13 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import logging
 import os
 
 from iolab.isolation import cgroups, sandbox as isolation, systemd_scope
 from iolab.devices import emulated, loopdev
 from iolab.core import ownership
-from iolab.classic import pgcluster
 from iolab.engine import store
 from iolab.core.errors import IolabError
 
@@ -96,13 +97,23 @@ def find_stale() -> list[Stale]:
     return sorted(stale, key=lambda s: (ORDER.index(s.kind), s.id))
 
 
+def _undo_by_module(item: Stale, *, dry_run: bool) -> str | None:
+    """Undo an object of a layer above this one with the ``undo_stale`` of the module its record names."""
+    name = item.record.undone_by
+    if not name.startswith("iolab."):
+        raise IolabError(f"the record names {name!r} to undo it, not an iolab module",
+                         context=str(item.record.path))
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        raise IolabError(f"cannot import {name} to undo it: {exc}", context=str(item.record.path)) from None
+    return module.undo_stale(item.id, item.details, dry_run=dry_run)
+
+
 def _undo(item: Stale, *, dry_run: bool) -> str | None:
     d = item.details
-    if item.kind == "pgcluster":
-        return pgcluster.undo_stale(item.id, d, dry_run=dry_run)
-    if item.kind == "mariadb":
-        from iolab.classic import mariadb  # the sqlbench server; records only exist where sqlbench ran
-        return mariadb.undo_stale(item.id, d, dry_run=dry_run)
+    if item.record is not None and item.record.undone_by:
+        return _undo_by_module(item, dry_run=dry_run)
     if item.kind == "mount":
         return emulated.undo_stale_mount(item.id, d, dry_run=dry_run)
     if item.kind == "loop":

@@ -238,7 +238,7 @@ def test_a_new_run_reaps_first_and_says_so(tmp_path, runs):
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from iolab.isolation import open_sandbox
+    from iolab.isolation.sandbox import open_sandbox
     with open_sandbox("hugepages", hugepages_bytes="64M") as box:
         print(box.hugepages["reserved_pages"], flush=True)
         time.sleep(600)
@@ -290,7 +290,7 @@ def test_a_reused_pid_is_not_the_owner(tmp_path, monkeypatch):
 
 CLUSTER_HOLDER = textwrap.dedent("""
     import sys, time
-    from iolab.pgcluster import Cluster, find_binaries
+    from iolab.classic.pgcluster import Cluster, find_binaries
     cluster = Cluster(sys.argv[1], find_binaries(), log_dir=sys.argv[2])
     cluster.create({})
     cluster.start()
@@ -349,6 +349,7 @@ def test_a_dead_runs_mariadb_directory_is_removed(tmp_path, monkeypatch):
     root = tmp_path / "iolab-sqlbench"
     (root / "data").mkdir(parents=True)
     ownership.record("mariadb", str(root), undo="kill mariadbd; rm -r", by=ownership.Owner.of(gone.pid),
+                     undone_by="iolab.classic.mariadb",
                      data=str(root / "data"))
     stale = [s for s in reaper.find_stale() if s.record is not None]
     assert [(s.kind, s.id, s.pid) for s in stale] == [("mariadb", str(root), gone.pid)]
