@@ -19,6 +19,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--size", metavar="SIZE", help="test file size, e.g. 1G")
     parser.add_argument("--runtime", metavar="SECONDS", help="seconds per test")
     parser.add_argument("--repeat", type=int, metavar="N", help="passes per test")
+    parser.add_argument("--pause", metavar="SECONDS",
+                        help="pause between tests (default: the recipe's, e.g. crystaldiskmark's 5 s; 0 for none)")
     parser.add_argument("--preset", help="recipe preset (e.g. crystaldiskmark: default, nvme, peak, real-world, mix)")
     parser.add_argument("--tests", metavar="NAME,...", type=_test_names,
                         help="run only these tests of the recipe (comma-separated, see `iolab recipes NAME`)")
@@ -35,7 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--with-original", action="store_true",
                         help="also run the original tool (bonnie++, hdparm) where the recipe emulates one")
     parser.add_argument("--dry-run", action="store_true", help="print the job files and commands; run nothing")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (nor, when stderr is not a terminal, the line per finished test)")
     fleet = parser.add_argument_group("many servers (fio client/server; see examples/inventory.yaml)")
     fleet.add_argument("--hosts", metavar="INVENTORY",
                        help="run on the fio servers of this inventory YAML, all at once through one fio client; "
@@ -70,7 +73,7 @@ def run(args) -> int:
     allow = Allowances(paths=tuple(args.allow_path), exec=args.allow_exec)
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
                    preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests,
-                   allow=allow)
+                   allow=allow, pause=args.pause)
     if args.dry_run:
         print(runner.dry_run(args.recipe, args.target, **options))
         print("dry run: nothing was created or run")
@@ -96,6 +99,9 @@ def _run_fleet(args) -> int:
             raise IolabError(f"{option} does not go with --hosts: the inventory gives each host's target "
                              "(and 'confirm'); jobs run inside the fio servers, out of reach of cgroups",
                              context="iolab run --hosts")
+    if getattr(args, "pause", None) is not None:
+        raise IolabError("--pause is not supported with --hosts yet: the fleet uses the recipe's pause",
+                         context="iolab run --hosts")
     if args.sequential and args.scale_hosts:
         raise IolabError("--scale-hosts runs hosts at the same time; drop --sequential", context="iolab run")
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,

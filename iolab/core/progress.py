@@ -1,4 +1,5 @@
-"""Waiting for a benchmark process with a progress bar (tqdm: a terminal bar or a Jupyter widget)."""
+"""Waiting for a benchmark process with a progress bar (tqdm: a terminal bar or a Jupyter widget),
+and, where no bar is shown because stderr is a log (CI, ``2> file``), one line per finished test."""
 from __future__ import annotations
 
 import contextlib
@@ -18,6 +19,51 @@ def enabled(progress: bool | None) -> bool:
     if progress is not None:
         return bool(progress)
     return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
+def log_lines(progress: bool | None) -> bool:
+    """One line per test instead of bars: progress not switched off and no terminal or Jupyter to draw in."""
+    return progress is None and not enabled(None)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class StepLines:
+    """``iolab: test 3/8 rnd4k-q1t1 done in 21 s; elapsed 1 min 05 s, ETA 1 min 48 s`` on stderr.
+
+    The ETA assumes the tests still to come take as long as the mean of those
+    done. Silent unless :func:`log_lines` (a terminal has the bars instead).
+    """
+
+    def __init__(self, total: int, progress: bool | None, *, stream=None, clock: Callable[[], float] = time.monotonic):
+        self.total, self.on, self.clock = total, log_lines(progress), clock
+        self.stream = stream
+        self.started = self.test_started = clock()
+
+    def start(self) -> None:
+        """A test begins (pauses between tests count to the run, not to the test)."""
+        self.test_started = self.clock()
+
+    def done(self, number: int, name: str) -> str:
+        """Log that test ``number`` (1-based) of ``total`` ended; returns the line."""
+        now = self.clock()
+        elapsed = now - self.started
+        remaining = self.total - number
+        eta = elapsed / number * remaining if number else 0.0
+        line = (f"iolab: test {number}/{self.total} {name} done in {_duration(now - self.test_started)}; "
+                f"elapsed {_duration(elapsed)}, ETA {_duration(eta)}")
+        if self.on:
+            stream = self.stream or sys.stderr
+            stream.write(line + "\n")
+            stream.flush()
+        return line
 
 
 def wait(proc, label: str, expected: float | None = None, *, progress: bool | None = None,

@@ -34,6 +34,7 @@ import pandas as pd
 import yaml
 
 from iolab.engine import fio, fioproc, jobgate, leftfiles, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
+from iolab.core import progress as progress_
 from iolab.core.errors import IolabError
 from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
@@ -41,7 +42,7 @@ from iolab.engine.fioparse import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
 from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
 from iolab.engine.store import Run, utcnow
-from iolab.core.units import fio_size
+from iolab.core.units import fio_size, parse_seconds
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +80,14 @@ class RunResult:
 
 
 def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
-         preset=None, confirm=None, mem_limit=None, tests=None, allow=None):
+         preset=None, confirm=None, mem_limit=None, tests=None, allow=None, pause=None):
     """Load and check the recipe and targets; nothing is created or run."""
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(recipe)
     recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
                                    isolation=isolation, preset=preset, mem_limit=mem_limit, tests=tests)
+    if pause is not None:  # seconds between tests (CrystalDiskMark's interval); recorded in the manifest
+        recipe.defaults["pause"] = pause_seconds(pause)
     fio.fio_binary()  # fio missing: say how to install it, before anything else
     runinput.check(recipe, target_specs)  # bad input: refused before a run directory exists
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
@@ -93,18 +96,28 @@ def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolatio
     return recipe, resolved
 
 
+def pause_seconds(value) -> float:
+    """``--pause``: seconds between tests, 0 for none."""
+    try:
+        if float(value) == 0:
+            return 0.0
+    except (TypeError, ValueError):
+        pass
+    return parse_seconds(value, context="command line: --pause")
+
+
 def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
     return f"{kind}/{target.name}/{step_id}{suffix}" if multi else f"{kind}/{step_id}{suffix}"
 
 
 def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
         runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
-        argv=None, scratch_dir=None, with_original=False, tests=None, allow=None) -> RunResult:
+        argv=None, scratch_dir=None, with_original=False, tests=None, allow=None, pause=None) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
     reaper.reap_before_run(data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
     recipe, targets = plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
                            isolation=isolation, preset=preset, confirm=confirm, mem_limit=mem_limit,
-                           tests=tests, allow=allow)
+                           tests=tests, allow=allow, pause=pause)
     mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
     steps = recipe.steps()
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
@@ -289,12 +302,15 @@ class FioEngine:
         warmup = self.recipe.defaults.get("warmup")
         min_n, max_n = self.recipe.repeat, self.recipe.defaults.get("max_repeat", self.recipe.repeat)
         cov_target = self.recipe.defaults.get("cov_target", 0.03)
-        for index, step in enumerate(self.recipe.steps()):
+        steps = self.recipe.steps()
+        lines = progress_.StepLines(len(steps), self.progress)  # one line a test when stderr is a log, not a terminal
+        for index, step in enumerate(steps):
             record = self.run.manifest["tests"][index]
             record.update(status="running", started=utcnow())
             self.run.save_manifest()
             if index and pause:
                 time.sleep(pause)
+            lines.start()
             if warmup:  # one unrecorded pass, as CrystalDiskMark's "Preparing..."
                 for target in self.targets:
                     self._one(sandbox, step, target, 0, jobs[(step.id, target.name)])
@@ -315,6 +331,7 @@ class FioEngine:
             record.update(status="failed" if errors else "completed", ended=utcnow(),
                           error="; ".join(dict.fromkeys(errors)) or None)
             self.run.save_manifest()
+            lines.done(index + 1, step.id)
         self._flag()
 
     def _flag(self) -> None:
@@ -466,7 +483,7 @@ def dry_run(recipe, target_specs, **kwargs) -> str:
     """The job files and commands a run would use, as text; nothing is created."""
     recipe, targets = plan(recipe, target_specs, **{k: v for k, v in kwargs.items()
                                                      if k in ("size", "runtime", "repeat", "isolation", "preset",
-                                                              "confirm", "mem_limit", "tests", "allow")})
+                                                              "confirm", "mem_limit", "tests", "allow", "pause")})
     lines = [f"# recipe {recipe.name}: {recipe.description}",
              f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
     if recipe.engine != "fio":
