@@ -1,7 +1,7 @@
 """Drawing fleet results: aggregate throughput vs hosts, per-host tail latency.
 
 seaborn-style functions over the tidy tables of :mod:`iolab.fleet.runs`
-(:func:`~iolab.fleet.runs.scaling_table`, :func:`~iolab.fleet.runs.tail_latency`):
+(:func:`~iolab.fleet.scaling.scaling_table`, :func:`~iolab.fleet.scaling.tail_latency`):
 ``data, *, x=, y=, hue=, ax=None`` in, the :class:`matplotlib.axes.Axes` out.
 Nothing is computed here that the tables do not show. matplotlib is imported
 when a function is called. Texts are English by default; pass ``labels={...}``
@@ -48,7 +48,7 @@ def scaling_plot(data: pd.DataFrame, *, x: str = "n_hosts", y: str = "total", hu
                  ax=None, ideal: bool = True, labels: dict | None = None):
     """Aggregate ``y`` vs number of hosts, one line per ``hue``; dashed: linear scaling from the first point.
 
-    ``data`` is :func:`iolab.fleet.runs.scaling_table` output (one row per x per
+    ``data`` is :func:`iolab.fleet.scaling.scaling_table` output (one row per x per
     hue group; filter to one direction first when the table has several).
     """
     _check(data, [x, y, hue], "scaling_plot")
@@ -82,7 +82,7 @@ def tail_latency_plot(data: pd.DataFrame, *, x: str = "host", y: str = "latency_
                       ax=None, log: bool = True, labels: dict | None = None):
     """Grouped bars: ``y`` per ``x`` (host), one bar per ``hue`` (p50, p99, p99.9, max).
 
-    ``data`` is :func:`iolab.fleet.runs.tail_latency` output filtered to one test,
+    ``data`` is :func:`iolab.fleet.scaling.tail_latency` output filtered to one test,
     direction and fleet size (one row per ``x`` x ``hue``).
     """
     _check(data, [x, y, hue], "tail_latency_plot")

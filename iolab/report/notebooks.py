@@ -139,7 +139,7 @@ def system_names(manifests: pd.DataFrame) -> list[str]:
     return names
 
 
-#: The host name of a fleet's aggregate runs and rows (iolab.fleet.runs).
+#: The host name of a fleet's aggregate runs and rows (iolab.fleet.inventory).
 FLEET_HOST = "all"
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from iolab.fleet import fioserver, runs as fleet
+from iolab.fleet import fioserver, inventory as fleet_inventory, runs as fleet, scaling
 from iolab.core.errors import IolabError
 from iolab.engine.fioparse import documents
 
@@ -122,7 +122,7 @@ def test_three_servers_at_once_per_host_rows_aggregate_and_start_times(servers, 
         assert row["start_spread_ms"] == starts.max() - starts.min()
 
     # iolab.load sees host rows and the aggregate; fleet.load filters by fleet id
-    loaded = fleet.load(data, fleet_id)
+    loaded = scaling.load(data, fleet_id)
     assert set(loaded["host"]) == {"node1", "node2", "node3", "all"}
 
 
@@ -328,8 +328,8 @@ def test_scale_hosts_gives_throughput_vs_hosts_and_tail_latency(servers, tmp_pat
     assert [d.name[-3:] for d in fleet_dirs] == ["-n1", "-n2"]
     assert fleet_dirs[0].name[:-3] == fleet_dirs[1].name[:-3]  # same fleet id prefix
 
-    rows = fleet.load(data)
-    table = fleet.scaling_table(rows)
+    rows = scaling.load(data)
+    table = scaling.scaling_table(rows)
     assert list(table.columns[:5]) == ["n_hosts", "test", "direction", "fleet_id", "total"]
     seq = table[table.test == "SEQ1M-Q4T1"].set_index("n_hosts")
     assert list(seq.index) == [1, 2]
@@ -337,7 +337,7 @@ def test_scale_hosts_gives_throughput_vs_hosts_and_tail_latency(servers, tmp_pat
     assert seq.loc[2, "total"] == pytest.approx(two["bw_mbps"].sum())
     assert seq.loc[1, "speedup"] == 1 and seq.loc[2, "per_host"] == pytest.approx(seq.loc[2, "total"] / 2)
 
-    tails = fleet.tail_latency(rows)
+    tails = scaling.tail_latency(rows)
     assert set(tails["percentile"]) == {"p50", "p99", "p99.9", "max"}
     assert set(tails["host"]) == {"s1", "s2"}
     one = tails[(tails.test == "SEQ1M-Q4T1") & (tails.n_hosts == 2)]
@@ -467,23 +467,23 @@ def test_ssh_tunnel_to_a_server_on_the_far_side_loopback(servers, sshd, tmp_path
 def test_inventory_errors_name_file_and_field(tmp_path, hosts, message):
     path = inventory_file(tmp_path, hosts)
     with pytest.raises(IolabError) as err:
-        fleet.load_inventory(path)
+        fleet_inventory.load_inventory(path)
     assert str(err.value).startswith(f"{path}: "), str(err.value)
     assert message in str(err.value)
 
 
 def test_inventory_defaults_and_example(tmp_path):
-    inv = fleet.load_inventory(ROOT / "examples" / "inventory.yaml")
+    inv = fleet_inventory.load_inventory(ROOT / "examples" / "inventory.yaml")
     assert [h.connection for h in inv.hosts] == ["tcp", "unix", "ssh", "ssh"]
     assert inv.hosts[1].target == "/mnt/nvme" and inv.hosts[0].label == "this box (SATA SSD)"
     assert inv.hosts[3].target == "/dev/sdb" and inv.hosts[3].confirm == "/dev/sdb"
     assert not any(h.over_network for h in inv.hosts)
     path = inventory_file(tmp_path, [{"name": "x", "address": "127.0.0.1"}], defaults={"port": 9000, "target": "/d"},
                           allow_job_options=["exec"])
-    inv = fleet.load_inventory(path)
+    inv = fleet_inventory.load_inventory(path)
     assert inv.hosts[0].port == 9000 and inv.hosts[0].target == "/d" and inv.allow_job_options == {"exec"}
     with pytest.raises(IolabError, match="allow_job_options: unknown allowance 'shell'"):
-        fleet.load_inventory(inventory_file(tmp_path, [{"name": "x", "socket": "/s", "target": "/t"}],
+        fleet_inventory.load_inventory(inventory_file(tmp_path, [{"name": "x", "socket": "/s", "target": "/t"}],
                                             allow_job_options=["shell"]))
 
 

@@ -1,0 +1,291 @@
+"""The fleet's inventory: which fio servers, how each is reached, where its jobs may write.
+
+A YAML mapping (errors name the file and the field); see :mod:`iolab.fleet.runs`
+for its shape and for the security rule :func:`check_security` enforces before
+anything connects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+from typing import Iterable, Sequence
+
+from iolab.engine import jobcheck
+from iolab.engine.store import safe_name
+from iolab.fleet import fioserver
+from iolab.core import yamlfile
+from iolab.core.yamlfile import check_keys
+from iolab.core.errors import IolabError
+
+log = logging.getLogger(__name__)
+
+#: Directory under the data directory holding the fleet manifests and aggregates.
+FLEET_DIR = "_fleet"
+#: ``host`` of the aggregate rows.
+ALL_HOSTS = "all"
+#: IOPS log interval (ms) behind ``start_ms``.
+
+INVENTORY_KEYS = {"hosts", "defaults", "allow_job_options", "description"}
+HOST_KEYS = {"name", "address", "port", "socket", "ssh", "ssh_port", "identity", "ssh_options",
+             "remote_address", "target", "target_kind", "label", "confirm"}
+DEFAULT_KEYS = {"port", "ssh_port", "identity", "ssh_options", "remote_address", "target", "target_kind"}
+TARGET_KINDS = ("dir", "file", "device")
+RESERVED_NAMES = {ALL_HOSTS, FLEET_DIR}
+_SSH_DEST = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]*@)?[A-Za-z0-9._:\[\]%-]+$")
+_SSH_OPTION = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+
+
+@dataclasses.dataclass
+class Host:
+    """One fio server of the inventory and what to run on it."""
+
+    name: str
+    target: str
+    label: str
+    connection: str                  # "tcp" | "unix" | "ssh"
+    address: str | None = None
+    port: int = fioserver.DEFAULT_PORT
+    socket: str | None = None
+    ssh: str | None = None
+    ssh_port: int | None = None
+    identity: str | None = None
+    ssh_options: dict = dataclasses.field(default_factory=dict)
+    remote_address: str = fioserver.LOOPBACK
+    target_kind: str | None = None   # dir | file | device (None: from the path)
+    confirm: str | None = None
+    context: str = ""                # "inventory.yaml: hosts[2] (db1)" for messages
+
+    @property
+    def local(self) -> bool:
+        """The fio server runs on this machine (loopback or Unix socket): targets can be checked here."""
+        return self.connection == "unix" or (self.connection == "tcp" and fioserver.is_loopback(self.address))
+
+    @property
+    def over_network(self) -> bool:
+        """fio's unauthenticated protocol would cross a network (only with insecure_network)."""
+        if self.connection == "tcp":
+            return not fioserver.is_loopback(self.address)
+        if self.connection == "ssh":
+            return not fioserver.is_loopback(self.remote_address)
+        return False
+
+    def direct_endpoint(self) -> fioserver.Endpoint:
+        if self.connection == "unix":
+            return fioserver.Endpoint("unix", path=self.socket)
+        if self.connection == "tcp":
+            address = "127.0.0.1" if self.address.lower() == "localhost" else self.address
+            return fioserver.Endpoint("tcp", address=address, port=self.port)
+        raise IolabError("reached through an SSH tunnel", context=self.context)
+
+    def describe(self) -> dict:
+        data = {"name": self.name, "label": self.label, "connection": self.connection, "target": self.target}
+        if self.connection == "tcp":
+            data.update(address=self.address, port=self.port)
+        elif self.connection == "unix":
+            data["socket"] = self.socket
+        else:
+            data.update(ssh=self.ssh, ssh_port=self.ssh_port, remote_address=self.remote_address, port=self.port)
+        data["over_network"] = self.over_network
+        return data
+
+
+@dataclasses.dataclass
+class Inventory:
+    source: str
+    hosts: list
+    allow_job_options: frozenset = frozenset()
+    description: str = ""
+
+    def names(self) -> list[str]:
+        return [h.name for h in self.hosts]
+
+    def select(self, names: Sequence[str] | None) -> list[Host]:
+        if names is None:
+            return list(self.hosts)
+        by_name = {h.name: h for h in self.hosts}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise IolabError(f"no host {missing[0]!r} in the inventory (hosts: {', '.join(by_name)})",
+                             context=self.source)
+        return [by_name[n] for n in names]
+
+
+def _text(value, ctx: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise IolabError(f"must be non-empty text, got {value!r}", context=ctx)
+    if "\n" in value or "\0" in value:
+        raise IolabError("must be one line", context=ctx)
+    return value.strip()
+
+
+def _port(value, ctx: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise IolabError(f"must be a port number 1-65535, got {value!r}", context=ctx)
+    return value
+
+
+def _allowed_options(data: dict, source: str) -> frozenset:
+    allow = data.get("allow_job_options") or []
+    if not isinstance(allow, list):
+        raise IolabError("must be a list", context=f"{source}: allow_job_options")
+    try:
+        return jobcheck._allowance(allow)
+    except IolabError as exc:
+        raise IolabError(exc.message, context=f"{source}: allow_job_options") from exc
+
+
+def _host_name(raw: dict, ctx: str, names: set) -> str:
+    name = _text(str(raw["name"]) if isinstance(raw["name"], (int, float)) else raw["name"], f"{ctx}.name")
+    if safe_name(name) != name:
+        raise IolabError(f"{name!r} is not usable as a directory name (letters, digits, '.', '_', '-')",
+                         context=f"{ctx}.name")
+    if name in RESERVED_NAMES:
+        raise IolabError(f"{name!r} is reserved for the fleet's aggregate", context=f"{ctx}.name")
+    if name in names:
+        raise IolabError(f"duplicate host name {name!r}", context=f"{ctx}.name")
+    return name
+
+
+def _tcp(host: Host, entry: dict, ctx: str) -> tuple:
+    host.address = _text(str(entry["address"]), f"{ctx}.address")
+    if fioserver.is_unspecified(host.address):
+        raise IolabError(
+            f"{host.address} means 'every interface' and is not an address to connect to; "
+            "a fio server on this machine is reached at 127.0.0.1", context=f"{ctx}.address")
+    return ("tcp", host.address.lower(), host.port)
+
+
+def _unix(host: Host, entry: dict, ctx: str) -> tuple:
+    path = _text(entry["socket"], f"{ctx}.socket")
+    if not os.path.isabs(path):
+        raise IolabError("must be an absolute path", context=f"{ctx}.socket")
+    host.socket = path
+    return ("unix", path)
+
+
+def ssh_options(options, ctx: str) -> dict:
+    """``ssh -o`` options of a mapping, checked (one-line values, option-like names), as text."""
+    options = options or {}
+    if not isinstance(options, dict):
+        raise IolabError("must be a mapping of ssh -o options", context=ctx)
+    for key, value in options.items():
+        if not isinstance(key, str) or not _SSH_OPTION.match(key):
+            raise IolabError(f"{key!r} is not an ssh option name", context=ctx)
+        if isinstance(value, (dict, list)) or "\n" in str(value):
+            raise IolabError(f"must be one value, got {value!r}", context=f"{ctx}.{key}")
+    return {k: ("yes" if v is True else "no" if v is False else str(v)) for k, v in options.items()}
+
+
+def _ssh(host: Host, entry: dict, ctx: str) -> tuple:
+    dest = _text(entry["ssh"], f"{ctx}.ssh")
+    if dest.startswith("-") or not _SSH_DEST.match(dest):
+        raise IolabError(f"{dest!r} is not an SSH destination like user@host", context=f"{ctx}.ssh")
+    host.ssh = dest
+    if "ssh_port" in entry:
+        host.ssh_port = _port(entry["ssh_port"], f"{ctx}.ssh_port")
+    if "identity" in entry:
+        host.identity = os.path.expanduser(_text(entry["identity"], f"{ctx}.identity"))
+    if "remote_address" in entry:
+        host.remote_address = _text(str(entry["remote_address"]), f"{ctx}.remote_address")
+        if fioserver.is_unspecified(host.remote_address):
+            raise IolabError("use the remote machine's loopback address 127.0.0.1",
+                             context=f"{ctx}.remote_address")
+    host.ssh_options = ssh_options(entry.get("ssh_options"), f"{ctx}.ssh_options")
+    return ("ssh", dest, host.ssh_port, host.remote_address, host.port)
+
+
+_CONNECT = {"address": ("tcp", _tcp), "socket": ("unix", _unix), "ssh": ("ssh", _ssh)}
+
+
+def _parse_host(name: str, raw: dict, defaults: dict, ctx: str) -> tuple[Host, tuple]:
+    """One host entry (``defaults`` under it) and the key of the fio server it names."""
+    entry = {**defaults, **raw}
+    ways = [k for k in ("address", "socket", "ssh") if k in raw]
+    if len(ways) != 1:
+        raise IolabError("give exactly one of 'address' (with 'port'), 'socket' or 'ssh'"
+                         + (f" (got {', '.join(ways)})" if ways else ""), context=ctx)
+    if "target" not in entry:
+        raise IolabError("missing required field 'target' (the path fio writes on that server)", context=ctx)
+    connection, parse_connection = _CONNECT[ways[0]]
+    host = Host(name=name, target=_text(entry["target"], f"{ctx}.target"),
+                label=_text(str(entry.get("label", name)), f"{ctx}.label"), connection=connection, context=ctx)
+    if "port" in entry:
+        host.port = _port(entry["port"], f"{ctx}.port")
+    key = parse_connection(host, entry, ctx)
+    for field in ("ssh_port", "identity", "ssh_options", "remote_address"):
+        if field in raw and host.connection != "ssh":
+            raise IolabError("only for hosts reached with 'ssh'", context=f"{ctx}.{field}")
+    if "target_kind" in entry:
+        if entry["target_kind"] not in TARGET_KINDS:
+            raise IolabError(f"must be one of {', '.join(TARGET_KINDS)}, got {entry['target_kind']!r}",
+                             context=f"{ctx}.target_kind")
+        host.target_kind = entry["target_kind"]
+    if "confirm" in raw:
+        host.confirm = _text(raw["confirm"], f"{ctx}.confirm")
+    if not host.local and not os.path.isabs(host.target):
+        raise IolabError("must be an absolute path on that server", context=f"{ctx}.target")
+    return host, key
+
+
+def parse_inventory(data, source: str = "inventory") -> Inventory:
+    """Validate an inventory mapping; every error names ``source`` and the field."""
+    if not isinstance(data, dict):
+        raise IolabError("an inventory must be a YAML mapping with a 'hosts' list", context=source)
+    check_keys(data, INVENTORY_KEYS, source)
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise IolabError("must be a mapping", context=f"{source}: defaults")
+    check_keys(defaults, DEFAULT_KEYS, f"{source}: defaults")
+    allowed = _allowed_options(data, source)
+    hosts, names, endpoints = [], set(), {}
+    for index, ctx, raw in yamlfile.named_items(data.get("hosts"), f"{source}: hosts", what="host",
+                                                allowed=HOST_KEYS):
+        name = _host_name(raw, ctx, names)
+        names.add(name)
+        ctx = f"{source}: hosts[{index}] ({name})"
+        host, key = _parse_host(name, raw, defaults, ctx)
+        if key in endpoints:
+            raise IolabError(f"the same fio server as {endpoints[key]!r}", context=ctx)
+        endpoints[key] = name
+        hosts.append(host)
+    description = data.get("description") or ""
+    return Inventory(source=source, hosts=hosts, allow_job_options=allowed, description=str(description))
+
+
+def load_inventory(path: str | os.PathLike) -> Inventory:
+    """Read and validate an inventory YAML file."""
+    return parse_inventory(yamlfile.load(path, what="inventory file"), str(path))
+
+
+def check_security(hosts: Iterable[Host], *, insecure_network: bool = False) -> list[str]:
+    """Refuse hosts whose fio traffic would cross a network without a tunnel; return those allowed anyway.
+
+    Nothing connects here: the decision is made from the inventory alone.
+    """
+    exposed = []
+    for host in hosts:
+        if not host.over_network:
+            continue
+        if insecure_network:
+            log.warning("%s: fio's unauthenticated protocol crosses the network (--insecure-network)",
+                        host.context)
+            exposed.append(host.name)
+            continue
+        if host.connection == "tcp":
+            raise IolabError(
+                f"{host.address} is not a loopback address: fio's server has no authentication and runs "
+                f"any job it is sent (writing any device, running programs), so iolab does not talk to it "
+                f"over a network", context=f"{host.context}.address",
+                hint=f"reach it through an SSH tunnel with 'ssh: user@{host.address}' (iolab opens and "
+                     "closes the tunnel; the server listens on that machine's 127.0.0.1), or pass "
+                     "--insecure-network on a network you trust")
+        raise IolabError(
+            f"{host.remote_address} is not the remote machine's loopback address: fio's protocol would "
+            "leave the SSH tunnel and cross the network unauthenticated", context=f"{host.context}.remote_address",
+            hint="serve fio on 127.0.0.1 of that machine (iolab server), or pass --insecure-network")
+    return exposed
+
+
