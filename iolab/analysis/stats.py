@@ -18,7 +18,6 @@ Conventions
 """
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from typing import Callable, Iterable, Sequence
@@ -29,6 +28,7 @@ import pandas as pd
 from iolab.core.columns import EXTRA_COLUMNS
 from iolab.core.errors import IolabError
 from iolab.core.units import parse_size
+from iolab.analysis.student_t import t_cdf, t_quantile  # noqa: F401  (public here: stats.t_quantile)
 
 log = logging.getLogger(__name__)
 
@@ -64,92 +64,8 @@ _LOWER_SUFFIXES = ("_us", "_ms", "_ns")
 
 
 # --------------------------------------------------------------------------- #
-# Student's t without SciPy
+# Spread of repetitions
 # --------------------------------------------------------------------------- #
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                + a * math.log(x) + b * math.log1p(-x))
-    front = math.exp(ln_front)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
-    if df <= 0:
-        raise IolabError(f"degrees of freedom must be positive, got {df}", context="t distribution")
-    if t == 0:
-        return 0.5
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t > 0 else tail
-
-
-@functools.lru_cache(maxsize=256)
-def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom.
-
-    ``t_quantile(0.975, 4)`` is 2.7764..., the factor of a two-sided 95 %
-    interval from five samples. Exact to about 1e-10 (bisection on the CDF).
-    """
-    if not 0.0 < p < 1.0:
-        raise IolabError(f"probability must be in (0, 1), got {p}", context="t distribution")
-    if df <= 0:
-        raise IolabError(f"degrees of freedom must be positive, got {df}", context="t distribution")
-    if p == 0.5:
-        return 0.0
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    if df == 1:  # Cauchy: closed form
-        return math.tan(math.pi * (p - 0.5))
-    if df == 2:
-        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
-    lo, hi = 0.0, 2.0
-    while t_cdf(hi, df) < p:
-        lo, hi = hi, hi * 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * max(1.0, hi):
-            break
-    return 0.5 * (lo + hi)
-
-
 def confidence_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float]:
     """Two-sided Student's t interval for the mean of ``values`` (NaN dropped).
 
@@ -515,59 +431,67 @@ def flag_results(results: pd.DataFrame, *, cpu_count: int | None = None, min_run
         raise IolabError(f"cpu_count must be >= 1, got {cpu_count}", context=what)
     out = results.copy()
     new: dict = {index: [] for index in out.index}
-
-    def numeric(column: str) -> pd.Series:
-        if column in out.columns:
-            return pd.to_numeric(out[column], errors="coerce")
-        return pd.Series(math.nan, index=out.index)
-
-    # cpu_bound: compare the jobs' total CPU with the cores they could use
-    cpu = numeric("cpu_usr_pct").fillna(0) + numeric("cpu_sys_pct").fillna(0)
-    cpu[numeric("cpu_usr_pct").isna() & numeric("cpu_sys_pct").isna()] = math.nan
-    jobs = numeric("numjobs").fillna(1).clip(lower=1)
-    if not cpu_is_total:
-        cpu = cpu * jobs
-    usable = jobs if cpu_count is None else jobs.clip(upper=cpu_count)
-    for index in out.index[cpu >= cpu_bound_pct / 100.0 * 100.0 * usable]:
-        new[index].append(FLAG_CPU_BOUND)
-
-    # too_short
-    if min_runtime_s is not None:
-        for index in out.index[numeric("runtime_s") < min_runtime_s]:
-            new[index].append(FLAG_TOO_SHORT)
-
-    # high_variance
-    if cov_threshold is not None and variance_metric in out.columns:
-        group_cols = _resolve_by(out, by, what=what)
-        mask = valid_rows(out)
-        for _, sub in _groups(out, group_cols):
-            spread = cov(sub.loc[mask.loc[sub.index], variance_metric])
-            if not math.isnan(spread) and spread > cov_threshold:
-                for index in sub.index:
-                    new[index].append(FLAG_HIGH_VARIANCE)
-
-    # small_file
-    if mem_limit is not None:
-        limit = parse_size(mem_limit, context="mem_limit")
-        if file_size is not None:
-            sizes = pd.Series(float(parse_size(file_size, context="file_size")), index=out.index)
-        elif "file_size" in out.columns:
-            sizes = out["file_size"].map(
-                lambda v: math.nan if pd.isna(v) else float(parse_size(v, context="file_size")))
-        else:
-            sizes = None
-            log.info("%s: mem_limit given but no file size: small_file not checked", what)
-        if sizes is not None:
-            small = _buffered(out, buffered) & (sizes < file_factor * limit)
-            for index in out.index[small.fillna(False).astype(bool)]:
-                new[index].append(FLAG_SMALL_FILE)
-
+    for flag, rows in (
+            (FLAG_CPU_BOUND, _cpu_bound_rows(out, cpu_count, cpu_bound_pct, cpu_is_total)),
+            (FLAG_TOO_SHORT, out.index[_numeric(out, "runtime_s") < min_runtime_s]
+             if min_runtime_s is not None else []),
+            (FLAG_HIGH_VARIANCE, _high_variance_rows(out, cov_threshold, variance_metric, by, what)),
+            (FLAG_SMALL_FILE, _small_file_rows(out, mem_limit, file_size, file_factor, buffered, what))):
+        for index in rows:
+            new[index].append(flag)
     existing = out["flags"] if "flags" in out.columns else pd.Series(None, index=out.index, dtype=object)
     out["flags"] = [
         _join_flags([f for f in split_flags(existing.loc[index]) if f not in OWN_FLAGS] + new[index])
         for index in out.index
     ]
     return out
+
+
+def _numeric(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column in frame.columns:
+        return pd.to_numeric(frame[column], errors="coerce")
+    return pd.Series(math.nan, index=frame.index)
+
+
+def _cpu_bound_rows(out: pd.DataFrame, cpu_count, cpu_bound_pct: float, cpu_is_total: bool):
+    """Rows whose jobs' total CPU reaches ``cpu_bound_pct`` % of the cores they could use."""
+    usr, sys_ = _numeric(out, "cpu_usr_pct"), _numeric(out, "cpu_sys_pct")
+    cpu = usr.fillna(0) + sys_.fillna(0)
+    cpu[usr.isna() & sys_.isna()] = math.nan
+    jobs = _numeric(out, "numjobs").fillna(1).clip(lower=1)
+    if not cpu_is_total:
+        cpu = cpu * jobs
+    usable = jobs if cpu_count is None else jobs.clip(upper=cpu_count)
+    return out.index[cpu >= cpu_bound_pct / 100.0 * 100.0 * usable]
+
+
+def _high_variance_rows(out: pd.DataFrame, cov_threshold, variance_metric: str, by, what: str) -> list:
+    """Rows of the groups (repetitions of one measurement) whose CoV exceeds ``cov_threshold``."""
+    if cov_threshold is None or variance_metric not in out.columns:
+        return []
+    mask, rows = valid_rows(out), []
+    for _, sub in _groups(out, _resolve_by(out, by, what=what)):
+        spread = cov(sub.loc[mask.loc[sub.index], variance_metric])
+        if not math.isnan(spread) and spread > cov_threshold:
+            rows += list(sub.index)
+    return rows
+
+
+def _small_file_rows(out: pd.DataFrame, mem_limit, file_size, file_factor: float, buffered, what: str):
+    """Buffered rows whose file is under ``file_factor`` x ``mem_limit``."""
+    if mem_limit is None:
+        return []
+    limit = parse_size(mem_limit, context="mem_limit")
+    if file_size is not None:
+        sizes = pd.Series(float(parse_size(file_size, context="file_size")), index=out.index)
+    elif "file_size" in out.columns:
+        sizes = out["file_size"].map(
+            lambda v: math.nan if pd.isna(v) else float(parse_size(v, context="file_size")))
+    else:
+        log.info("%s: mem_limit given but no file size: small_file not checked", what)
+        return []
+    small = _buffered(out, buffered) & (sizes < file_factor * limit)
+    return out.index[small.fillna(False).astype(bool)]
 
 
 def has_flag(results: pd.DataFrame, flag: str) -> pd.Series:
