@@ -1,5 +1,8 @@
 """Parse fio's output into one tidy row per job x direction.
 
+Finding the JSON documents and fio's error lines in the text is
+:mod:`iolab.engine.fiotext`; this module turns the last complete document into rows.
+
 fio's stdout is rarely "just JSON". The parser survives what real runs print
 (see the design notes, "fio: what the parser must survive"):
 
@@ -56,13 +59,10 @@ of synchronous engines at 1 and says so in the note quoted above).
 """
 from __future__ import annotations
 
-import errno as _errno
-import json
 import logging
 import math
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -70,6 +70,8 @@ import pandas as pd
 
 from iolab.core.columns import PARSE_COLUMNS
 from iolab.core.errors import IolabError
+from iolab.engine.fiotext import (FioErrorLine, _first_meaningful_line, _outside, _scan,
+                                  documents, error_lines, error_text, fio_version)
 
 log = logging.getLogger(__name__)
 
@@ -90,145 +92,6 @@ _FLOAT_COLUMNS = (
 
 # "fio: pid=4431, err=28/file:io_u.c:1876, func=io_u error, error=No space left on device"
 # (in client/server mode the line is prefixed with "<server-hostname> ").
-_ERROR_LINE = re.compile(
-    r"fio: pid=(?P<pid>\d+), err=(?P<err>-?\d+)/file:(?P<file>[^,]*), "
-    r"func=(?P<func>.*?), error=(?P<message>.*?)\s*$"
-)
-# A fio JSON document starts with "{" in the first column (nested objects are indented).
-_DOC_START = re.compile(r"^\{", re.MULTILINE)
-# "<vm> text" -- the prefix fio's client puts on the servers' output.
-_HOST_PREFIX = re.compile(r"^<[^>\s]*>\s?")
-
-
-# --------------------------------------------------------------------------- documents
-
-@dataclass
-class _Scan:
-    docs: list[dict]          # complete documents, in order
-    spans: list[tuple[int, int]]
-    truncated_at: int | None  # offset of an incomplete document after the last complete one
-    truncated_reason: str | None
-
-
-def _scan(text: str) -> _Scan:
-    decoder = json.JSONDecoder()
-    docs: list[dict] = []
-    spans: list[tuple[int, int]] = []
-    truncated_at = reason = None
-    pos = 0
-    while True:
-        match = _DOC_START.search(text, pos)
-        if match is None:
-            break
-        start = match.end() - 1  # the "{"
-        try:
-            doc, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError as exc:
-            truncated_at, reason = start, exc.msg
-            pos = start + 1
-            continue
-        if isinstance(doc, dict) and _looks_like_fio(doc):
-            docs.append(doc)
-            spans.append((start, end))
-            truncated_at = reason = None
-        else:
-            log.debug("ignoring a JSON value that is not a fio result at offset %d", start)
-        pos = end
-    return _Scan(docs, spans, truncated_at, reason)
-
-
-def _looks_like_fio(doc: Mapping) -> bool:
-    return "jobs" in doc or "client_stats" in doc or "fio version" in doc
-
-
-def documents(text: str) -> list[dict]:
-    """Every complete fio JSON document in ``text``, in order of appearance.
-
-    ``--status-interval`` prints one per interval and the final result last;
-    text around and between documents is skipped.
-    """
-    return _scan(text).docs
-
-
-def fio_version(doc: Mapping) -> str | None:
-    """``"3.33"`` for a document written by ``fio-3.33``; ``None`` if it does not say."""
-    raw = doc.get("fio version")
-    if not raw:
-        return None
-    return str(raw).strip().removeprefix("fio-")
-
-
-def _outside(text: str, spans: Iterable[tuple[int, int]]) -> str:
-    """``text`` with the JSON documents cut out."""
-    parts, last = [], 0
-    for start, end in spans:
-        parts.append(text[last:start])
-        last = end
-    parts.append(text[last:])
-    return "\n".join(parts)
-
-
-def _first_meaningful_line(text: str) -> str | None:
-    """fio's own error message if the text has one, else its first non-blank line."""
-    lines = [_HOST_PREFIX.sub("", line).strip() for line in text.splitlines()]
-    lines = [line for line in lines if line]
-    for line in lines:
-        if line.startswith("fio:"):
-            return line
-    for line in lines:
-        if not line.startswith(("note:", "{")):
-            return line
-    return lines[0] if lines else None
-
-
-# --------------------------------------------------------------------------- errors
-
-@dataclass(frozen=True)
-class FioErrorLine:
-    """One ``fio: pid=..., err=...`` line of fio's output."""
-
-    pid: int
-    errno: int
-    file: str
-    func: str
-    message: str
-    line: str
-
-
-def error_lines(text: str) -> list[FioErrorLine]:
-    """The ``fio: pid=..., err=N/file:..., func=..., error=...`` lines in ``text``."""
-    found = []
-    for raw in text.splitlines():
-        match = _ERROR_LINE.search(raw)
-        if match:
-            found.append(FioErrorLine(
-                pid=int(match["pid"]), errno=int(match["err"]), file=match["file"].strip(),
-                func=match["func"].strip(), message=match["message"].strip(),
-                line=_HOST_PREFIX.sub("", raw).strip(),
-            ))
-    return found
-
-
-def error_text(code: int, line: FioErrorLine | None = None) -> str:
-    """``"errno 28 (ENOSPC): No space left on device (func=io_u error, io_u.c:1876)"``."""
-    name = _errno.errorcode.get(abs(code))
-    head = f"errno {code} ({name})" if name else f"errno {code}"
-    if line is not None and line.message:
-        message = line.message
-    else:
-        try:
-            message = os.strerror(abs(code))
-        except ValueError:
-            message = ""
-    text = f"{head}: {message}" if message else head
-    if line is not None:
-        where = ", ".join(part for part in (
-            f"func={line.func}" if line.func else "", line.file) if part)
-        if where:
-            text = f"{text} ({where})"
-    return text
-
-
 # --------------------------------------------------------------------------- options
 
 def parse_fio_size(value: Any, *, kb_base: int = 1024) -> int | None:
@@ -487,18 +350,7 @@ def parse_output(text: str) -> pd.DataFrame:
         text = text.decode("utf-8", errors="replace")
     scan = _scan(text)
     if not scan.docs:
-        before = text[:scan.truncated_at] if scan.truncated_at is not None else text
-        first = _first_meaningful_line(before)
-        if scan.truncated_at is not None:
-            message = f"truncated JSON ({scan.truncated_reason})"
-        elif text.strip():
-            message = "no JSON document"
-        else:
-            message = "empty output"
-        if first:
-            message = f"{message}; first line: {first!r}"
-        raise IolabError(message, context="fio output",
-                         hint="fio must run with --output-format=json or json+ and finish")
+        raise _no_document(text, scan)
     if scan.truncated_at is not None:
         log.warning("fio output ends with an incomplete JSON document; using the last complete "
                     "one (document %d, possibly an interim --status-interval report)",
@@ -507,11 +359,46 @@ def parse_output(text: str) -> pd.DataFrame:
     if len(scan.docs) > 1:
         log.debug("fio output holds %d JSON documents; using the last", len(scan.docs))
 
-    outside = _outside(text, scan.spans)
-    lines = error_lines(outside)
+    lines = error_lines(_outside(text, scan.spans))
     entries, client_mode = _entries(doc)
     global_options = doc.get("global options", {}) or {}
+    rows: list[dict] = []
+    sources: set = set()
+    for (host, _, _), group in _by_job(entries, client_mode).items():
+        rows.extend(_rows_for(group, host=host, global_options=global_options,
+                              lines=lines, sources=sources))
+    rows += _unmatched_error_rows(entries, lines)
+    if not rows:
+        log.warning("fio output holds no job results")
 
+    frame = _frame(rows)
+    frame.attrs.update(
+        fio_version=fio_version(doc),
+        timestamp_ms=doc.get("timestamp_ms"),
+        documents=len(scan.docs),
+        percentile_source="+".join(sorted(sources)) or None,
+        truncated_tail=scan.truncated_at is not None,
+    )
+    return frame
+
+
+def _no_document(text: str, scan) -> IolabError:
+    """The error for output without a complete fio document, quoting its first meaningful line."""
+    before = text[:scan.truncated_at] if scan.truncated_at is not None else text
+    first = _first_meaningful_line(before)
+    if scan.truncated_at is not None:
+        message = f"truncated JSON ({scan.truncated_reason})"
+    elif text.strip():
+        message = "no JSON document"
+    else:
+        message = "empty output"
+    if first:
+        message = f"{message}; first line: {first!r}"
+    return IolabError(message, context="fio output", hint="fio must run with --output-format=json or json+ and finish")
+
+
+def _by_job(entries: list[Mapping], client_mode: bool) -> dict[tuple, list[Mapping]]:
+    """Entries grouped by (client host, group id, job name): the rows' keys."""
     # clients are servers; two on one address (different ports) are two hosts: "addr:port"
     ports: dict = {}
     for entry in entries if client_mode else ():
@@ -527,15 +414,14 @@ def parse_output(text: str) -> pd.DataFrame:
     for entry in entries:
         key = (client(entry), _int(entry.get("groupid")), entry.get("jobname"))
         groups.setdefault(key, []).append(entry)
+    return groups
 
-    rows: list[dict] = []
-    sources: set = set()
-    for (host, _, _), group in groups.items():
-        rows.extend(_rows_for(group, host=host, global_options=global_options,
-                              lines=lines, sources=sources))
 
+def _unmatched_error_rows(entries: list[Mapping], lines: list[FioErrorLine]) -> list[dict]:
+    """Rows for fio error lines that match no job's error: when no job ran at all, each is a row."""
     job_codes = {_int(e.get("error")) for e in entries}
     unmatched = [l for l in lines if l.errno not in job_codes]
+    rows = []
     if unmatched and not entries:
         # fio gave up before any job ran (e.g. laying out a file failed).
         for line in unmatched:
@@ -546,18 +432,7 @@ def parse_output(text: str) -> pd.DataFrame:
     elif unmatched:
         log.warning("fio error line(s) not matching any job's error code: %s",
                     "; ".join(l.line for l in unmatched))
-    if not rows:
-        log.warning("fio output holds no job results")
-
-    frame = _frame(rows)
-    frame.attrs.update(
-        fio_version=fio_version(doc),
-        timestamp_ms=doc.get("timestamp_ms"),
-        documents=len(scan.docs),
-        percentile_source="+".join(sorted(sources)) or None,
-        truncated_tail=scan.truncated_at is not None,
-    )
-    return frame
+    return rows
 
 
 def parse_file(path: str | os.PathLike) -> pd.DataFrame:
