@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.isolation import cgroups, sandbox as isolation
+from iolab.isolation import cgroups, hugepages
 from iolab.devices import emulated
 from iolab.core import ownership
 from iolab.isolation.cgroups import Group
@@ -61,7 +61,7 @@ def nr_hugepages() -> int:
 def _other_iolab_runs() -> list[str]:
     """Other live iolab processes that hold huge pages or cgroups (they change nr_hugepages too)."""
     mine = os.getpid()
-    out = [f"pid {pid} holds {pages} huge pages" for pid, pages in isolation.hugepage_holders().items()
+    out = [f"pid {pid} holds {pages} huge pages" for pid, pages in hugepages.hugepage_holders().items()
            if pid != mine]
     for path in cgroups.leftovers():
         owner = int(Path(path).name.split("-")[1])
@@ -88,7 +88,7 @@ def check_and_clean(hugepages_before: int | None, others_before: list[str] = ())
 
     ``nr_hugepages`` is machine-wide: other iolab runs (other developers' tests on this box)
     add and give back pages too. Our own pages are accounted exactly
-    (:func:`iolab.isolation.sandbox.outstanding_hugepages`); the machine-wide value must be back where
+    (:func:`iolab.isolation.hugepages.outstanding_hugepages`); the machine-wide value must be back where
     it was unless another iolab run was active when the test started or when it ended.
     """
     problems = []
@@ -109,8 +109,8 @@ def check_and_clean(hugepages_before: int | None, others_before: list[str] = ())
         if rec.owner.pid == pid:
             problems.append(f"ownership record left: {rec.describe()} ({rec.path})")
             ownership.drop(rec)
-    if isolation.outstanding_hugepages():
-        problems.append(f"{isolation.outstanding_hugepages()} huge pages not given back by this process")
+    if hugepages.outstanding_hugepages():
+        problems.append(f"{hugepages.outstanding_hugepages()} huge pages not given back by this process")
     if hugepages_before is not None and Path("/proc/sys/vm/nr_hugepages").exists():
         now = nr_hugepages()
         if now != hugepages_before:

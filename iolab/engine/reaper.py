@@ -28,7 +28,7 @@ import importlib
 import logging
 import os
 
-from iolab.isolation import cgroups, sandbox as isolation, systemd_scope
+from iolab.isolation import cgroups, hugepages, systemd_scope
 from iolab.devices import emulated, loopdev
 from iolab.core import ownership
 from iolab.engine import store
@@ -79,7 +79,7 @@ def _from_names(known: dict) -> list[Stale]:
         add("mount", mount["mountpoint"], mount["owner"], device=mount["device"])
     for item in emulated.stale_backing_files():
         add("file", item["path"], item["owner"])
-    for pid, pages in isolation.stale_hugepage_marks().items():
+    for pid, pages in hugepages.stale_hugepage_marks().items():
         add("hugepages", f"pid-{pid}", pid, pages=pages)
     return list(found.values())
 
@@ -125,7 +125,7 @@ def _undo(item: Stale, *, dry_run: bool) -> str | None:
     if item.kind == "cgroup":
         return cgroups.undo_stale(item.id, d.get("dirs") or [], dry_run=dry_run)
     if item.kind == "hugepages":
-        return isolation.undo_stale_hugepages(item.pid, int(d.get("pages") or 0), dry_run=dry_run)
+        return hugepages.undo_stale_hugepages(item.pid, int(d.get("pages") or 0), dry_run=dry_run)
     raise IolabError(f"unknown kind of object {item.kind!r}", context=str(item.record and item.record.path))
 
 

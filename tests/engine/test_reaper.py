@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.isolation import cgroups, sandbox as isolation
+from iolab.isolation import cgroups, hugepages
 from iolab.devices import emulated
 from iolab.core import ownership
 from iolab.engine import reaper
@@ -80,7 +80,7 @@ def _objects_of(pid: int) -> dict:
         "mounts": _mounts_of(pid),
         "cgroups": cgroups.leftovers(owner=pid),
         "files": [f["path"] for f in emulated.stale_backing_files() if f["owner"] == pid],
-        "hugepage_marks": [p for p in isolation._holder_files() if p == pid],
+        "hugepage_marks": [p for p in hugepages._holder_files() if p == pid],
         "records": [r.describe() for r in ownership.records() if r.owner.pid == pid],
     }
 
@@ -144,7 +144,7 @@ def _manifest(tmp_path) -> dict:
 @needs_fio
 def test_cleanup_undoes_everything_a_killed_run_left(tmp_path, runs):
     hugepages_before = nr_hugepages()
-    others_before = isolation.hugepage_holders()
+    others_before = hugepages.hugepage_holders()
     proc = _start_run(tmp_path, SLOW_RECIPE, "emulated:hdd")
     runs.append(proc)
     objects = _wait_for_objects(proc)
@@ -161,7 +161,7 @@ def test_cleanup_undoes_everything_a_killed_run_left(tmp_path, runs):
         assert f"would unmount {objects['mounts'][0]}" in text
         assert f"would remove backing file {loop['backing_file']}" in text
         assert "would remove cgroup" in text and "kill tasks" in text
-        assert f"would give back {isolation.BUFFER_HUGEPAGES} huge pages of PID {proc.pid}" in text
+        assert f"would give back {hugepages.BUFFER_HUGEPAGES} huge pages of PID {proc.pid}" in text
         assert "would mark run" in dry.stdout and "interrupted" in dry.stdout
         # a dry run changes nothing
         assert _objects_of(proc.pid)["loops"] == objects["loops"]
@@ -180,7 +180,7 @@ def test_cleanup_undoes_everything_a_killed_run_left(tmp_path, runs):
     assert live_processes(str(tmp_path)) == []  # fio ended with the cgroup
     manifest = _manifest(tmp_path)
     assert manifest["status"] == "interrupted" and str(proc.pid) in manifest["reason"]
-    others_now = isolation.hugepage_holders()
+    others_now = hugepages.hugepage_holders()
     if not others_before and not others_now:
         assert nr_hugepages() == hugepages_before
     else:
@@ -233,7 +233,7 @@ def test_a_new_run_reaps_first_and_says_so(tmp_path, runs):
     # and the second run's own manifest says how many huge pages it gave back
     second_manifest = json.loads((Path(out.strip().splitlines()[-1]) / "manifest.json").read_text())
     buffers = second_manifest["isolation"]["buffer_hugepages"]
-    assert buffers["released"] == buffers["reserved_pages"] == isolation.BUFFER_HUGEPAGES
+    assert buffers["released"] == buffers["reserved_pages"] == hugepages.BUFFER_HUGEPAGES
 
 
 HOLDER = textwrap.dedent("""
@@ -252,7 +252,7 @@ def test_huge_pages_of_a_killed_process_are_given_back(tmp_path, runs):
     if not Path("/proc/sys/vm/nr_hugepages").exists():
         pytest.skip("this kernel has no huge pages")
     before = nr_hugepages()
-    others_before = isolation.hugepage_holders()
+    others_before = hugepages.hugepage_holders()
     proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     runs.append(proc)
     reserved = int(proc.stdout.readline())
@@ -268,9 +268,9 @@ def test_huge_pages_of_a_killed_process_are_given_back(tmp_path, runs):
         print(f"note: the pages of PID {proc.pid} were given back by another reaper before ours ran")
     else:
         assert f"PID {proc.pid}: gave back 32 huge pages" in done.stdout, done.stdout
-    assert not isolation._holder_files().get(proc.pid)
+    assert not hugepages._holder_files().get(proc.pid)
     assert not [r for r in ownership.records("hugepages") if r.owner.pid == proc.pid]
-    if not others_before and not isolation.hugepage_holders():
+    if not others_before and not hugepages.hugepage_holders():
         assert nr_hugepages() == before
 
 

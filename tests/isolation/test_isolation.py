@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.isolation import blockstat, cgroups, sandbox as isolation
+from iolab.isolation import blockstat, cache, cgroups, hugepages, sandbox as isolation
 from iolab.devices.emulated import emulated_device
 from iolab.core.errors import IolabError
 from iolab.isolation.sandbox import flag_cache_suspect, hugepage_plan, open_sandbox
@@ -50,7 +50,7 @@ def test_hugepage_plan_leaves_the_limit_free():
     left = info["MemAvailable"] - plan["reserve_bytes"] - plan["headroom"]
     assert 512 * MiB <= left < 512 * MiB + 2 * MiB
     small = hugepage_plan(512 * MiB, info={"MemTotal": GiB, "MemAvailable": 600 * MiB}, min_free_kbytes=0)
-    assert small["pages"] == 0 and small["headroom"] == isolation.HEADROOM_MIN
+    assert small["pages"] == 0 and small["headroom"] == hugepages.HEADROOM_MIN
 
 
 def test_unknown_mode_names_the_modes():
@@ -113,7 +113,7 @@ def test_drop_caches_really_drops(tmp_path):
             break
     else:
         pytest.skip("other processes keep dropping the page cache before it can be checked")
-    cached_before = isolation.meminfo()["Cached"]
+    cached_before = cache.meminfo()["Cached"]
     with open_sandbox("direct", buffered=False) as box:
         record = box.prepare_test()
     print(f"\ndrop_caches: {record}")
@@ -226,11 +226,11 @@ def test_hugepages_reserve_and_give_back():
               f"nr_hugepages {info['previous']} -> {info['nr_hugepages']}")
         assert box.mode == "hugepages" and box.fallback is None
         assert info["asked_pages"] == 128 and info["reserved_pages"] == 128
-        assert isolation.meminfo()["HugePages_Total"] >= 128
-        assert isolation.outstanding_hugepages() == 128
+        assert cache.meminfo()["HugePages_Total"] >= 128
+        assert hugepages.outstanding_hugepages() == 128
         assert box.prepare_test()["verified"]
     assert box.hugepages["released"] == 128
-    assert isolation.outstanding_hugepages() == 0
+    assert hugepages.outstanding_hugepages() == 0
     print(f"nr_hugepages before {before}, after {nr_hugepages()}")
 
 
@@ -245,7 +245,7 @@ def test_manifest_taken_inside_the_sandbox_says_how_many_pages_were_released():
         assert manifest["isolation"]["hugepages"]["released"] is None  # still held
     saved = json.loads(json.dumps(manifest))  # what Run.finish writes after the with-block
     assert saved["isolation"]["hugepages"]["released"] == saved["isolation"]["hugepages"]["reserved_pages"] == 8
-    assert isolation.outstanding_hugepages() == 0
+    assert hugepages.outstanding_hugepages() == 0
 
 
 class _CappedPool(isolation.HugePagePool):
@@ -264,23 +264,23 @@ def test_hugepages_short_reservation_is_refused_and_given_back(monkeypatch):
     with pytest.raises(IolabError, match="reserved only 8 of 128 huge pages"):
         with open_sandbox("hugepages", hugepages_bytes="256M"):
             pass
-    assert isolation.outstanding_hugepages() == 0
+    assert hugepages.outstanding_hugepages() == 0
     with open_sandbox("hugepages", hugepages_bytes="256M", direct_ok=True) as box:
         assert box.mode == "direct" and "reserved only 8 of 128" in box.fallback
         assert box.describe()["hugepages"]["released"] == 8
-    assert isolation.outstanding_hugepages() == 0
+    assert hugepages.outstanding_hugepages() == 0
 
 
 # --------------------------------------------------------------------------- the cache-check experiment
 
 def _read(box, path, size, counter):
-    drops = isolation._vmstat("drop_pagecache")
+    drops = cache.vmstat("drop_pagecache")
     before = counter.snapshot()
     job = fio_json(["--name=read", f"--filename={path}", "--rw=read", "--bs=1M", "--direct=0", "--invalidate=0",
                     "--ioengine=psync", "--iomem=mmaphuge", f"--size={size}"], popen=box.popen)
     device = counter.delta(before)
     return {"mbps": job["read"]["bw_bytes"] / 1e6, "fio_bytes": job["read"]["io_bytes"],
-            "device_bytes": device["read_bytes"], "foreign_drops": isolation._vmstat("drop_pagecache") - drops}
+            "device_bytes": device["read_bytes"], "foreign_drops": cache.vmstat("drop_pagecache") - drops}
 
 
 @needs_root
