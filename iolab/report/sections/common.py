@@ -1,0 +1,287 @@
+"""What every report section shares: the :class:`Section` and :class:`Figure` objects, number formats for
+prose and tables, the ``system`` column, a fleet's aggregate rows, and one legend for an Axes and its twin."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from iolab.report import commentary, i18n
+from iolab.core.errors import IolabError
+from iolab.analysis.stats import split_flags, valid_rows
+from iolab.report.tables import DASH
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+#: Host name of a fleet's aggregate rows (:data:`iolab.fleet.inventory.ALL_HOSTS`).
+ALL_HOSTS = "all"
+#: Flag of a fleet's aggregate rows.
+AGGREGATE_FLAG = "fleet_aggregate"
+
+
+@dataclass
+class Figure:
+    """A matplotlib figure of a section, with the alt text its image carries."""
+    figure: object
+    alt: str
+    caption: str = ""
+
+    @property
+    def axes(self) -> list:
+        return list(self.figure.axes)
+
+
+@dataclass
+class Section:
+    """One recipe-specific part of a report: heading, tables, figures, findings."""
+    kind: str
+    title: str
+    lang: str = "en"
+    intro: str = ""
+    tables: list = field(default_factory=list)
+    figures: list = field(default_factory=list)
+    sentences: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    caveats: list = field(default_factory=list)  # the flags of the rows shown (iolab.report.section_caveats)
+
+    def __repr__(self) -> str:
+        return (f"Section({self.kind!r}, {self.title!r}, {len(self.tables)} tables, {len(self.figures)} figures, "
+                f"{len(self.sentences)} sentences)")
+
+    @property
+    def findings(self) -> str:
+        """The commentary as Markdown (a bullet per sentence, notes after)."""
+        text = "\n".join(f"- {s}" for s in self.sentences)
+        if self.notes:
+            text += ("\n\n" if text else "") + "\n".join(f"*{n}*" for n in self.notes)
+        return text
+
+    def markdown(self) -> str:
+        """Heading, tables and findings as Markdown (figures left out): for tests and plain-text use."""
+        parts = [f"### {self.title}"]
+        if self.intro:
+            parts.append(self.intro)
+        parts += [t.to_markdown() for t in self.tables]
+        if self.sentences or self.notes:
+            parts.append(f"**{i18n.text('headings.commentary', self.lang)}**\n\n{self.findings}")
+        if self.caveats:
+            parts.append(self.caveats_markdown())
+        return "\n\n".join(parts)
+
+    def caveats_markdown(self) -> str:
+        return i18n.text("commentary.caveats", self.lang) + "\n" + "\n".join(f"- {c}" for c in self.caveats)
+
+    def show(self, display: Callable | None = None, *, level: int = 3) -> None:
+        """Display in a notebook: heading, tables, figures (closed once shown), findings."""
+        from IPython.display import Markdown
+        if display is None:
+            from IPython.display import display
+        from iolab.report import plot
+        display(Markdown(f"{'#' * level} {self.title}" + (f"\n\n{self.intro}" if self.intro else "")))
+        for table in self.tables:
+            display(table)
+        for fig in self.figures:
+            display(plot.to_image(fig.figure, alt=fig.alt))
+            if fig.caption:
+                display(Markdown(fig.caption))
+        if self.sentences or self.notes:
+            display(Markdown(f"**{i18n.text('headings.commentary', self.lang)}**\n\n{self.findings}"))
+        if self.caveats:
+            display(Markdown(self.caveats_markdown()))
+
+    def close(self) -> None:
+        """Close the figures without showing them."""
+        import matplotlib.pyplot as plt
+        for fig in self.figures:
+            plt.close(fig.figure)
+
+
+# =========================================================================== helpers
+
+
+def _t(key: str, lang: str, **fields) -> str:
+    return i18n.text(f"sections.{key}", lang, **fields)
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - matplotlib is in the notebook extra
+        raise IolabError("matplotlib is needed to draw plots", context="sections",
+                         hint="pip install 'iolab[notebook]'") from exc
+    return plt
+
+
+def _labels(group: str, lang: str) -> dict:
+    """Axis and legend texts of a plotting function (``sections.plot.<group>``) in ``lang``."""
+    return dict(i18n.catalog(lang)["sections"]["plot"][group])
+
+
+def _num(series) -> pd.Series:
+    return pd.to_numeric(series, errors="coerce")
+
+
+def _col(frame: pd.DataFrame, name: str) -> pd.Series:
+    """A numeric column, NaN where the frame lacks it."""
+    if name not in frame.columns:
+        return pd.Series(math.nan, index=frame.index, dtype=float)
+    return _num(frame[name])
+
+
+def _usable(data: pd.DataFrame) -> pd.DataFrame:
+    return data[valid_rows(data)] if len(data) else data
+
+
+def _system(data: pd.DataFrame) -> pd.DataFrame:
+    """``data`` with a ``system`` column (the label where :func:`iolab.report.notebooks.select` did not name one)."""
+    if "system" in data.columns:
+        return data
+    if "label" not in data.columns:
+        raise IolabError("no column 'system' or 'label' naming the systems", context="sections",
+                         hint="use iolab.report.notebooks.select()")
+    return data.assign(system=data["label"].astype(str))
+
+
+def _systems(data: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(data["system"].astype(str)))
+
+
+def _order(values) -> list:
+    return list(dict.fromkeys(values))
+
+
+def _about(value: float) -> str:
+    """A rounded figure for prose: three significant digits (``39,412`` -> ``39,400``)."""
+    if value is None or not np.isfinite(value) or value == 0:
+        return i18n.number(value)
+    digits = 2 - int(math.floor(math.log10(abs(value))))
+    return i18n.number(round(value, digits), digits=max(0, digits))
+
+
+def _pct(fraction: float) -> str:
+    """A relative change as a signed percentage: ``0.018`` -> ``+1.8%``, ``-0.62`` -> ``-62%``."""
+    pct = fraction * 100
+    text = f"{abs(pct):.1f}" if abs(pct) < 10 else f"{abs(pct):.0f}"
+    return ("-" if pct < 0 and text.strip("0.") else "+") + text + "%"
+
+
+def _small_pct(value: float) -> str:
+    """A small share in percent for prose: ``0.31``, ``0.012``, ``0.0008``, ``12.5``."""
+    if value >= 1:
+        return i18n.number(value, digits=1)
+    return f"{value:.2g}"
+
+
+def _ms(us: float) -> str:
+    return i18n.number(us / 1000.0) if us is not None and np.isfinite(us) else DASH
+
+
+def _fmt(value, digits: int | None = None) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return DASH
+    return i18n.number(value, digits=digits)
+
+
+def _join(items: Sequence[str], lang: str) -> str:
+    return i18n.join(list(items), lang)
+
+
+def _bullets_join(parts: Sequence[str], lang: str) -> str:
+    """Sentences of one bullet: a space between them in English, none in Japanese."""
+    return ("" if lang == "ja" else " ").join(p for p in parts if p)
+
+
+def _winner_lines(summary: pd.DataFrame, lang: str) -> list[str]:
+    """iolab.report.commentary's winner sentences for a summary (system, test, direction, metric, unit, value...)."""
+    if summary.empty:
+        return []
+    win = commentary.winners(summary)
+    if win.empty:
+        return []
+    return commentary.winner_sentences(win, lang=lang)
+
+
+def without_aggregates(data: pd.DataFrame) -> pd.DataFrame:
+    """``data`` without a fleet's aggregate rows (host ``all`` or flag ``fleet_aggregate``).
+
+    The aggregate is the sum of the hosts that ran together, not one more
+    system: generic tables and charts must not set it beside the hosts.
+    """
+    if data.empty:
+        return data
+    mask = pd.Series(False, index=data.index)
+    if "flags" in data.columns:
+        mask |= data["flags"].map(lambda v: AGGREGATE_FLAG in split_flags(v))
+    if "host" in data.columns:
+        mask |= data["host"].astype(str) == ALL_HOSTS
+    return data[~mask]
+
+
+def measured_systems(results: pd.DataFrame) -> list[str]:
+    """The systems a selection measured: fleet aggregates left out, a fleet host counted once (by its label)
+    however many fleet runs it took part in (``web1`` in the 1-, 2- and 3-host runs is one system)."""
+    data = without_aggregates(_system(results)) if len(results) else results
+    if data.empty:
+        return []
+    names = data["system"].astype(str)
+    if "fleet_id" in data.columns and "label" in data.columns:
+        names = names.where(data["fleet_id"].isna(), data["label"].astype(str))
+    return list(dict.fromkeys(names))
+
+
+def without_aggregate_runs(manifests: pd.DataFrame) -> pd.DataFrame:
+    """Run manifests without a fleet's own runs (host ``all``, ``data/_fleet/``): they measured no system."""
+    if manifests.empty or "host" not in manifests.columns:
+        return manifests
+    return manifests[manifests["host"].astype(str) != ALL_HOSTS].reset_index(drop=True)
+
+
+def _is_aggregate(data: pd.DataFrame) -> pd.Series:
+    return ~data.index.isin(without_aggregates(data).index)
+
+
+def _curve_name(key: dict, lang: str) -> str:
+    parts = [str(key.get("sweep") or key.get("test") or "")]
+    if key.get("direction"):
+        parts.append(i18n.label(key["direction"], lang, section="directions"))
+    return " ".join(p for p in parts if p)
+
+
+def _merge_legends(ax, twin, *, below: bool = False) -> None:
+    """One legend for an Axes and its twin: right of the plot, or ``below`` it (figures with several panels)."""
+    handles, texts = [], []
+    for axes in (ax, twin):
+        if axes is None:
+            continue
+        legend = axes.get_legend()
+        if legend is not None:
+            legend.remove()
+        for handle, text in zip(*axes.get_legend_handles_labels()):
+            if not text.startswith("_") and text not in texts:
+                handles.append(handle)
+                texts.append(text)
+    if handles and below:
+        ax.legend(handles, texts, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize="small",
+                  frameon=False)
+    elif handles:
+        ax.legend(handles, texts, loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize="small", frameon=False)
+
+
+def _matching(frame: pd.DataFrame, key: dict) -> pd.DataFrame:
+    """The rows of ``frame`` whose columns hold ``key``'s values (all rows for an empty key)."""
+    if not key:
+        return frame
+    return frame[np.logical_and.reduce([frame[k] == v for k, v in key.items()])]
+
+
+def _groups(frame: pd.DataFrame, keys: Sequence[str]) -> Iterator[tuple[dict, pd.DataFrame]]:
+    """``frame``'s groups by ``keys`` in order of appearance (NaN a value too), each key as a dict column -> value."""
+    if not keys:
+        yield {}, frame
+        return
+    for key, sub in frame.groupby(list(keys), sort=False, dropna=False):
+        yield dict(zip(keys, key if isinstance(key, tuple) else (key,))), sub

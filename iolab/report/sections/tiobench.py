@@ -1,0 +1,102 @@
+"""tiobench.pl's tables: Sequential and Random Writes and Reads, rate, CPU, latency, slow operations."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from iolab.report import i18n
+from iolab.report.tables import DASH, Table
+from iolab.report.sections.common import (
+    Figure, Section, _t, _pyplot, _col, _usable, _system, _order, _small_pct, _fmt, _winner_lines)
+
+TIOBENCH_TESTS = ("SeqWrite", "RandWrite", "SeqRead", "RandRead")
+
+
+
+def tiobench_results(data: pd.DataFrame) -> pd.DataFrame:
+    """tiobench.pl's figures per system and test.
+
+    Columns: ``system, test, n, threads``, ``rate`` (MB/s, decimal; mean of the
+    repetitions), ``cpu`` (usr + sys %), ``lat_avg_ms`` (mean), ``lat_max_ms``
+    (maximum over the repetitions), ``over_2s`` and ``over_10s`` (% of
+    operations slower than 2 s and 10 s, means), ``cpu_eff`` (rate / CPU
+    share, tiobench's "CPU Eff").
+    """
+    data = _usable(_system(data))
+    rows = []
+    for (system, test), sub in data.groupby(["system", "test"], sort=False):
+        rate = float(_col(sub, "bw_mbps").mean())
+        cpu = float((_col(sub, "cpu_usr_pct") + _col(sub, "cpu_sys_pct")).mean())
+        rows.append({"system": system, "test": test, "n": len(sub),
+                     "threads": int(_col(sub, "numjobs").max()) if _col(sub, "numjobs").notna().any() else math.nan,
+                     "rate": rate, "cpu": cpu, "lat_avg_ms": float(_col(sub, "lat_mean_us").mean()) / 1000,
+                     "lat_max_ms": float(_col(sub, "lat_max_us").max()) / 1000,
+                     "over_2s": float(_col(sub, "over_2s_pct").mean()),
+                     "over_10s": float(_col(sub, "over_10s_pct").mean()),
+                     "cpu_eff": rate / (cpu / 100) if cpu and np.isfinite(cpu) and cpu > 0 else math.nan})
+    frame = pd.DataFrame(rows, columns=["system", "test", "n", "threads", "rate", "cpu", "lat_avg_ms", "lat_max_ms",
+                                        "over_2s", "over_10s", "cpu_eff"])
+    known = {t: i for i, t in enumerate(TIOBENCH_TESTS)}
+    tests = {t: known.get(t, len(known) + i) for i, t in enumerate(_order(frame["test"]))}
+    return frame.sort_values("test", key=lambda s: s.map(tests), kind="stable").reset_index(drop=True)
+
+
+def _tio_pct(value: float) -> str:
+    return f"{value:.5f}" if np.isfinite(value) else DASH
+
+
+def tiobench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
+    """tiobench.pl's tables: Sequential Writes, Random Writes, Sequential Reads, Random Reads.
+
+    One table per test, rows = systems, columns as tiobench.pl prints them:
+    threads, Rate (MB/s), CPU %, average and maximum latency (ms), % of
+    operations over 2 s and over 10 s, CPU efficiency. A bar chart of the rates;
+    findings: the winner per test and the slow operations.
+    """
+    from iolab.report import plot
+    i18n.check_lang(lang)
+    results = tiobench_results(data)
+    if results.empty:
+        return None
+    section = Section("tiobench", _t("tio.heading", lang), lang, intro=_t("tio.intro", lang))
+    heads = [("threads", "tio.col_threads", 0), ("rate", "tio.col_rate", None), ("cpu", "tio.col_cpu", 1),
+             ("lat_avg_ms", "tio.col_avg", None), ("lat_max_ms", "tio.col_max", None),
+             ("over_2s", "tio.col_2s", "pct"), ("over_10s", "tio.col_10s", "pct"), ("cpu_eff", "tio.col_eff", 0)]
+
+    def test_name(test):
+        key = f"sections.tio.test_{test}"
+        return i18n.text(key, lang) if i18n.has(key, lang) else test
+
+    for test in _order(results["test"]):
+        part = results[results["test"] == test].set_index("system")
+        shown, numbers = {}, {}
+        for column, key, digits in heads:
+            values = part[column].astype(float)
+            numbers[_t(key, lang)] = values.to_numpy()
+            shown[_t(key, lang)] = [_tio_pct(v) if digits == "pct" else _fmt(v, digits) for v in values]
+        index = pd.Index(part.index, name=i18n.text("labels.system", lang))
+        section.tables.append(Table(pd.DataFrame(shown, index=index), data=pd.DataFrame(numbers, index=index),
+                                    caption=test_name(test)))
+    plt = _pyplot()
+    bars = results.assign(x=[test_name(t) for t in results["test"]])
+    fig, ax = plt.subplots(figsize=(9.0, 4.0))
+    plot.bars(bars, x="x", y="rate", hue="system", ax=ax, xlabel="", ylabel=_t("tio.col_rate", lang),
+              legend_title=i18n.text("labels.system", lang))
+    section.figures.append(Figure(fig, alt=_t("tio.alt", lang)))
+    summary = pd.DataFrame({"system": results["system"], "test": [test_name(t) for t in results["test"]],
+                            "direction": "", "metric": "rate", "unit": "MB/s", "value": results["rate"],
+                            "n": results["n"]})
+    section.sentences += _winner_lines(summary, lang)
+    slow = results[results["over_2s"].fillna(0) > 0]
+    for _, row in slow.iterrows():
+        key = "tio.slow_10s" if row["over_10s"] > 0 else "tio.slow_2s"
+        section.sentences.append(_t(key, lang, system=row["system"], test=test_name(row["test"]),
+                                    pct2=_small_pct(row["over_2s"]), pct10=_small_pct(row["over_10s"]),
+                                    worst=i18n.number(row["lat_max_ms"] / 1000, digits=1)))
+    if slow.empty and results["over_2s"].notna().any():
+        worst = results.loc[results["lat_max_ms"].idxmax()]
+        section.sentences.append(_t("tio.none_slow", lang, ms=_fmt(worst["lat_max_ms"]), system=worst["system"],
+                                    test=test_name(worst["test"])))
+    return section
