@@ -165,12 +165,8 @@ class Recipe:
             recipe.tests = [by_name[name] for name in keep]
             recipe.preset, recipe.selected = preset, True
         if tests:
-            by_name = {t.name: t for t in self.tests}
-            unknown = [name for name in tests if name not in by_name]
-            if unknown:
-                raise IolabError(f"no test {unknown[0]!r} (tests: {', '.join(by_name)})",
-                                 context=f"{recipe.name}: --tests")
-            recipe.tests = [by_name[name] for name in tests]
+            # --tests picks among all the recipe's tests, in the order given (a preset does not limit it)
+            recipe.tests = self.pick_tests(tests, order="given", context="--tests")
             recipe.selected = True
         if size is not None:
             recipe.defaults["size"] = parse_size(size, context=f"{ctx}: --size")
@@ -184,6 +180,44 @@ class Recipe:
             recipe.defaults["max_repeat"] = int(repeat)
         if isolation is not None:
             recipe.isolation = _choice(isolation, ISOLATION_MODES, f"{ctx}: --isolation")
+        return recipe
+
+    def pick_tests(self, names, *, order: str = "recipe", context: str = "tests", subject: str | None = None) -> list:
+        """This recipe's tests named in ``names`` (a name or a list; blank names ignored; none: all).
+
+        ``order`` ``"recipe"`` keeps the recipe's order, ``"given"`` the order of
+        ``names``. An unknown name or a plain job file (no tests to choose) raises
+        :class:`IolabError` naming ``context`` (after the recipe's name, or alone
+        when ``subject`` says whose tests they are) and the tests there are.
+        """
+        wanted = [names] if isinstance(names, str) else [str(n) for n in (names or [])]
+        wanted = [n for n in wanted if n]
+        if not wanted:
+            return list(self.tests)
+        if self.jobfile is not None:
+            raise IolabError("a plain fio job file runs as a whole; it has no tests to choose",
+                             context=f"{self.name}: {context}")
+        by_name = {t.name: t for t in self.tests}
+        unknown = [n for n in wanted if n not in by_name]
+        if unknown:
+            hint = "its tests: " + ", ".join(by_name)
+            if subject:
+                raise IolabError(f"{subject} has no test {unknown[0]!r}", context=context, hint=hint)
+            raise IolabError(f"no test {unknown[0]!r}", context=f"{self.name}: {context}", hint=hint)
+        if order == "given":
+            return [by_name[n] for n in wanted]
+        return [t for t in self.tests if t.name in wanted]
+
+    def select_tests(self, names=None, *, preset: str | None = None) -> "Recipe":
+        """A copy with ``preset`` applied first (as ``--preset``), then only ``names`` kept in the recipe's order.
+
+        The result has its presets resolved (a later :meth:`with_overrides` keeps
+        exactly these tests), so the run's ``recipe.yaml`` records what ran.
+        """
+        recipe = self.with_overrides(preset=preset or None)
+        where = f"recipe {recipe.name}" + (f" (preset {recipe.preset})" if recipe.preset else "")
+        recipe.tests = recipe.pick_tests(names, order="recipe", context="tests", subject=where)
+        recipe.presets = {}  # already applied: a later with_overrides() must not re-apply "default"
         return recipe
 
     def steps(self) -> list:

@@ -37,7 +37,6 @@ the measure notebook and the run panel of :mod:`iolab.report.widgets`.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import datetime as _dt
 import json
@@ -75,30 +74,12 @@ KERNEL = "python3"
 def select_tests(recipe, tests: Sequence[str] | str | None = None, *, preset: str | None = None) -> recipes.Recipe:
     """``recipe`` (name, path or :class:`~iolab.engine.recipes.Recipe`) with only ``tests`` kept.
 
-    ``preset`` is applied first (as ``iolab run --preset``); ``tests`` then
-    keeps the named tests in the recipe's order (empty: all). The result has
-    its presets resolved, so :func:`iolab.engine.runner.run` runs exactly these tests;
-    ``recipe.yaml`` in the run directory records them.
+    :meth:`iolab.engine.recipes.Recipe.select_tests`: ``preset`` first, then the
+    named tests in the recipe's order (empty: all), presets resolved.
     """
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(str(recipe))
-    recipe = recipe.with_overrides(preset=preset or None)
-    wanted = [tests] if isinstance(tests, str) else [str(t) for t in (tests or [])]
-    wanted = [t for t in wanted if t]
-    if wanted:
-        if recipe.jobfile is not None:
-            raise IolabError("a plain fio job file runs as a whole; it has no tests to choose",
-                             context=f"{recipe.name}: tests")
-        known = [t.name for t in recipe.tests]
-        unknown = [t for t in wanted if t not in known]
-        if unknown:
-            where = f"recipe {recipe.name}" + (f" (preset {recipe.preset})" if recipe.preset else "")
-            raise IolabError(f"{where} has no test {unknown[0]!r}", context="tests",
-                             hint="its tests: " + ", ".join(known))
-        recipe = copy.deepcopy(recipe)
-        recipe.tests = [t for t in recipe.tests if t.name in wanted]
-    recipe.presets = {}  # already applied: a later with_overrides() must not re-apply "default"
-    return recipe
+    return recipe.select_tests(tests, preset=preset)
 
 
 # ---------------------------------------------------------------------------
