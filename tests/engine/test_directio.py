@@ -1,6 +1,6 @@
 """iolab.engine.directio: GNOME Disks' offsets (GLib's generator, checked against libglib),
 aligned huge-page buffers, and every worker operation run as the engines run it
-(a fresh ``python -I -S directio.py OP SPEC`` process) on real files."""
+(a fresh ``python -I -S iolab/engine/directio OP SPEC`` process) on real files."""
 from __future__ import annotations
 
 import ctypes
