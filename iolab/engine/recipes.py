@@ -333,7 +333,30 @@ def parse_recipe(data, source: str) -> Recipe:
     if filesystem is not None:
         _choice(filesystem, ("ext4", "xfs"), f"{source}: filesystem")
 
-    defaults_in = data.get("defaults") or {}
+    defaults = _parse_defaults(data.get("defaults") or {}, source)
+    fio_global = _fio_options(data.get("fio") or {}, f"{source}: fio")
+    tests, seen = [], set()
+    for index, ctx, raw in yamlfile.named_items(data["tests"], f"{source}: tests", what="test",
+                                                  allowed=TEST_KEYS):
+        name = str(raw["name"])
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", name):
+            raise IolabError(f"test names become file names: use letters, digits and . _ + - only, got {name!r}",
+                             context=f"{ctx}.name")
+        if name in seen:
+            raise IolabError("duplicate test name", context=f"{source}: tests[{index}] ({name})")
+        seen.add(name)
+        tests.append(_parse_test(name, raw, f"{source}: tests[{index}] ({name})"))
+    presets = _parse_presets(data.get("presets") or {}, seen, source)
+
+    return Recipe(name=data["name"], description=data["description"], tests=tests,
+                  about=data.get("about", ""), tool=data.get("tool", ""), statistic=statistic,
+                  isolation=isolation, defaults=defaults, fio=fio_global, filesystem=filesystem,
+                  output_format=output_format, notes=data.get("notes", ""), presets=presets,
+                  engine=engine, options=engine_options, source=source)
+
+
+def _parse_defaults(defaults_in, source: str) -> dict:
+    """The recipe's ``defaults:`` block, every value checked and in seconds or bytes."""
     if not isinstance(defaults_in, dict):
         raise IolabError("must be a mapping", context=f"{source}: defaults")
     check_keys(defaults_in, DEFAULT_KEYS, f"{source}: defaults")
@@ -367,58 +390,47 @@ def parse_recipe(data, source: str) -> Recipe:
     if "watchdog_margin" in defaults_in:  # seconds a test may overrun its estimate before it is stopped
         defaults["watchdog_margin"] = parse_seconds(defaults_in["watchdog_margin"],
                                                     context=f"{source}: defaults.watchdog_margin")
+    return defaults
 
-    fio_global = _fio_options(data.get("fio") or {}, f"{source}: fio")
-    tests, seen = [], set()
-    for index, ctx, raw in yamlfile.named_items(data["tests"], f"{source}: tests", what="test",
-                                                  allowed=TEST_KEYS):
-        name = str(raw["name"])
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", name):
-            raise IolabError(f"test names become file names: use letters, digits and . _ + - only, got {name!r}",
-                             context=f"{ctx}.name")
-        ctx = f"{source}: tests[{index}] ({name})"
-        if name in seen:
-            raise IolabError("duplicate test name", context=ctx)
-        seen.add(name)
-        if "rw" not in raw:
-            raise IolabError("missing required field 'rw'", context=ctx)
-        rws = raw["rw"] if isinstance(raw["rw"], list) else [raw["rw"]]
-        for rw in rws:
-            _choice(rw, RW_VALUES, f"{ctx}.rw")
-        test = Test(name=name, description=str(raw.get("description", "")), rw=list(rws))
-        if "bs" in raw:
-            # written back in fio's own notation: fio reads "4KiB" as 4000 bytes
-            test.bs = fio_size(parse_size(raw["bs"], context=f"{ctx}.bs"))
-        test.iodepth = _int_list(raw.get("iodepth", 1), f"{ctx}.iodepth")
-        test.numjobs = _int_list(raw.get("numjobs", 1), f"{ctx}.numjobs")
-        if "rwmixread" in raw:
-            mix = raw["rwmixread"]
-            if isinstance(mix, bool) or not isinstance(mix, int) or not 0 <= mix <= 100:
-                raise IolabError(f"must be a percentage 0-100, got {mix!r}", context=f"{ctx}.rwmixread")
-            test.rwmixread = mix
-        if "runtime" in raw:
-            test.runtime = parse_seconds(raw["runtime"], context=f"{ctx}.runtime")
-        if "size" in raw:
-            test.size = parse_size(raw["size"], context=f"{ctx}.size")
-        test.cache = _choice(raw.get("cache", "isolation"), CACHE_STATES, f"{ctx}.cache")
-        test.fio = _fio_options(raw.get("fio") or {}, f"{ctx}.fio")
-        tests.append(test)
 
-    presets = data.get("presets") or {}
+def _parse_test(name: str, raw: dict, ctx: str) -> Test:
+    """One entry of ``tests:`` (its name already checked); errors name the test by index and name."""
+    if "rw" not in raw:
+        raise IolabError("missing required field 'rw'", context=ctx)
+    rws = raw["rw"] if isinstance(raw["rw"], list) else [raw["rw"]]
+    for rw in rws:
+        _choice(rw, RW_VALUES, f"{ctx}.rw")
+    test = Test(name=name, description=str(raw.get("description", "")), rw=list(rws))
+    if "bs" in raw:
+        # written back in fio's own notation: fio reads "4KiB" as 4000 bytes
+        test.bs = fio_size(parse_size(raw["bs"], context=f"{ctx}.bs"))
+    test.iodepth = _int_list(raw.get("iodepth", 1), f"{ctx}.iodepth")
+    test.numjobs = _int_list(raw.get("numjobs", 1), f"{ctx}.numjobs")
+    if "rwmixread" in raw:
+        mix = raw["rwmixread"]
+        if isinstance(mix, bool) or not isinstance(mix, int) or not 0 <= mix <= 100:
+            raise IolabError(f"must be a percentage 0-100, got {mix!r}", context=f"{ctx}.rwmixread")
+        test.rwmixread = mix
+    if "runtime" in raw:
+        test.runtime = parse_seconds(raw["runtime"], context=f"{ctx}.runtime")
+    if "size" in raw:
+        test.size = parse_size(raw["size"], context=f"{ctx}.size")
+    test.cache = _choice(raw.get("cache", "isolation"), CACHE_STATES, f"{ctx}.cache")
+    test.fio = _fio_options(raw.get("fio") or {}, f"{ctx}.fio")
+    return test
+
+
+def _parse_presets(presets, known: set, source: str) -> dict:
+    """``presets:``: name -> non-empty list of the recipe's test names."""
     if not isinstance(presets, dict):
         raise IolabError("must be a mapping of preset name to test names", context=f"{source}: presets")
     for preset, names in presets.items():
         if not isinstance(names, list) or not names:
             raise IolabError("must be a non-empty list of test names", context=f"{source}: presets.{preset}")
         for test_name in names:
-            if test_name not in seen:
+            if test_name not in known:
                 raise IolabError(f"names unknown test {test_name!r}", context=f"{source}: presets.{preset}")
-
-    return Recipe(name=data["name"], description=data["description"], tests=tests,
-                  about=data.get("about", ""), tool=data.get("tool", ""), statistic=statistic,
-                  isolation=isolation, defaults=defaults, fio=fio_global, filesystem=filesystem,
-                  output_format=output_format, notes=data.get("notes", ""), presets=presets,
-                  engine=engine, options=engine_options, source=source)
+    return presets
 
 
 def _fio_options(options, ctx) -> dict:
