@@ -26,7 +26,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import signal
 import time
 from pathlib import Path
 
@@ -36,6 +35,7 @@ import yaml
 from iolab.engine import fio, fioproc, jobgate, leftfiles, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
 from iolab.core import progress as progress_
 from iolab.core.errors import IolabError
+from iolab.core.signals import sigterm_raises
 from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
 from iolab.engine.fioparse import client_fairness, latency_over
@@ -54,22 +54,9 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process is so that every cleanup runs as for Ctrl-C."""
 
 
-@contextlib.contextmanager
 def sigterm_interrupts():
     """Turn SIGTERM into :class:`Terminated` while the block runs (main thread only)."""
-    import threading
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return sigterm_raises(Terminated)
 
 
 @dataclasses.dataclass
