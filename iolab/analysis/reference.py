@@ -162,14 +162,3 @@ def table_specs(info: dict, frame: pd.DataFrame) -> list[dict]:
         return list(info["tables"])
     part = frame[frame["value"].notna()][["benchmark", "metric"]].drop_duplicates()
     return [{"benchmark": b, "metric": m, "title": f"{b}: {m}"} for b, m in part.itertuples(index=False)]
-
-
-def notes(frame: pd.DataFrame, lang: str) -> str:
-    """The article's remarks on the rows of one table, as a Markdown list ('' when none)."""
-    from iolab.report import i18n
-    rows = frame[frame["note"].astype(str).str.strip() != ""]
-    rows = rows[~unmeasurable(rows)]
-    if rows.empty:
-        return ""
-    items = [f"- {r['system']}, {i18n.test_label(r['test'], '', lang)}: {r['note']}" for _, r in rows.iterrows()]
-    return "**" + i18n.text("labels.article_notes", lang) + "**\n\n" + "\n".join(items)

@@ -336,22 +336,6 @@ def article_table(data: pd.DataFrame, *, metric: str = "bw_mbps", system: str = 
     return Table(shown, caption=caption or caption_for(metric, metric_unit(metric), lang), notes=[note], data=numbers)
 
 
-def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: str = "en",
-                    caption: str | None = None) -> Table:
-    """An article's table from :func:`iolab.analysis.reference.load`: rows = tests, columns = systems, as published."""
-    from iolab.analysis.reference import as_summary
-    part = frame[(frame["benchmark"] == benchmark) & (frame["metric"] == metric)]
-    if part.empty:
-        raise IolabError(f"no {metric!r} figures for {benchmark!r}", context="reference_table")
-    summary = as_summary(part)
-    unit = str(part["unit"].iloc[0])
-    caption = caption or f"{benchmark}: {caption_for(metric, unit, lang)}"
-    if unit and i18n.unit(unit, lang) not in caption:
-        caption = f"{caption} ({i18n.unit(unit, lang)})"
-    note = i18n.text("labels.published_note", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
-    return pivot(summary, lang=lang, caption=caption, published=True, notes=[note])
-
-
 # ---------------------------------------------------------------------------
 # provenance
 
@@ -495,20 +479,6 @@ def provenance_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "e
     frame = frame.set_index(i18n.text("labels.system", lang))
     frame = frame.map(lambda v: DASH if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
     return Table(frame, caption=i18n.text("tables.provenance", lang))
-
-
-def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en") -> Table:
-    """The article's columns: system, device, memory, cache isolated."""
-    systems = frame[["system", "device", "memory", "cache_isolated"]].drop_duplicates("system")
-    out = pd.DataFrame({
-        i18n.text("labels.device", lang): systems["device"].values,
-        i18n.text("labels.memory", lang): systems["memory"].values,
-        i18n.text("labels.isolation", lang): [_yes_no(v, lang) if not pd.isna(v) else DASH
-                                              for v in systems["cache_isolated"]],
-    }, index=pd.Index(systems["system"].values, name=i18n.text("labels.system", lang)))
-    # an article that names no device, memory or cache set-up: no column of dashes
-    out = out.loc[:, [not all(pd.isna(v) or str(v) in ("", DASH) for v in out[c]) for c in out.columns]]
-    return Table(out, caption=i18n.text("headings.environment", lang))
 
 
 def _unique(names: Sequence[str]) -> list[str]:

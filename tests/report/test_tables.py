@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from iolab.analysis import reference
-from iolab.report import notebooks as report, tables
+from iolab.report import articles, notebooks as report, tables
 from iolab.core.errors import IolabError
 import cli_helpers
 
@@ -109,15 +109,26 @@ def test_table_markdown_and_html():
 
 def test_reference_table_shows_figures_as_published():
     frame = reference.load(article="dedicated-server-2013")
-    table = tables.reference_table(frame, benchmark="bonnie++", metric="throughput", lang="en")
+    table = articles.reference_table(frame, benchmark="bonnie++", metric="throughput", lang="en")
     assert table.caption == "bonnie++: Throughput (KB/s)"
     assert table.frame.loc["Block write", "SSD Intel 330 (mem=512M)"] == "258,506"
     assert table.frame.loc["Per-char read", "SATA HDD (16GB RAM)"] == "+++++"
-    tio = tables.reference_table(frame, benchmark="tiobench", metric="throughput", lang="ja")
+    tio = articles.reference_table(frame, benchmark="tiobench", metric="throughput", lang="ja")
     assert tio.frame.loc["シーケンシャル読み込み", "SATA HDD (16GB RAM)"] == "19,339.364"
     assert "(MB/秒)" in tio.caption
     with pytest.raises(IolabError, match="no 'nothing' figures"):
-        tables.reference_table(frame, benchmark="bonnie++", metric="nothing")
+        articles.reference_table(frame, benchmark="bonnie++", metric="nothing")
+
+
+def test_article_remarks_are_translated_in_the_report_layer():
+    """The article's own remarks under a table: the heading in the report's language, unmeasurable rows left out."""
+    frame = reference.load(article="gigaexpress")
+    part = frame[(frame["benchmark"] == "hdparm") & (frame["metric"] == "throughput")]
+    en, ja = articles.notes(part, "en"), articles.notes(part, "ja")
+    assert en.startswith("**The article's remarks**\n\n- RAID5 SCSI HDD /dev/sda1, -T cached reads: one run shown")
+    assert ja.startswith("**記事の注記**\n\n")
+    assert en.count("\n- ") == ja.count("\n- ") == 5
+    assert articles.notes(part[part["note"].astype(str).str.strip() == ""], "en") == ""
 
 
 def test_environment_and_provenance_tables_from_fixture_manifests():
@@ -168,7 +179,7 @@ def test_no_memory_limit_row_for_o_direct_runs():
 
 def test_reference_systems_table_has_no_column_of_dashes():
     from iolab.analysis import reference
-    nytro = tables.reference_systems_table(reference.load(article="nytro"))
+    nytro = articles.reference_systems_table(reference.load(article="nytro"))
     assert list(nytro.frame.columns) == [] and len(nytro.frame) == 2
-    full = tables.reference_systems_table(reference.load(article="dedicated-server-2013"))
+    full = articles.reference_systems_table(reference.load(article="dedicated-server-2013"))
     assert list(full.frame.columns) == ["Device", "Memory", "Cache isolation"]

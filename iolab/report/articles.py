@@ -1,0 +1,53 @@
+"""A published article in the report: its tables as printed, the systems it tested, its own remarks.
+
+The figures come from :func:`iolab.analysis.reference.load`; this module only
+puts them into the report's shapes (:class:`iolab.report.tables.Table`,
+Markdown) in English or Japanese, so the analysis layer needs no translation.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from iolab.analysis import reference
+from iolab.core.errors import IolabError
+from iolab.report import i18n, tables
+from iolab.report.tables import DASH, Table
+
+
+def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: str = "en",
+                    caption: str | None = None) -> Table:
+    """An article's table from :func:`iolab.analysis.reference.load`: rows = tests, columns = systems, as published."""
+    part = frame[(frame["benchmark"] == benchmark) & (frame["metric"] == metric)]
+    if part.empty:
+        raise IolabError(f"no {metric!r} figures for {benchmark!r}", context="reference_table")
+    summary = reference.as_summary(part)
+    unit = str(part["unit"].iloc[0])
+    caption = caption or f"{benchmark}: {tables.caption_for(metric, unit, lang)}"
+    if unit and i18n.unit(unit, lang) not in caption:
+        caption = f"{caption} ({i18n.unit(unit, lang)})"
+    note = i18n.text("labels.published_note", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
+    return tables.pivot(summary, lang=lang, caption=caption, published=True, notes=[note])
+
+
+def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en") -> Table:
+    """The article's columns: system, device, memory, cache isolated."""
+    systems = frame[["system", "device", "memory", "cache_isolated"]].drop_duplicates("system")
+    out = pd.DataFrame({
+        i18n.text("labels.device", lang): systems["device"].values,
+        i18n.text("labels.memory", lang): systems["memory"].values,
+        i18n.text("labels.isolation", lang): [tables._yes_no(v, lang) if not pd.isna(v) else DASH
+                                              for v in systems["cache_isolated"]],
+    }, index=pd.Index(systems["system"].values, name=i18n.text("labels.system", lang)))
+    # an article that names no device, memory or cache set-up: no column of dashes
+    out = out.loc[:, [not all(pd.isna(v) or str(v) in ("", DASH) for v in out[c]) for c in out.columns]]
+    return Table(out, caption=i18n.text("headings.environment", lang))
+
+
+def notes(frame: pd.DataFrame, lang: str) -> str:
+    """The article's remarks on the rows of one table, as a Markdown list ('' when none)."""
+    rows = frame[frame["note"].astype(str).str.strip() != ""]
+    rows = rows[~reference.unmeasurable(rows)]
+    if rows.empty:
+        return ""
+    items = [f"- {r['system']}, {i18n.test_label(r['test'], '', lang)}: {r['note']}" for _, r in rows.iterrows()]
+    return "**" + i18n.text("labels.article_notes", lang) + "**\n\n" + "\n".join(items)
