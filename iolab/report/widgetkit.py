@@ -1,0 +1,53 @@
+"""What iolab's JupyterLab widgets share: the one place ipywidgets is imported, filling an Output, error HTML.
+
+ipywidgets is imported only when a widget is built (:func:`_ipywidgets`), so
+``import iolab.report.widgets`` works where it is not installed.
+"""
+from __future__ import annotations
+
+import html
+import io
+
+from iolab.core.errors import IolabError
+
+
+def _ipywidgets():
+    """The ipywidgets module, or an :class:`IolabError` saying how to get it."""
+    try:
+        import ipywidgets
+    except ImportError as exc:  # pragma: no cover - optional dependency
+        raise IolabError("ipywidgets is not installed: the interactive widgets need it",
+                         hint="pip install 'iolab[notebook]'") from exc
+    return ipywidgets
+
+
+def _show(output, *objects) -> None:
+    """Replace what ``output`` shows with ``objects`` (works without a kernel and from threads)."""
+    output.outputs = ()
+    for obj in objects:
+        output.append_display_data(obj)
+
+
+def _markdown(text: str):
+    from IPython.display import Markdown
+    return Markdown(text)
+
+
+def _html(text: str):
+    from IPython.display import HTML
+    return HTML(text)
+
+
+def _png(figure):
+    from IPython.display import Image
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight")
+    return Image(data=buffer.getvalue(), format="png")
+
+
+def _error_html(message: str) -> str:
+    return f'<span style="color:#b00020"><b>Error:</b> {html.escape(message)}</span>'
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in str(text or "").replace("\n", ",").split(",") if part.strip()]
