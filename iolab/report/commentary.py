@@ -28,74 +28,26 @@ Computation (:func:`winners`, :func:`versus`, :func:`group_ranges`,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import pandas as pd
 
-from iolab.report import i18n, verdicts
 from iolab.core.errors import IolabError
-from iolab.analysis.stats import HIGH_VARIANCE_COV
+from iolab.report import i18n, verdicts
+from iolab.report.cache_commentary import cache_effects, cache_pairs, cache_sentences
+from iolab.report.commentary_base import (KNOWN_FLAGS, LOWER_IS_BETTER, LOWER_IS_BETTER_PREFIXES, Rules, _better,
+                                          _check, _groups_of, _range, _t, _test, _value, higher_is_better)
 
-#: Metrics where smaller is better (run columns and article metrics).
-LOWER_IS_BETTER_PREFIXES = ("lat_", "latency")
-LOWER_IS_BETTER = {"elapsed", "overhead", "runtime_s"}
-
-#: Flags the engine writes (``flags`` column, ';'-joined) that the prose explains.
-KNOWN_FLAGS = ("cache_suspect", "cache_inflated", "cpu_bound", "high_variance", "too_short",
-               "small_file", "oom_killed", "error")
-
-
-def higher_is_better(metric: str) -> bool:
-    metric = str(metric)
-    return not (metric.startswith(LOWER_IS_BETTER_PREFIXES) or metric in LOWER_IS_BETTER)
-
-
-@dataclass(frozen=True)
-class Rules:
-    """Thresholds of the commentary (defaults as in the module docstring)."""
-    tolerance: float = verdicts.TIE_TOLERANCE  # a tie when values differ by at most this fraction
-    par: float = verdicts.PAR  # "on par" with the baseline within this fraction
-    inflated: float = 10.0    # cached / isolated >= this: inflated by the page cache
-    helped: float = 2.0       # cached / isolated >= this: probably helped by the cache
-    max_cov: float = HIGH_VARIANCE_COV  # a CoV above this is a caveat (the stored flag's threshold)
-    severe_cov: float = 0.20  # ... above this, the variation is called large
-    pct_below: float = 1.2    # leads below this factor are stated in percent
-    max_listed: int = 8       # more systems than this: name the first few, summarise the rest
-    top: int = 3              # ... naming this many
-
-
-def _check(summary: pd.DataFrame) -> pd.DataFrame:
-    missing = {"system", "test", "value"} - set(summary.columns)
-    if missing:
-        raise IolabError("summary lacks columns " + ", ".join(sorted(missing)), context="commentary")
-    frame = summary.copy()
-    for column, default in (("direction", ""), ("metric", ""), ("unit", ""), ("n", 1), ("flags", ""),
-                            ("ci_low", math.nan), ("ci_high", math.nan), ("cov", math.nan),
-                            ("unmeasurable", False), ("cache_isolated", True)):
-        if column not in frame.columns:
-            frame[column] = default
-    frame["direction"] = frame["direction"].fillna("").astype(str)
-    frame["flags"] = frame["flags"].fillna("").astype(str)
-    frame["cache_isolated"] = frame["cache_isolated"].map(lambda v: True if pd.isna(v) else bool(v))
-    frame["unmeasurable"] = frame["unmeasurable"].fillna(False).astype(bool)
-    frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype(float)
-    return frame
-
-
-_better = verdicts.advantage
+#: The commentary's names, those of :mod:`iolab.report.commentary_base` and
+#: :mod:`iolab.report.cache_commentary` included (one place to import from).
+__all__ = ["KNOWN_FLAGS", "LOWER_IS_BETTER", "LOWER_IS_BETTER_PREFIXES", "Rules", "cache_effects", "cache_pairs",
+           "cache_sentences", "caveat_sentences", "caveats", "default_groups", "describe", "group_ranges",
+           "group_sentences", "higher_is_better", "is_close", "pick_baseline", "versus", "winner_sentences", "winners"]
 
 
 def is_close(a: pd.Series, b: pd.Series, tolerance: float = verdicts.TIE_TOLERANCE) -> str | None:
     """``"ci"`` if both have CIs that overlap, ``"pct"`` if within ``tolerance``, else None
     (:func:`iolab.report.verdicts.tie`)."""
     return verdicts.tie(a, b, tolerance)
-
-
-def _groups_of(frame: pd.DataFrame):
-    keys = ["test", "direction"]
-    order = frame[keys].drop_duplicates()
-    for test, direction in order.itertuples(index=False):
-        yield test, direction, frame[(frame["test"] == test) & (frame["direction"] == direction)]
 
 
 def winners(summary: pd.DataFrame, *, higher: bool | None = None, rules: Rules = Rules()) -> pd.DataFrame:
@@ -205,56 +157,6 @@ def group_ranges(vs: pd.DataFrame, groups: dict[str, list[str]], *, rules: Rules
     return pd.DataFrame(rows, columns=["group", "tests", "system", "low", "high", "on_par", "spread"])
 
 
-def cache_pairs(summary: pd.DataFrame) -> dict[str, str]:
-    """Not-isolated system -> the isolated system on the same ``device`` (where known)."""
-    frame = _check(summary)
-    if "device" not in frame.columns:
-        return {}
-    pairs = {}
-    systems = frame[["system", "device", "cache_isolated"]].drop_duplicates("system")
-    for _, row in systems[~systems["cache_isolated"]].iterrows():
-        same = systems[(systems["device"] == row["device"]) & systems["cache_isolated"]]
-        if not same.empty:
-            pairs[row["system"]] = same["system"].iloc[0]
-    return pairs
-
-
-def cache_effects(summary: pd.DataFrame, pairs: dict[str, str] | None = None, *,
-                  higher: bool | None = None, rules: Rules = Rules()) -> pd.DataFrame:
-    """How far each not-isolated system's results sit from the isolated same device.
-
-    Columns: ``system, reference, test, direction, value, reference_value,
-    factor`` (> 1: the cached result looks better) and ``verdict``:
-    ``inflated`` (>= rules.inflated), ``helped`` (>= rules.helped), ``unaffected``
-    or ``unmeasurable`` (the tool could not time it: too fast).
-    """
-    frame = _check(summary)
-    pairs = cache_pairs(frame) if pairs is None else pairs
-    rows = []
-    for test, direction, group in _groups_of(frame):
-        up = higher_is_better(str(group["metric"].iloc[0])) if higher is None else higher
-        for cached, isolated in pairs.items():
-            c = group[group["system"] == cached]
-            i = group[group["system"] == isolated]
-            if c.empty or i.empty:
-                continue
-            c, i = c.iloc[0], i.iloc[0]
-            row = {"system": cached, "reference": isolated, "test": test, "direction": direction,
-                   "value": c["value"], "reference_value": i["value"], "factor": math.nan, "unit": c["unit"]}
-            if pd.isna(c["value"]):
-                if c["unmeasurable"]:
-                    rows.append({**row, "verdict": "unmeasurable"})
-                continue
-            if pd.isna(i["value"]):
-                continue
-            f = _better(c["value"], i["value"], up)
-            verdict = ("inflated" if f >= rules.inflated else "helped" if f >= rules.helped
-                       else "worse" if f <= 1 / rules.helped else "unaffected")
-            rows.append({**row, "factor": f, "verdict": verdict})
-    return pd.DataFrame(rows, columns=["system", "reference", "test", "direction", "value", "reference_value",
-                                       "factor", "unit", "verdict"])
-
-
 def caveats(summary: pd.DataFrame, *, rules: Rules = Rules()) -> pd.DataFrame:
     """One row per (flag, system) with the tests it concerns (``all_tests``: every test of that
     system shown, so the prose says "all tests" instead of listing them).
@@ -302,25 +204,6 @@ def pick_baseline(summary: pd.DataFrame) -> str | None:
 
 # ---------------------------------------------------------------------------
 # prose
-
-
-def _t(key: str, lang: str, **fields) -> str:
-    return i18n.text(f"commentary.{key}", lang, **fields)
-
-
-def _value(value: float, unit: str, lang: str, *, published: bool) -> str:
-    number = i18n.as_published(value) if published else i18n.number(value)
-    unit = i18n.unit(unit, lang) if unit else ""
-    return f"{number} {unit}".strip()
-
-
-def _test(test: str, direction: str, lang: str) -> str:
-    return i18n.test_label(test, direction, lang)
-
-
-def _range(low: float, high: float) -> str:
-    lo, hi = i18n.factor(low), i18n.factor(high)
-    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
@@ -412,47 +295,6 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
         key = "vs_group_single" if test_names == title else "vs_group"
         out.append(_t(key, lang, group=title, tests=test_names, baseline=baseline,
                       items=i18n.join(items, lang) if lang == "en" else "、".join(items)))
-    return out
-
-
-def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False,
-                    rules: Rules = Rules()) -> list[str]:
-    """Per not-isolated system: what the page cache did to its numbers."""
-    out = []
-    for system in dict.fromkeys(effects["system"]):
-        part = effects[effects["system"] == system]
-        reference = part["reference"].iloc[0]
-        parts = [_t("cache_intro", lang, system=system)]
-        for verdict in ("inflated", "helped"):
-            rows = part[part["verdict"] == verdict]
-            if rows.empty:
-                continue
-            items = [_t("cache_item", lang, test=_test(r["test"], r["direction"], lang),
-                        value=_value(r["value"], r["unit"], lang, published=published),
-                        factor=i18n.factor(r["factor"]))
-                     for _, r in rows.iterrows()]
-            parts.append(_t(f"cache_{verdict}", lang, items=i18n.join(items, lang), reference=reference))
-        worse = part[part["verdict"] == "worse"]
-        if not worse.empty:
-            items = [_t("cache_item_worse", lang, test=_test(r["test"], r["direction"], lang),
-                        value=_value(r["value"], r["unit"], lang, published=published),
-                        factor=i18n.factor(1 / r["factor"]))
-                     for _, r in worse.iterrows()]
-            parts.append(_t("cache_worse", lang, items=i18n.join(items, lang), reference=reference))
-        too_fast = part[part["verdict"] == "unmeasurable"]
-        if not too_fast.empty:
-            parts.append(_t("cache_unmeasurable", lang, tests=i18n.join(
-                [_test(r["test"], r["direction"], lang) for _, r in too_fast.iterrows()], lang)))
-        rest = part[part["verdict"] == "unaffected"]
-        near = rest["factor"].map(lambda f: verdicts.close(f, rules.par)).astype(bool)
-        for key, rows in (("cache_close", rest[near]), ("cache_unaffected", rest[~near])):
-            if not rows.empty:
-                parts.append(_t(key, lang, tests=i18n.join(
-                    [_test(r["test"], r["direction"], lang) for _, r in rows.iterrows()], lang),
-                    factor=_range(rows["factor"].min(), rows["factor"].max()), reference=reference,
-                    helped=i18n.factor(rules.helped)))
-        if len(parts) > 1:
-            out.append(" ".join(parts) if lang == "en" else "".join(parts))
     return out
 
 

@@ -1,0 +1,105 @@
+"""What the page cache did: a system measured without cache isolation against the isolated same device.
+
+:func:`cache_pairs` finds the pairs (same ``device``), :func:`cache_effects`
+the factor per test and its verdict (inflated, helped, unaffected, worse,
+unmeasurable), :func:`cache_sentences` the prose in ``en`` or ``ja``.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from iolab.report import i18n, verdicts
+from iolab.report.commentary_base import Rules, _better, _check, _groups_of, _range, _t, _test, _value, higher_is_better
+
+
+def cache_pairs(summary: pd.DataFrame) -> dict[str, str]:
+    """Not-isolated system -> the isolated system on the same ``device`` (where known)."""
+    frame = _check(summary)
+    if "device" not in frame.columns:
+        return {}
+    pairs = {}
+    systems = frame[["system", "device", "cache_isolated"]].drop_duplicates("system")
+    for _, row in systems[~systems["cache_isolated"]].iterrows():
+        same = systems[(systems["device"] == row["device"]) & systems["cache_isolated"]]
+        if not same.empty:
+            pairs[row["system"]] = same["system"].iloc[0]
+    return pairs
+
+
+def cache_effects(summary: pd.DataFrame, pairs: dict[str, str] | None = None, *,
+                  higher: bool | None = None, rules: Rules = Rules()) -> pd.DataFrame:
+    """How far each not-isolated system's results sit from the isolated same device.
+
+    Columns: ``system, reference, test, direction, value, reference_value,
+    factor`` (> 1: the cached result looks better) and ``verdict``:
+    ``inflated`` (>= rules.inflated), ``helped`` (>= rules.helped), ``unaffected``
+    or ``unmeasurable`` (the tool could not time it: too fast).
+    """
+    frame = _check(summary)
+    pairs = cache_pairs(frame) if pairs is None else pairs
+    rows = []
+    for test, direction, group in _groups_of(frame):
+        up = higher_is_better(str(group["metric"].iloc[0])) if higher is None else higher
+        for cached, isolated in pairs.items():
+            c = group[group["system"] == cached]
+            i = group[group["system"] == isolated]
+            if c.empty or i.empty:
+                continue
+            c, i = c.iloc[0], i.iloc[0]
+            row = {"system": cached, "reference": isolated, "test": test, "direction": direction,
+                   "value": c["value"], "reference_value": i["value"], "factor": math.nan, "unit": c["unit"]}
+            if pd.isna(c["value"]):
+                if c["unmeasurable"]:
+                    rows.append({**row, "verdict": "unmeasurable"})
+                continue
+            if pd.isna(i["value"]):
+                continue
+            f = _better(c["value"], i["value"], up)
+            verdict = ("inflated" if f >= rules.inflated else "helped" if f >= rules.helped
+                       else "worse" if f <= 1 / rules.helped else "unaffected")
+            rows.append({**row, "factor": f, "verdict": verdict})
+    return pd.DataFrame(rows, columns=["system", "reference", "test", "direction", "value", "reference_value",
+                                       "factor", "unit", "verdict"])
+
+
+def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False,
+                    rules: Rules = Rules()) -> list[str]:
+    """Per not-isolated system: what the page cache did to its numbers."""
+    out = []
+    for system in dict.fromkeys(effects["system"]):
+        part = effects[effects["system"] == system]
+        reference = part["reference"].iloc[0]
+        parts = [_t("cache_intro", lang, system=system)]
+        for verdict in ("inflated", "helped"):
+            rows = part[part["verdict"] == verdict]
+            if rows.empty:
+                continue
+            items = [_t("cache_item", lang, test=_test(r["test"], r["direction"], lang),
+                        value=_value(r["value"], r["unit"], lang, published=published),
+                        factor=i18n.factor(r["factor"]))
+                     for _, r in rows.iterrows()]
+            parts.append(_t(f"cache_{verdict}", lang, items=i18n.join(items, lang), reference=reference))
+        worse = part[part["verdict"] == "worse"]
+        if not worse.empty:
+            items = [_t("cache_item_worse", lang, test=_test(r["test"], r["direction"], lang),
+                        value=_value(r["value"], r["unit"], lang, published=published),
+                        factor=i18n.factor(1 / r["factor"]))
+                     for _, r in worse.iterrows()]
+            parts.append(_t("cache_worse", lang, items=i18n.join(items, lang), reference=reference))
+        too_fast = part[part["verdict"] == "unmeasurable"]
+        if not too_fast.empty:
+            parts.append(_t("cache_unmeasurable", lang, tests=i18n.join(
+                [_test(r["test"], r["direction"], lang) for _, r in too_fast.iterrows()], lang)))
+        rest = part[part["verdict"] == "unaffected"]
+        near = rest["factor"].map(lambda f: verdicts.close(f, rules.par)).astype(bool)
+        for key, rows in (("cache_close", rest[near]), ("cache_unaffected", rest[~near])):
+            if not rows.empty:
+                parts.append(_t(key, lang, tests=i18n.join(
+                    [_test(r["test"], r["direction"], lang) for _, r in rows.iterrows()], lang),
+                    factor=_range(rows["factor"].min(), rows["factor"].max()), reference=reference,
+                    helped=i18n.factor(rules.helped)))
+        if len(parts) > 1:
+            out.append(" ".join(parts) if lang == "en" else "".join(parts))
+    return out
