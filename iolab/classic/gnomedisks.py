@@ -8,7 +8,7 @@
     at the same positions, after each read: the bytes just read are written
     back in place and ``fsync``'d, timed (GNOME Disks' non-destructive
     rewrite). On a block device the safety rules apply first
-    (:func:`iolab.devices.inventory.check_writable`) and the device is opened ``O_EXCL``.
+    (:func:`iolab.devices.safety.check_writable`) and the device is opened ``O_EXCL``.
 ``access-time``
     ``access_samples`` (1000) page reads at uniformly random page-aligned
     offsets from GLib's generator seeded with 42 (reproduced exactly,
@@ -69,7 +69,7 @@ class Engine(ClassicEngine):
 
     def check_before_open(self) -> None:
         if self.options["write"]:
-            from iolab.devices.inventory import check_writable
+            from iolab.devices.safety import check_writable
             for target in self.targets:
                 if target.kind == "block":
                     check_writable(target.path, confirm=target.confirm)  # --confirm; refuses mounted, held, swap, root, signatures
@@ -81,7 +81,7 @@ class Engine(ClassicEngine):
             elif target.created_file:
                 self.layout(target, self.recipe.size)
             if self.options["write"] and target.kind == "emulated" and target.test_file is None:
-                from iolab.devices.inventory import check_writable
+                from iolab.devices.safety import check_writable
                 check_writable(target.filename)
             size = file_size(target.filename)
             if size < self.options["sample_size"]:

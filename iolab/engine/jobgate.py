@@ -12,7 +12,7 @@ a path outside the named targets       ``--allow-path PATH`` (repeatable)
 (``filename``, ``directory``,
 ``filename_format``, ``opendir``,
 iolog and log files, ``replay_redirect``)
-a block device written or trimmed      the device rules of :mod:`iolab.devices.inventory`
+a block device written or trimmed      the device rules of :mod:`iolab.devices.safety`
                                        (mounted, swap, held, root chain: never;
                                        a signature: ``--confirm DEVICE``)
 an existing regular file written       ``--confirm FILE`` (files iolab creates
@@ -478,21 +478,21 @@ def _check_options(text: str, source: str, allow: Allowances) -> None:
 
 def _destructive_problem(access: Access, confirms: list[str]) -> tuple[str, str] | None:
     """Why writing ``access`` is refused (reason, hint), or None."""
-    from iolab.devices import inventory as devices
+    from iolab.devices import blockdev, safety
     real = os.path.realpath(access.path)
     confirmed = any(os.path.realpath(c) == real for c in confirms)
     if access.kind == "device":
         try:
-            devices.check_writable(access.path, confirm=confirms or None)
+            safety.check_writable(access.path, confirm=confirms or None)
         except IolabError as exc:
             return exc.message, exc.hint or ""
         return None
     if access.kind != "file" or not os.path.isfile(real):
         return None  # a new file (or a directory jobs create files in)
-    if real in devices.swap_files():
+    if real in blockdev.swap_files():
         return "it is an active swap file", "iolab never writes a swap file"
-    for loop in devices.loops_backed_by(real):
-        verdict = devices.assess(loop)
+    for loop in blockdev.loops_backed_by(real):
+        verdict = safety.assess(loop)
         hard = [r.text for r in verdict.reasons if not r.overridable]
         if hard:
             return (f"it backs {loop}, which is {'; '.join(hard)}",

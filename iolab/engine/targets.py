@@ -56,7 +56,7 @@ class Target:
 
 def _provenance(path: str) -> dict | None:
     try:
-        from iolab.devices.inventory import device_provenance
+        from iolab.devices.provenance import device_provenance
     except ImportError:  # devices support not built into this checkout
         return None
     try:
@@ -105,7 +105,7 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
             targets.append(Target(spec=spec, kind="dir", path=str(path.resolve()), name=name))
         elif stat.S_ISBLK(mode):
             if writes:
-                from iolab.devices.inventory import check_writable
+                from iolab.devices.safety import check_writable
                 check_writable(str(path), confirm=confirm)
             _check_device_size(path, size, spec)
             targets.append(Target(spec=spec, kind="block", path=str(path.resolve()), name=name,
@@ -165,7 +165,7 @@ def opened(target: Target, *, run_id: str, size: int, filesystem: str | None, sc
             target.test_file = os.path.join(target.path, f"iolab-{run_id}.dat")
             target.created_file = True
         if target.kind == "block" and target.writes:
-            from iolab.devices.inventory import check_writable, open_exclusive
+            from iolab.devices.safety import check_writable, open_exclusive
             # checked again right before acting, and held with O_EXCL so nobody
             # mounts or claims the device while fio writes to it
             check_writable(target.path, confirm=target.confirm)

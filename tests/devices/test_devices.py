@@ -1,4 +1,4 @@
-"""iolab.devices.inventory: the refusal rules on real loop devices, inventory, provenance."""
+"""iolab.devices.safety and inventory: the refusal rules on real loop devices, inventory, provenance."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import pytest
 
 from device_fixtures import (  # noqa: F401 - fixtures
     iolab, make_loop, partition, requires, requires_root, scratch, sh)
-from iolab.devices import inventory as devices
+from iolab.devices import blockdev, inventory, provenance, safety
 from iolab.core.errors import IolabError
 
 pytestmark = [requires_root, requires("losetup", "wipefs", "mkfs.ext4", "sgdisk", "partx", "mkswap")]
@@ -17,7 +17,7 @@ pytestmark = [requires_root, requires("losetup", "wipefs", "mkfs.ext4", "sgdisk"
 
 def refusal(device, confirm=None) -> str:
     with pytest.raises(IolabError) as info:
-        devices.check_writable(device, confirm=confirm)
+        safety.check_writable(device, confirm=confirm)
     return str(info.value)
 
 
@@ -34,9 +34,9 @@ def mount(device: str, target: Path) -> None:
 
 def test_blank_loop_device_is_writable(make_loop):
     dev = make_loop()
-    verdict = devices.check_writable(dev)
+    verdict = safety.check_writable(dev)
     assert verdict.writable and verdict.reasons == []
-    with devices.open_exclusive(dev) as handle:
+    with safety.open_exclusive(dev) as handle:
         assert handle.fd >= 0
 
 
@@ -58,7 +58,7 @@ def test_mounted_device_refused_even_when_confirmed(make_loop, scratch):
     message = refusal(dev, confirm=dev)
     assert "mounted at" in message and "--confirm does not change that" in message
     with pytest.raises(IolabError, match="cannot open exclusively: in use"):
-        devices.open_exclusive(dev)
+        safety.open_exclusive(dev)
 
 
 def test_mounted_partition_refuses_the_whole_disk(make_loop, scratch):
@@ -70,7 +70,7 @@ def test_mounted_partition_refuses_the_whole_disk(make_loop, scratch):
     assert f"partition {Path(p1).name} mounted at {scratch / 'mnt'}" in message
     assert "mounted at" in refusal(p1)
     # the other partition is not mounted and blank: writable
-    assert devices.check_writable(p2).writable
+    assert safety.check_writable(p2).writable
 
 
 def test_mounted_through_a_symlink(make_loop, scratch):
@@ -85,7 +85,7 @@ def test_mounted_through_a_symlink(make_loop, scratch):
         message = refusal(name, confirm=name)
         assert "mounted at" in message
     assert refusal(link).startswith(f"{link} ({dev}): refusing to write")
-    row = devices.inventory().set_index("device").loc[dev]
+    row = inventory.inventory().set_index("device").loc[dev]
     assert not row["writable"] and str(scratch / "mnt") in row["mountpoints"]
 
 
@@ -102,10 +102,10 @@ def test_signature_refused_unless_that_exact_device_is_confirmed(make_loop, scra
     # the exact path, a link to it, or a list containing it: allowed
     link = scratch / "link"
     link.symlink_to(dev)
-    assert devices.check_writable(dev, confirm=dev).confirmed
-    assert devices.check_writable(dev, confirm=str(link)).confirmed
-    assert devices.check_writable(link, confirm=[other, dev]).confirmed
-    row = devices.inventory().set_index("device").loc[dev]
+    assert safety.check_writable(dev, confirm=dev).confirmed
+    assert safety.check_writable(dev, confirm=str(link)).confirmed
+    assert safety.check_writable(link, confirm=[other, dev]).confirmed
+    row = inventory.inventory().set_index("device").loc[dev]
     assert not row["writable"] and row["confirmable"] and row["signatures"] == ["ext4"]
 
 
@@ -113,7 +113,7 @@ def test_partition_table_signature(make_loop):
     dev = make_loop("64M", partscan=True)
     partition(dev, [10])
     assert "partition-table signature (gpt)" in refusal(dev)
-    assert devices.check_writable(dev, confirm=dev).confirmed
+    assert safety.check_writable(dev, confirm=dev).confirmed
 
 
 def test_swap_refused_even_when_confirmed(make_loop):
@@ -123,12 +123,12 @@ def test_swap_refused_even_when_confirmed(make_loop):
     try:
         message = refusal(dev, confirm=dev)
         assert f"in use as swap ({dev})" in message and "--confirm does not change that" in message
-        assert devices.inventory().set_index("device").loc[dev]["swap"]
+        assert inventory.inventory().set_index("device").loc[dev]["swap"]
     finally:
         sh("swapoff", dev, check=False)
     # once off, only the swap signature stands in the way
     assert "a swap signature" in refusal(dev)
-    assert devices.check_writable(dev, confirm=dev).confirmed
+    assert safety.check_writable(dev, confirm=dev).confirmed
 
 
 def _make_holder(make_loop):
@@ -171,14 +171,14 @@ def test_holder_reason_from_sysfs(make_loop, monkeypatch):
     above for the real thing where the machine can make a holder)."""
     dev = make_loop()
     name = Path(dev).name
-    real = devices.holders
-    monkeypatch.setattr(devices, "holders", lambda n: ["dm-7"] if n == name else real(n))
+    real = blockdev.holders
+    monkeypatch.setattr(safety, "holders", lambda n: ["dm-7"] if n == name else real(n))
     message = refusal(dev, confirm=dev)
     assert "held by dm-7" in message and "--confirm does not change that" in message
 
 
 def test_root_chain_refused():
-    chain = devices.root_chain()
+    chain = safety.root_chain()
     if not chain:
         pytest.skip("the root file system is not on a block device visible here")
     for name in chain:
@@ -186,7 +186,7 @@ def test_root_chain_refused():
         if os.path.exists(path):
             message = refusal(path, confirm=path)
             assert "backs the root file system (/)" in message
-    rows = devices.inventory()
+    rows = inventory.inventory()
     assert rows[rows["root_chain"]]["writable"].eq(False).all()
 
 
@@ -196,8 +196,8 @@ def test_root_chain_follows_partitions_and_loop_backing(make_loop, scratch):
     dev = make_loop("16M", partscan=True)
     p1, = partition(dev, [8])
     seen: set = set()
-    devices._below(Path(p1).name, seen)
-    root_dev = devices._name_of_devno(os.stat(scratch).st_dev)
+    safety._below(Path(p1).name, seen)
+    root_dev = blockdev._name_of_devno(os.stat(scratch).st_dev)
     assert Path(dev).name in seen and Path(p1).name in seen and root_dev in seen
 
 
@@ -205,8 +205,8 @@ def test_root_chain_follows_partitions_and_loop_backing(make_loop, scratch):
 
 def test_inventory_and_cli(make_loop):
     dev = make_loop("48M")
-    frame = devices.inventory()
-    assert list(frame.columns) == devices.INVENTORY_COLUMNS
+    frame = inventory.inventory()
+    assert list(frame.columns) == inventory.INVENTORY_COLUMNS
     row = frame.set_index("device").loc[dev]
     assert row["writable"] and row["size_bytes"] == 48 * 1024**2 and row["type"] == "loop"
     assert row["logical_sector"] == 512 and row["why_not"] == ""
@@ -227,7 +227,7 @@ def test_provenance_of_a_file_on_a_loop_device(make_loop, scratch):
     sh("mount", "-o", "noatime", p1, scratch / "mnt")
     target = scratch / "mnt" / "data"
     target.write_text("x")
-    info = devices.device_provenance(target)
+    info = provenance.device_provenance(target)
     assert info["device"] == p1 and info["partition"] == 1 and info["disk"] == Path(dev).name
     assert info["filesystem"]["fstype"] == "ext4" and "noatime" in info["filesystem"]["options"]
     assert info["filesystem"]["target"] == str(scratch / "mnt")
@@ -237,7 +237,7 @@ def test_provenance_of_a_file_on_a_loop_device(make_loop, scratch):
     assert info["queue"]["logical_block_size"] == 512 and info["queue"]["nr_requests"]
     assert info["scheduler"] and info["raid"] is None and info["rotational"] in (True, False)
     # the block device itself
-    info = devices.device_provenance(dev)
+    info = provenance.device_provenance(dev)
     assert info["device"] == dev and info["loop"]["direct_io"] is True and info["partition"] is None
     json.dumps(info)  # JSON-ready for the manifest
 
@@ -245,7 +245,7 @@ def test_provenance_of_a_file_on_a_loop_device(make_loop, scratch):
 def test_provenance_of_a_path_without_a_block_device():
     if not os.path.ismount("/dev/shm"):
         pytest.skip("no tmpfs at /dev/shm")
-    info = devices.device_provenance("/dev/shm")
+    info = provenance.device_provenance("/dev/shm")
     assert info["device"] is None and info["filesystem"]["fstype"] == "tmpfs" and "note" in info
     with pytest.raises(IolabError, match="no such"):
-        devices.device_provenance("/nonexistent/path")
+        provenance.device_provenance("/nonexistent/path")

@@ -14,7 +14,7 @@ import pytest
 
 from cli_helpers import iolab_cli, needs_fio, needs_root
 from device_fixtures import make_loop, requires, scratch, sh  # noqa: F401  (fixtures)
-from iolab.devices import inventory as devices
+from iolab.devices import blockdev
 from iolab.engine import jobgate
 from iolab.core.errors import IolabError
 
@@ -187,7 +187,7 @@ def test_a_file_backing_a_mounted_loop_device_is_that_device(scratch, tmp_path):
     (scratch / "mnt").mkdir()
     sh("mount", loop, scratch / "mnt")
     try:
-        assert devices.loops_backed_by(image) == [loop]
+        assert blockdev.loops_backed_by(image) == [loop]
         before = head_digest(image)
         proc = iolab_cli("run", recipe_file(tmp_path, ["write"]), "--target", image, "--confirm", image,
                          "--no-progress", "--data", tmp_path / "data")
@@ -306,7 +306,7 @@ def test_an_active_swap_file_is_never_written(tmp_path):
     if sh("swapon", swap, check=False).returncode != 0:
         pytest.skip("this kernel or file system cannot swap to a file")
     try:
-        assert str(swap) in devices.swap_files()
+        assert str(swap) in blockdev.swap_files()
         proc = iolab_cli("run", recipe_file(tmp_path, ["write"]), "--size", "4M", "--target", swap,
                          "--confirm", swap, "--dry-run")
         assert proc.returncode == 2 and "active swap file" in proc.stderr
