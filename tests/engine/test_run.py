@@ -14,7 +14,7 @@ import iolab
 from iolab.engine import runner
 from iolab.core.columns import RESULT_COLUMNS
 
-from cli_helpers import IOLAB, ROOT, needs_fio
+from cli_helpers import IOLAB, ROOT, live_processes, needs_fio
 
 pytestmark = needs_fio
 
@@ -177,7 +177,9 @@ def test_interrupting_keeps_what_was_measured(tmp_path, signum, how):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(data.glob("*/*/results.csv")):
         time.sleep(0.2)
-    time.sleep(1)  # now inside the second step
+    # the first step is kept; signal once the second step's fio and its job process run (not "1 s later")
+    while time.monotonic() < deadline and len([p for p in live_processes(str(data)) if "--output-format=" in p]) < 2:
+        time.sleep(0.05)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -20,7 +20,8 @@ tests:
   - {name: RND, rw: randread, bs: 4k}
 """
 
-LINE = re.compile(r"^iolab: test (\d)/2 (\w+) done in \d+ s; elapsed \d+ s, ETA \d+ s$")
+DURATION = r"\d+ s|\d+ min \d\d s|\d+ h \d\d min"  # whatever the machine's speed
+LINE = re.compile(rf"^iolab: test (\d)/2 (\w+) done in (?:{DURATION}); elapsed (?:{DURATION}), ETA (?:{DURATION})$")
 
 
 def _run(tmp_path: Path, *extra) -> tuple[dict, list[re.Match]]:
