@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from iolab.core.errors import IolabError
+from iolab.isolation.mountinfo import mount_of
 
 log = logging.getLogger(__name__)
 
@@ -116,22 +117,8 @@ def device_by_number(major: int, minor: int) -> BlockDevice:
 
 def _mount_source(path: str) -> tuple[str, str, str] | None:
     """``(mount point, fs type, source)`` of the mount holding ``path``."""
-    path = os.path.realpath(path)
-    best = None
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields, rfields = left.split(), right.split()
-        if len(fields) < 5 or len(rfields) < 2:
-            continue
-        mnt = fields[4].replace("\\040", " ")
-        if path == mnt or path.startswith(mnt.rstrip("/") + "/"):
-            if best is None or len(mnt) >= len(best[0]):
-                best = (mnt, rfields[0], rfields[1])
-    return best
+    mount = mount_of(path)
+    return None if mount is None else (mount.mountpoint, mount.fstype, mount.source)
 
 
 def device_for(path: str | os.PathLike) -> BlockDevice:

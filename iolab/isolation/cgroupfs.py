@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from iolab.core.errors import IolabError
+from iolab.isolation.mountinfo import mount_of, mounts
 
 log = logging.getLogger(__name__)
 
@@ -72,30 +73,11 @@ class Layout:
                 "v2_controllers": sorted(self.v2_controllers)}
 
 
-def unescape(field: str) -> str:
-    """A mountinfo field with its octal escapes (``\\040``) decoded."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def _mounts(mountinfo: str | os.PathLike):
-    """``(mount point, fstype, super options)`` of each mountinfo line."""
-    try:
-        lines = Path(mountinfo).read_text().splitlines()
-    except OSError as exc:
-        raise IolabError(f"cannot read mount table: {exc.strerror}", context=str(mountinfo)) from None
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields, rfields = left.split(), right.split()
-        if len(fields) < 5 or not rfields:
-            continue
-        yield unescape(fields[4]), rfields[0], rfields[2] if len(rfields) >= 3 else None
-
-
 def detect(mountinfo: str | os.PathLike = "/proc/self/mountinfo") -> Layout:
     """Read the cgroup mounts of this machine (v1, v2 or hybrid)."""
     v1: dict[str, str] = {}
     v2 = None
-    for mountpoint, fstype, options in _mounts(mountinfo):
+    for mountpoint, fstype, _, options in mounts(mountinfo):
         if options is None:
             continue
         if fstype == "cgroup2" and v2 is None:
@@ -116,16 +98,8 @@ def detect(mountinfo: str | os.PathLike = "/proc/self/mountinfo") -> Layout:
 
 def is_cgroupfs(path: str | os.PathLike) -> bool:
     """Whether ``path`` lies on a cgroup/cgroup2 mount (False for a fake tree)."""
-    path = os.path.realpath(path)
-    best, fstype = "", None
-    try:
-        mounts = list(_mounts("/proc/self/mountinfo"))
-    except IolabError:
-        return False
-    for mnt, kind, _ in mounts:
-        if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best):
-            best, fstype = mnt, kind
-    return fstype in ("cgroup", "cgroup2")
+    mount = mount_of(path)
+    return mount is not None and mount.fstype in ("cgroup", "cgroup2")
 
 
 def systemd_managed() -> bool:

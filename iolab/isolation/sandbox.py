@@ -74,6 +74,7 @@ from typing import Iterable, Iterator
 
 from iolab.isolation import cgroups, systemd_scope
 from iolab.isolation.cgroups import Group, Throttle
+from iolab.core import processes
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size, parse_size
 from iolab.isolation.cache import drop_caches, flag_cache_suspect, meminfo, vmstat  # noqa: F401 (flag_cache_suspect: callers import it from here)
@@ -397,12 +398,7 @@ class Sandbox:
         for proc in self._children:
             if proc.poll() is None:
                 log.warning("stopping %s (pid %d) still running at sandbox exit", proc.args[0], proc.pid)
-                proc.terminate()
-                try:
-                    proc.wait(3)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                processes.end(proc, grace=3)
         for group in dict.fromkeys(g for g in (self.group, self.io_group) if g is not None):
             try:
                 group.remove()

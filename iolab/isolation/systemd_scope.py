@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Iterable
 
 from iolab.isolation import cgroupfs, cgroups
-from iolab.core import ownership
+from iolab.core import ownership, processes
 from iolab.isolation.cgroups import Group, Throttle
 from iolab.core.errors import IolabError
 from iolab.isolation.systemctl import ENV, stop_unit, which as _which  # noqa: F401  (stop_unit: part of this module's interface)
@@ -353,12 +353,7 @@ class Scope:
             try:
                 proc.wait(2)
             except subprocess.TimeoutExpired:
-                proc.terminate()
-                try:
-                    proc.wait(2)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                processes.end(proc, grace=2)
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
