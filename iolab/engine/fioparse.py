@@ -64,14 +64,14 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import pandas as pd
 
 from iolab.core.columns import PARSE_COLUMNS
 from iolab.core.errors import IolabError
-from iolab.engine.fiotext import (FioErrorLine, _first_meaningful_line, _outside, _scan,
-                                  documents, error_lines, error_text, fio_version)
+from iolab.engine.fiotext import (FioErrorLine, first_meaningful_line, outside_documents, scan_documents,
+                                  documents, error_lines, error_text, fio_version)  # noqa: F401 (documents)
 
 log = logging.getLogger(__name__)
 
@@ -240,11 +240,11 @@ def _samples(stats: Mapping) -> int:
 
 # --------------------------------------------------------------------------- rows
 
-def _did_io(stats: Mapping | None) -> bool:
+def did_io(stats: Mapping | None) -> bool:
     return bool(stats) and (int(stats.get("total_ios", 0)) > 0 or int(stats.get("io_bytes", 0)) > 0)
 
 
-def _entries(doc: Mapping) -> tuple[list[Mapping], bool]:
+def job_entries(doc: Mapping) -> tuple[list[Mapping], bool]:
     if "client_stats" in doc:
         entries = [e for e in doc["client_stats"] if e.get("jobname") != ALL_CLIENTS]
         skipped = len(doc["client_stats"]) - len(entries)
@@ -287,7 +287,7 @@ def _rows_for(entries: list[Mapping], *, host: str | None, global_options: Mappi
     rows = []
     for ddir in DIRECTIONS:
         stats = [e[ddir] for e in entries if ddir in e]
-        if not any(_did_io(s) for s in stats):
+        if not any(did_io(s) for s in stats):
             continue
         row = _empty_row(job, host, groupid)
         latency, source = _latency(stats)
@@ -348,7 +348,7 @@ def parse_output(text: str) -> pd.DataFrame:
     """
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
-    scan = _scan(text)
+    scan = scan_documents(text)
     if not scan.docs:
         raise _no_document(text, scan)
     if scan.truncated_at is not None:
@@ -359,8 +359,8 @@ def parse_output(text: str) -> pd.DataFrame:
     if len(scan.docs) > 1:
         log.debug("fio output holds %d JSON documents; using the last", len(scan.docs))
 
-    lines = error_lines(_outside(text, scan.spans))
-    entries, client_mode = _entries(doc)
+    lines = error_lines(outside_documents(text, scan.spans))
+    entries, client_mode = job_entries(doc)
     global_options = doc.get("global options", {}) or {}
     rows: list[dict] = []
     sources: set = set()
@@ -385,7 +385,7 @@ def parse_output(text: str) -> pd.DataFrame:
 def _no_document(text: str, scan) -> IolabError:
     """The error for output without a complete fio document, quoting its first meaningful line."""
     before = text[:scan.truncated_at] if scan.truncated_at is not None else text
-    first = _first_meaningful_line(before)
+    first = first_meaningful_line(before)
     if scan.truncated_at is not None:
         message = f"truncated JSON ({scan.truncated_reason})"
     elif text.strip():
@@ -447,67 +447,3 @@ def parse_file(path: str | os.PathLike) -> pd.DataFrame:
     except IolabError as exc:
         raise IolabError(exc.message, context=f"{path} ({exc.context})" if exc.context else str(path),
                          hint=exc.hint) from exc
-
-
-def latency_over(text: str, thresholds_s: Iterable[float] = (2.0, 10.0)) -> pd.DataFrame:
-    """Share of I/Os slower than each threshold, per job and direction (tiotest's "% > 2 s").
-
-    Needs ``--output-format=json+`` (the latency histogram ``bins`` of
-    ``lat_ns``, or ``clat_ns`` without ``lat_percentiles``); returns columns
-    ``job, direction`` and ``over_<N>s_pct`` for each threshold. Entries of one
-    job (numjobs without group_reporting) are added up. Empty when the output
-    has no histogram.
-    """
-    thresholds = list(thresholds_s)
-    docs = documents(text)
-    if not docs:
-        return pd.DataFrame(columns=["job", "direction"])
-    entries, _ = _entries(docs[-1])
-    counts: dict[tuple[str, str], dict[int, int]] = {}
-    for entry in entries:
-        for direction in ("read", "write", "trim"):
-            stats = entry.get(direction) or {}
-            table = stats.get("lat_ns", {}) if "bins" in stats.get("lat_ns", {}) else stats.get("clat_ns", {})
-            if "bins" not in table:
-                continue
-            merged = counts.setdefault((entry.get("jobname"), direction), {})
-            for value, count in table["bins"].items():
-                merged[int(value)] = merged.get(int(value), 0) + int(count)
-    rows = []
-    for (job, direction), bins in counts.items():
-        total = sum(bins.values())
-        if not total:
-            continue
-        row = {"job": job, "direction": direction}
-        for limit in thresholds:
-            slow = sum(count for value, count in bins.items() if value > limit * 1e9)
-            row[f"over_{limit:g}s_pct"] = 100.0 * slow / total
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["job", "direction"] + [f"over_{t:g}s_pct" for t in thresholds])
-
-
-def client_fairness(text: str) -> pd.DataFrame:
-    """How evenly the jobs (clients) of one fio job shared the device.
-
-    For a job run with ``numjobs > 1`` *without* ``group_reporting`` fio
-    reports one entry per clone; this gives per job name and direction the
-    number of clients, Jain's fairness index of their bandwidth (1 = equal
-    shares, 1/n = one client got everything) and the slowest and fastest
-    client's MB/s. Jobs with a single entry are left out.
-    """
-    from iolab.analysis.curves import jain_index
-    docs = documents(text)
-    columns = ["job", "direction", "clients", "jain_index", "client_min_mbps", "client_max_mbps"]
-    if not docs:
-        return pd.DataFrame(columns=columns)
-    entries, _ = _entries(docs[-1])
-    shares: dict[tuple[str, str], list[float]] = {}
-    for entry in entries:
-        for direction in ("read", "write", "trim"):
-            stats = entry.get(direction) or {}
-            if _did_io(stats):
-                shares.setdefault((entry.get("jobname"), direction), []).append(stats.get("bw_bytes", 0) / 1e6)
-    rows = [{"job": job, "direction": direction, "clients": len(values), "jain_index": jain_index(values),
-             "client_min_mbps": min(values), "client_max_mbps": max(values)}
-            for (job, direction), values in shares.items() if len(values) > 1]
-    return pd.DataFrame(rows, columns=columns)

@@ -30,14 +30,14 @@ _HOST_PREFIX = re.compile(r"^<[^>\s]*>\s?")
 # --------------------------------------------------------------------------- documents
 
 @dataclass
-class _Scan:
+class Scan:
     docs: list[dict]          # complete documents, in order
     spans: list[tuple[int, int]]
     truncated_at: int | None  # offset of an incomplete document after the last complete one
     truncated_reason: str | None
 
 
-def _scan(text: str) -> _Scan:
+def scan_documents(text: str) -> Scan:
     decoder = json.JSONDecoder()
     docs: list[dict] = []
     spans: list[tuple[int, int]] = []
@@ -61,7 +61,7 @@ def _scan(text: str) -> _Scan:
         else:
             log.debug("ignoring a JSON value that is not a fio result at offset %d", start)
         pos = end
-    return _Scan(docs, spans, truncated_at, reason)
+    return Scan(docs, spans, truncated_at, reason)
 
 
 def _looks_like_fio(doc: Mapping) -> bool:
@@ -74,7 +74,7 @@ def documents(text: str) -> list[dict]:
     ``--status-interval`` prints one per interval and the final result last;
     text around and between documents is skipped.
     """
-    return _scan(text).docs
+    return scan_documents(text).docs
 
 
 def fio_version(doc: Mapping) -> str | None:
@@ -85,7 +85,7 @@ def fio_version(doc: Mapping) -> str | None:
     return str(raw).strip().removeprefix("fio-")
 
 
-def _outside(text: str, spans: Iterable[tuple[int, int]]) -> str:
+def outside_documents(text: str, spans: Iterable[tuple[int, int]]) -> str:
     """``text`` with the JSON documents cut out."""
     parts, last = [], 0
     for start, end in spans:
@@ -95,7 +95,7 @@ def _outside(text: str, spans: Iterable[tuple[int, int]]) -> str:
     return "\n".join(parts)
 
 
-def _first_meaningful_line(text: str) -> str | None:
+def first_meaningful_line(text: str) -> str | None:
     """fio's own error message if the text has one, else its first non-blank line."""
     lines = [_HOST_PREFIX.sub("", line).strip() for line in text.splitlines()]
     lines = [line for line in lines if line]

@@ -38,7 +38,7 @@ from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
 from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
-from iolab.engine.fioparse import client_fairness, latency_over
+from iolab.engine.fiospread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
 from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
 from iolab.engine.store import Run, utcnow

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from iolab.engine.fioparse import documents, latency_over
+from iolab.engine.fiospread import latency_over
+from iolab.engine.fiotext import documents
 import cli_helpers
 
 FIXTURES = cli_helpers.FIXTURES / "fio"
@@ -38,7 +39,7 @@ def test_entries_of_one_job_are_added_and_plain_json_gives_nothing():
 
 
 def test_client_fairness_from_per_client_entries():
-    from iolab.engine.fioparse import client_fairness
+    from iolab.engine.fiospread import client_fairness
     text = (FIXTURES / "numjobs4.out").read_text()
     clients = [j["read"]["bw_bytes"] / 1e6 for j in documents(text)[-1]["jobs"] if j["read"]["io_bytes"]]
     row = client_fairness(text).iloc[0]
