@@ -65,6 +65,23 @@ def _mount_scratch(rwdirs: list[Path]) -> list[str]:
     return lines
 
 
+def _overlay_cwd(cwd: Path, rwdirs: list[Path]) -> list[str]:
+    """Make ``cwd`` writable in the guest only: an overlay whose upper layer is on the
+    scratch disk (so `iolab setup` can write its state file beside a plan; gone at power
+    off). Result directories under ``cwd`` are bound back on top of it."""
+    kept = [d for d in rwdirs if str(d).startswith(str(cwd).rstrip("/") + "/")]
+    quoted = shlex.quote(str(cwd))
+    lines = [f"mkdir -p {SCRATCH_MOUNT}/.iolab-overlay/upper {SCRATCH_MOUNT}/.iolab-overlay/work"]
+    for index, directory in enumerate(kept):
+        lines.append(f"mkdir -p {KEEP}/o{index} && mount --bind {shlex.quote(str(directory))} {KEEP}/o{index}")
+    lines.append(f"mount -t overlay iolab-cwd -o lowerdir={quoted},upperdir={SCRATCH_MOUNT}/.iolab-overlay/upper,"
+                 f"workdir={SCRATCH_MOUNT}/.iolab-overlay/work {quoted} "
+                 f'|| {{ echo "lab: cannot make {quoted} writable in the guest" >&2; exit 97; }}')
+    for index, directory in enumerate(kept):
+        lines.append(f"mount --bind {KEEP}/o{index} {shlex.quote(str(directory))}")
+    return lines
+
+
 def _unmount_scratch(rwdirs: list[Path]) -> list[str]:
     lines = ["cd / && sync"]
     for directory in reversed([d for d in rwdirs if _under_scratch(Path(d))]):
@@ -73,20 +90,26 @@ def _unmount_scratch(rwdirs: list[Path]) -> list[str]:
 
 
 def script(command: str, *, scratch: bool, n_disks: int, env: dict[str, str] | None = None,
-           cwd: Path | str = "/", rwdirs: list[Path] | None = None, py_mounts: list[Path] | None = None) -> str:
+           cwd: Path | str = "/", rwdirs: list[Path] | None = None, py_mounts: list[Path] | None = None,
+           overlay_cwd: bool = False) -> str:
     """The guest script: prepare disks, run ``command`` in ``cwd``, exit with its status."""
     rwdirs = list(rwdirs or [])
     serials = disk_serials((False, n_disks))
     lines = ["#!/bin/sh", "# iolab lab guest prelude", _FIND_DISK,
              "export PYTHONDONTWRITEBYTECODE=1 IOLAB_LAB=1", "IOLAB_LAB_DISKS=",
-             # no udev in the guest: loading loop now makes /dev/loop-control and /dev/loop0..15
-             "modprobe loop max_loop=16 2>/dev/null"]
+             # no udev in the guest: loading loop now makes /dev/loop-control and /dev/loop0..15;
+             # md and dm loaded as a distribution with mdadm and lvm2 has them (/proc/mdstat exists)
+             "modprobe loop max_loop=16 2>/dev/null", "modprobe -a md_mod raid0 raid1 dm_mod 2>/dev/null",
+             # /mnt writable as on any machine (plans mount under /mnt/iolab); the rest of / stays read-only
+             "mount -t tmpfs -o mode=0755,size=1M iolab-mnt /mnt"]
     for serial in serials:
         lines.append(f'd=$(disk_by_serial {serial}) || exit 97; IOLAB_LAB_DISKS="${{IOLAB_LAB_DISKS:+$IOLAB_LAB_DISKS }}$d"')
     lines.append("export IOLAB_LAB_DISKS")
-    lines += _mount_python(list(py_mounts or []))
     if scratch:
         lines += _mount_scratch(rwdirs)
+        if overlay_cwd:
+            lines += _overlay_cwd(Path(cwd), rwdirs)
+    lines += _mount_python(list(py_mounts or []))  # last: an overlay on cwd would hide a .venv under it
     for key, value in (env or {}).items():
         lines.append(f"export {key}={shlex.quote(value)}")
     lines += [f"cd {shlex.quote(str(cwd))} || exit 97", "( " + command + "\n)", "rc=$?"]

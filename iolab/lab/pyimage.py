@@ -80,18 +80,19 @@ def images(cache_root: Path, venv: Path) -> list[PyImage]:
     """Up-to-date images of :func:`python_trees`, built when missing or stale."""
     cache = cache_root / CACHE_NAME
     cache.mkdir(exist_ok=True)
-    made = []
-    for tree in python_trees(venv):
-        key, nbytes = _fingerprint(tree)
-        stem = hashlib.sha256(str(tree).encode()).hexdigest()[:8]
-        image = cache / f"{stem}-{key}.img"
-        if not image.exists():
-            for stale in cache.glob(f"{stem}-*.img"):
-                stale.unlink(missing_ok=True)
-            log.info("lab: building the python image of %s (%d MiB)", tree, nbytes >> 20)
-            _build(tree, image, nbytes)
-        made.append(PyImage(tree, image))
-    return made
+    return [_image_for(tree, cache) for tree in python_trees(venv)]
+
+
+def _image_for(tree: Path, cache: Path) -> PyImage:
+    key, nbytes = _fingerprint(tree)
+    stem = hashlib.sha256(str(tree).encode()).hexdigest()[:8]
+    image = cache / f"{stem}-{key}.img"
+    if not image.exists():
+        for stale in cache.glob(f"{stem}-*.img"):
+            stale.unlink(missing_ok=True)
+        log.info("lab: building the python image of %s (%d MiB)", tree, nbytes >> 20)
+        _build(tree, image, nbytes)
+    return PyImage(tree, image)
 
 
 def compile_checkout(checkout: Path) -> None:

@@ -51,6 +51,7 @@ class LabConfig:
     disk_dir: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
     python_images: bool = True  # stdlib and .venv from ext4 images, not 9p (see pyimage)
+    overlay_cwd: bool = False   # cwd writable inside the guest only (needs the scratch disk)
 
 
 def lab_venv() -> Path:
@@ -165,7 +166,8 @@ def run_in_vm(command: str, config: LabConfig | None = None) -> int:
         py_images = _python_images(config, disk_dir)
         script.write_text(guest.script(command, scratch=bool(config.scratch), n_disks=len(config.disks),
                                        env=config.env, cwd=config.cwd, rwdirs=config.rwdirs,
-                                       py_mounts=[image.source for image in py_images]))
+                                       py_mounts=[image.source for image in py_images],
+                                       overlay_cwd=config.overlay_cwd))
         config = _with_rwdir(config, control)
         return _boot(vng_argv(config, disks, script, py_images), config.timeout)
     finally:

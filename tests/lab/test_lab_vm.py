@@ -1,5 +1,6 @@
 """iolab.lab on the host: the guest prelude, and a VM that outlives its timeout is killed, leaving nothing."""
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,30 @@ def test_timeout_kills_the_vm_and_removes_its_disks(tmp_path):
         vm.run_in_vm("sleep 600", vm.LabConfig(timeout=3, disks=["64M"]))
     assert set(Path(vm.DEFAULT_DISK_DIR).glob("iolab-lab-*")) == before  # disk files and control dir removed
     assert set(live_processes("iolab-lab-")) <= running  # no qemu, no virtme-run of ours left
+
+
+def test_guest_mounts_python_images_last_and_overlays_cwd():
+    text = guest.script("iolab recipes", scratch=True, n_disks=0, cwd="/work/x",
+                        rwdirs=[Path("/work/x/data")], py_mounts=[Path("/work/x/.venv")], overlay_cwd=True)
+    overlay = text.index("mount -t overlay iolab-cwd -o lowerdir=/work/x,")
+    # the shared data directory is kept visible on top of the overlay, and results go there
+    assert text.index("mount --bind /work/x/data /run/iolab-keep/o0") < overlay \
+        < text.index("mount --bind /run/iolab-keep/o0 /work/x/data")
+    # the .venv image is mounted after the overlay, which would otherwise hide it (9p again: slow)
+    assert overlay < text.index('mount -t ext4 -o ro,noload "$d" /work/x/.venv') < text.index("( iolab recipes")
+
+
+def test_python_images_are_cached_and_rebuilt_when_a_file_changes(tmp_path):
+    from iolab.lab import pyimage
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "mod.py").write_text("x = 1\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    first = pyimage._image_for(tree, cache)
+    assert first.image.exists() and pyimage._image_for(tree, cache).image == first.image  # reused
+    (tree / "pkg" / "mod.py").write_text("x = 22\n")
+    second = pyimage._image_for(tree, cache)
+    assert second.image != first.image and second.image.exists() and not first.image.exists()
+    listing = subprocess.run(["debugfs", "-R", "cat /pkg/mod.py", str(second.image)], capture_output=True, text=True)
+    assert listing.stdout == "x = 22\n"
