@@ -14,10 +14,11 @@ A plan (every section optional, but something must be in it)::
     devices:                        # existing block devices (safety-checked)
       - name: ssd
         path: /dev/disk/by-id/nvme-XYZ
-    raid:                           # mdadm RAID0 arrays
+    raid:                           # mdadm RAID0 or RAID1 arrays
       - name: r0                    # becomes /dev/md/r0
-        level: 0
-        chunk: 512K                 # optional, default 512K (mdadm's), always passed explicitly
+        level: 0                    # 0 (striping) or 1 (mirror, created --assume-clean: no resync
+                                    # runs under a benchmark; fresh members read back as zeros alike)
+        chunk: 512K                 # RAID0 only: optional, default 512K (mdadm's), always passed explicitly
         members: [disk1, disk2]
     partitions:                     # a GPT on a device, partitions 1 MiB-aligned
       - device: disk1
@@ -90,6 +91,7 @@ TOP_KEYS = {"name", "description", "loop_devices", "devices", "raid", "partition
 LOOP_KEYS = {"name", "file", "size", "sector_size", "direct_io", "sparse"}
 DEVICE_KEYS = {"name", "path"}
 RAID_KEYS = {"name", "level", "chunk", "members", "metadata"}
+RAID_LEVELS = ("0", "1")
 TABLE_KEYS = {"device", "parts"}
 PART_KEYS = {"name", "size", "label", "typecode"}
 FS_KEYS = {"device", "type", "options", "label", "mount", "mount_options"}
@@ -250,6 +252,25 @@ class _Fields:
         self.fail(field, "must be a string or a list of strings")
 
 
+def _raid_level(f: _Fields, item: dict, field: str) -> int:
+    level = str(item["level"]).lower().removeprefix("raid")
+    if level not in RAID_LEVELS:
+        f.fail(f"{field}.level", f"RAID level 0 or 1 is supported, got {item['level']!r}")
+    return int(level)
+
+
+def _raid_chunk(f: _Fields, item: dict, field: str, level: int) -> int:
+    """RAID0's chunk size; a mirror has none (0), and naming one is a mistake in the plan."""
+    if level == 1:
+        if "chunk" in item:
+            f.fail(f"{field}.chunk", "a RAID1 (mirror) has no chunk size: remove it")
+        return 0
+    chunk = f.size(item.get("chunk", DEFAULT_CHUNK), f"{field}.chunk")
+    if chunk < 4096 or chunk & (chunk - 1):
+        f.fail(f"{field}.chunk", f"must be a power of two of at least 4K, got {item.get('chunk')!r}")
+    return chunk
+
+
 def load_plan(path: str | os.PathLike) -> Plan:
     """Read and validate a plan; :class:`IolabError` names the file and the field."""
     source = Path(path)
@@ -308,22 +329,18 @@ def load_plan(path: str | os.PathLike) -> Plan:
         f.mapping(item, field, RAID_KEYS, ("name", "level", "members"))
         name = f.name(item["name"], f"{field}.name")
         define(name, f"{field}.name")
-        level = str(item["level"]).lower().removeprefix("raid")
-        if level != "0":
-            f.fail(f"{field}.level", f"only RAID level 0 is supported, got {item['level']!r}")
-        chunk = f.size(item.get("chunk", DEFAULT_CHUNK), f"{field}.chunk")
-        if chunk < 4096 or chunk & (chunk - 1):
-            f.fail(f"{field}.chunk", f"must be a power of two of at least 4K, got {item.get('chunk')!r}")
+        level = _raid_level(f, item, field)
+        chunk = _raid_chunk(f, item, field, level)
         members = f.items(item["members"], f"{field}.members")
         if len(members) < 2:
-            f.fail(f"{field}.members", "a RAID0 needs at least two members")
+            f.fail(f"{field}.members", f"a RAID{level} needs at least two members")
         members = [f.name(m, f"{field}.members[{j}]") for j, m in enumerate(members)]
         if len(set(members)) != len(members):
             f.fail(f"{field}.members", "a member is listed twice")
         metadata = f.text(item.get("metadata"), f"{field}.metadata") or "1.2"
         if metadata not in ("0.90", "1.0", "1.1", "1.2"):
             f.fail(f"{field}.metadata", f"must be 0.90, 1.0, 1.1 or 1.2, got {metadata!r}")
-        plan.raids.append(RaidSpec(name=name, level=0, chunk=chunk, members=members, metadata=metadata))
+        plan.raids.append(RaidSpec(name=name, level=level, chunk=chunk, members=members, metadata=metadata))
 
     for i, item in enumerate(f.items(data.get("partitions"), "partitions")):
         field = f"partitions[{i}]"
@@ -548,9 +565,10 @@ def _step_commands(plan: Plan, step: Step, devmap: dict) -> list[list[str]]:
         return [["sgdisk", "--zap-all", disk], argv + [disk], ["partx", "--update", disk]]
     if step.kind == "raid":
         raid: RaidSpec = step.spec
-        return [["mdadm", "--create", raid.path, "--run", f"--level={raid.level}",
-                 f"--chunk={raid.chunk // 1024}K", f"--metadata={raid.metadata}",
-                 f"--raid-devices={len(raid.members)}", *[dev(m) for m in raid.members]]]
+        geometry = [f"--chunk={raid.chunk // 1024}K"] if raid.level == 0 else ["--assume-clean"]
+        return [["mdadm", "--create", raid.path, "--run", f"--level={raid.level}", *geometry,
+                 f"--metadata={raid.metadata}", f"--raid-devices={len(raid.members)}",
+                 *[dev(m) for m in raid.members]]]
     if step.kind == "mkfs":
         fs: FsSpec = step.spec
         argv = ["mkfs.ext4", "-F"] if fs.type == "ext4" else ["mkfs.xfs", "-f"]
@@ -906,9 +924,9 @@ def _execute(plan: Plan, state: _State, confirm, progress) -> None:
             chunk = devices._read_int(devices.SYS_BLOCK / kname / "md" / "chunk_size")
             devmap[raid.name] = real
             state.done(rec, device=real, kname=kname, slaves=devices.slaves(kname))
-            if level != "raid0" or chunk != raid.chunk:
-                raise IolabError(f"the array is {level} with chunk {chunk}, expected raid0 with chunk "
-                                 f"{raid.chunk}", context=real)
+            if level != f"raid{raid.level}" or (raid.level == 0 and chunk != raid.chunk):
+                raise IolabError(f"the array is {level} with chunk {chunk}, expected raid{raid.level}"
+                                 + (f" with chunk {raid.chunk}" if raid.level == 0 else ""), context=real)
         elif step.kind == "mkfs":
             fs: FsSpec = step.spec
             device = devmap[fs.device]

@@ -43,7 +43,7 @@ def check_sizes(plan, fail) -> None:
             if part.size is not None:
                 _check_max(part.size, f"partitions[{i}].parts[{j}].size", fail)
     sizes = known_sizes(plan)
-    raids = {raid.name for raid in plan.raids}
+    raids = {raid.name for raid in plan.raids if raid.level == 0}  # striped: xfs needs more room
     for i, fs in enumerate(plan.filesystems):
         minimum = FS_MIN_SIZE.get(fs.type)
         if fs.type == "xfs" and (fs.device in raids or any(o in " ".join(fs.options) for o in ("su=", "sunit="))):

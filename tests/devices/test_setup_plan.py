@@ -86,7 +86,11 @@ def error_of(tmp_path: Path, data, name="plan") -> str:
     (lambda p: p["filesystems"][1].pop("mount"), "filesystems[1].mount_options", "without a mount point"),
     (lambda p: p["filesystems"][0].update(options={"a": 1}), "filesystems[0].options", "string or a list"),
     (lambda p: p.update(raid=[{"name": "r", "level": 5, "members": ["disk1", "disk2"]}]), "raid[0].level",
-     "only RAID level 0"),
+     "RAID level 0 or 1 is supported, got 5"),
+    (lambda p: p.update(raid=[{"name": "r", "level": 1, "chunk": "64K", "members": ["disk1", "disk2"]}]),
+     "raid[0].chunk", "a RAID1 (mirror) has no chunk size"),
+    (lambda p: p.update(raid=[{"name": "r", "level": "raid1", "members": ["disk1"]}]),
+     "raid[0].members", "a RAID1 needs at least two members"),
     (lambda p: p.update(raid=[{"name": "r", "level": 0, "chunk": "3K", "members": ["disk1", "disk2"]}]),
      "raid[0].chunk", "power of two"),
 ])
@@ -196,6 +200,23 @@ def test_raid0_plan_commands_are_exact(tmp_path):
         ["sgdisk", "--set-alignment=256", "--new=1:1M:0", "<iolab-r0>"],
         ["partx", "--update", "<iolab-r0>"],
         ["mkfs.xfs", "-f", "-d", "su=64k,sw=2", "<r0p1>"],
+    ]
+
+
+def test_raid1_plan_commands_are_exact(tmp_path):
+    """A mirror: no chunk, created --assume-clean (no resync under a benchmark); xfs's plain minimum."""
+    data = {
+        "loop_devices": [{"name": "m1", "file": "m1.img", "size": "320M"},
+                         {"name": "m2", "file": "m2.img", "size": "320M"}],
+        "raid": [{"name": "iolab-r1", "level": 1, "members": ["m1", "m2"]}],
+        "filesystems": [{"device": "iolab-r1", "type": "xfs"}],
+    }
+    plan = setup_plan.load_plan(write_plan(tmp_path, data))
+    assert plan.raids[0].level == 1
+    assert setup_plan.plan_commands(plan)[4:] == [
+        ["mdadm", "--create", "/dev/md/iolab-r1", "--run", "--level=1", "--assume-clean", "--metadata=1.2",
+         "--raid-devices=2", "<m1>", "<m2>"],
+        ["mkfs.xfs", "-f", "<iolab-r1>"],
     ]
 
 
