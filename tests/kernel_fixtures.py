@@ -189,3 +189,22 @@ def resident_bytes(path: Path) -> int:
 
 def within(measured: float, declared: float, tolerance: float) -> bool:
     return abs(measured - declared) <= tolerance * declared
+
+
+#: blk-throttle enforces its limits per time slice: 100 ms (v1; v2's throttling works in the same slices)
+THROTTLE_SLICE = 0.1
+
+
+def throttle_slack(seconds: float) -> float:
+    """How far above its limit a throttled run of ``seconds`` may measure: it can be off by about
+    one slice at its start (0.1/T) plus one slice's burst (0.1/T)."""
+    return 2 * THROTTLE_SLICE / seconds
+
+
+def under_throttle(measured: float, limit: float, seconds: float) -> bool:
+    """Whether a rate measured over ``seconds`` respects a throttle of ``limit``.
+
+    Only the ceiling is the test's to control: how close a run comes to it from below depends
+    on how fast this machine's loop device and disk are while other work shares them.
+    """
+    return measured <= limit * (1 + throttle_slack(seconds))

@@ -20,7 +20,7 @@ from iolab.isolation.sandbox import flag_cache_suspect, hugepage_plan, open_sand
 
 from kernel_fixtures import (fio_json, has_v1, has_v2, layout_summary, machine_clean,  # noqa: F401
                              module_clean, needs_fio, needs_root, nr_hugepages, resident_bytes, scratch,
-                             write_file)
+                             under_throttle, write_file)
 
 pytestmark = pytest.mark.usefixtures("module_clean", "machine_clean")
 
@@ -302,7 +302,9 @@ def test_cache_check_experiment(scratch):
             warm = _read(box, data, size, counter)   # nothing dropped in between
             evidence = box.test_evidence()
         print(f"\ncgroup ({limit >> 20} MiB): cold {cold}, warm {warm}, cache {evidence['cg_cache_bytes'] >> 20} MiB")
-        assert abs(warm["mbps"] - rate) <= 0.15 * rate, f"warm read {warm}, throttle {rate} MB/s"
+        # the ceiling is the throttle's (slice tolerance over a read of size/rate seconds); how close the
+        # read comes from below is this machine's disk, so the device's bytes show who served it
+        assert under_throttle(warm["mbps"], rate, size / 1e6 / rate), f"warm read {warm}, throttle {rate} MB/s"
         assert warm["device_bytes"] >= 0.9 * warm["fio_bytes"], f"warm read {warm}"
         assert not flag_cache_suspect(warm["fio_bytes"], warm["device_bytes"])
         assert evidence["cg_cache_bytes"] <= limit
