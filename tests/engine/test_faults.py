@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import iolab
-from iolab.engine import fiooutcome, runner
+from iolab.engine import fio, fiooutcome, runner
 from iolab.core.errors import IolabError
 
 from cli_helpers import IOLAB, ROOT, live_processes, needs_fio, needs_root
@@ -152,28 +152,30 @@ def test_fio_killed_from_outside_fails_that_test_and_the_run_goes_on(tmp_path):
     assert not live_processes(str(run_dir))
 
 
-def test_the_watchdog_stops_a_hung_fio_and_the_run_goes_on(tmp_path):
+def test_the_watchdog_stops_a_hung_fio_and_the_run_goes_on(tmp_path, monkeypatch):
     data = tmp_path / "data"
     stopped = []
+    real_start = fio.start
 
-    def hang():  # fio and its job process stop answering, as one stuck in the kernel
-        for pid in _fio_of("jobs/LONG.fio"):
-            os.kill(pid, signal.SIGSTOP)
-            stopped.append(pid)
+    def start(argv, **kwargs):  # LONG's fio stops answering the moment it starts, as one stuck in the kernel
+        proc = real_start(argv, **kwargs)  # (stopped here, not by a thread racing fio's 2 s of I/O)
+        if str(argv[-1]).endswith("LONG.fio"):
+            os.kill(proc.pid, signal.SIGSTOP)
+            stopped.append(proc.pid)
+        return proc
 
+    monkeypatch.setattr(fio, "start", start)
     recipe = _recipe(tmp_path, TWO.replace("runtime: 120", "runtime: 2"))
-    helper = threading.Thread(target=hang)
-    helper.start()
     try:
         result = runner.run(recipe, [str(tmp_path)], data_dir=data, progress=False)
     finally:
-        helper.join()
         for pid in stopped:  # never leave a stopped process behind, whatever happened
             for sig in (signal.SIGKILL, signal.SIGCONT):
                 try:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
+    assert len(stopped) == 1
     tests = {t["name"]: t for t in result.manifest["tests"]}
     error = tests["LONG"]["error"]
     assert tests["LONG"]["status"] == "failed" and error.startswith("watchdog: fio still ran after ")
