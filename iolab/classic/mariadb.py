@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -30,7 +29,8 @@ from pathlib import Path
 
 from iolab.core import ownership
 from iolab.core.errors import IolabError
-from iolab.classic.pgcluster import Account, _tail
+from iolab.classic import dbserver
+from iolab.classic.dbserver import Account, tail
 
 log = logging.getLogger(__name__)
 
@@ -69,19 +69,8 @@ def find_binaries() -> dict:
 
 def server_account(name: str | None = None) -> Account:
     """Who runs mariadbd: ourselves unless root; as root ``name``, else ``mysql``, else ``nobody``."""
-    if os.geteuid() != 0:
-        entry = pwd.getpwuid(os.geteuid())
-        return Account(entry.pw_name, entry.pw_uid, entry.pw_gid)
-    for candidate in ([name] if name else ["mysql", "nobody"]):
-        try:
-            entry = pwd.getpwnam(candidate)
-        except KeyError:
-            continue
-        if entry.pw_uid == 0:
-            raise IolabError("mariadbd refuses to run as root; name an unprivileged account",
-                             context="sqlbench: options.user")
-        return Account(entry.pw_name, entry.pw_uid, entry.pw_gid)
-    raise IolabError(f"no such user account: {name or 'mysql or nobody'}", context="sqlbench: options.user")
+    return dbserver.server_account(name, candidates=("mysql", "nobody"), server="mariadbd",
+                                   context="sqlbench: options.user", only_root_chooses=False)
 
 
 def port_free(port: int) -> bool:
@@ -236,7 +225,7 @@ class Server:
 
     def last_words(self, lines: int = 5) -> str:
         """The error log's last ERROR lines, else its last lines."""
-        return _tail(self.error_log, lines, pattern=r"\[(ERROR|FATAL)\]|Aborting|No space") or "(no log)"
+        return tail(self.error_log, lines, pattern=r"\[(ERROR|FATAL)\]|Aborting|No space") or "(no log)"
 
     def connect(self, *, database: str | None = None, connect_timeout: float = 10, via: str = "tcp"):
         import pymysql

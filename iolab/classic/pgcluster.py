@@ -38,7 +38,6 @@ import dataclasses
 import glob
 import logging
 import os
-import pwd
 import re
 import shutil
 import signal
@@ -49,6 +48,9 @@ from pathlib import Path
 
 from iolab.core import ownership
 from iolab.core.errors import IolabError
+from iolab.classic import dbserver
+from iolab.classic.dbserver import Account, tail
+from iolab.core.procstat import children
 
 log = logging.getLogger(__name__)
 
@@ -122,41 +124,10 @@ def _version_key(path: str):
     return [int(x) for x in re.findall(r"\d+", name)] or [0]
 
 
-@dataclasses.dataclass(frozen=True)
-class Account:
-    """Who the server runs as."""
-    name: str
-    uid: int
-    gid: int
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """``argv`` run as this account (unchanged when we already are it)."""
-        if os.geteuid() == self.uid:
-            return list(argv)
-        setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-        if not os.access(setpriv, os.X_OK):
-            raise IolabError("setpriv is needed to run PostgreSQL as an unprivileged user",
-                             context="pgbench", hint="install it with: apt-get install util-linux")
-        return [setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--", *argv]
-
-
 def server_account(name: str | None = None) -> Account:
     """The account the server runs as: ``name``, else ``postgres``, else ``nobody``; ourselves unless root."""
-    if os.geteuid() != 0:
-        entry = pwd.getpwuid(os.geteuid())
-        if name is not None and name != entry.pw_name:
-            raise IolabError(f"only root can run the server as {name!r}", context="pgbench: options.user")
-        return Account(entry.pw_name, entry.pw_uid, entry.pw_gid)
-    for candidate in ([name] if name else ["postgres", "nobody"]):
-        try:
-            entry = pwd.getpwnam(candidate)
-        except KeyError:
-            continue
-        if entry.pw_uid == 0:
-            raise IolabError("PostgreSQL refuses to run as root; name an unprivileged account",
-                             context="pgbench: options.user")
-        return Account(entry.pw_name, entry.pw_uid, entry.pw_gid)
-    raise IolabError(f"no such user account: {name or 'postgres or nobody'}", context="pgbench: options.user")
+    return dbserver.server_account(name, candidates=("postgres", "nobody"), server="PostgreSQL",
+                                   context="pgbench: options.user", only_root_chooses=True)
 
 
 def quote(value) -> str:
@@ -181,34 +152,6 @@ def _lock_pid(lock_file: Path) -> int | None:
         return int(first.strip().lstrip("-"))
     except (OSError, IndexError, ValueError):
         return None
-
-
-def _children(pid: int) -> list[int]:
-    """PIDs whose parent is ``pid`` (from /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
-def _tail(path: Path, lines: int = 5, *, pattern: str = r"(FATAL|PANIC|ERROR|could not|No space)",
-          fallback: bool = True) -> str:
-    """The lines of a log worth quoting: the last errors, else (``fallback``) its last lines."""
-    try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    hits = [line.strip() for line in text if re.search(pattern, line)]
-    chosen = hits[-lines:] if hits or not fallback else [line.strip() for line in text[-lines:]]
-    return " | ".join(x for x in chosen if x)
 
 
 class Cluster:
@@ -315,7 +258,7 @@ class Cluster:
                 return seen
             if time.monotonic() > deadline:
                 raise IolabError(f"PostgreSQL did not take the settings {settings} (it shows {seen}): "
-                                 f"{_tail(self.server_log)}", context=str(self.data / MODE_FILE))
+                                 f"{tail(self.server_log)}", context=str(self.data / MODE_FILE))
             time.sleep(0.1)
 
     def start(self, *, popen=subprocess.Popen) -> None:
@@ -330,7 +273,7 @@ class Cluster:
         while True:
             code = self.proc.poll()
             if code is not None:
-                raise IolabError(f"postgres exited with {code} while starting: {_tail(self.server_log)}",
+                raise IolabError(f"postgres exited with {code} while starting: {tail(self.server_log)}",
                                  context=str(self.data), hint=f"its log is {self.server_log}")
             probe = subprocess.run([self.binaries.psql, "-X", "-A", "-t", "-c", "SELECT 1"],
                                    capture_output=True, text=True, env=self.env)
@@ -338,7 +281,7 @@ class Cluster:
                 return
             if time.monotonic() > deadline:
                 raise IolabError(f"postgres did not accept connections within {START_TIMEOUT_S} s: "
-                                 f"{probe.stderr.strip() or _tail(self.server_log)}", context=str(self.socket))
+                                 f"{probe.stderr.strip() or tail(self.server_log)}", context=str(self.socket))
             time.sleep(0.1)
 
     def running(self) -> bool:
@@ -346,12 +289,12 @@ class Cluster:
 
     def server_errors(self, lines: int = 3) -> str:
         """The server log's last PANIC/FATAL/ERROR lines ("" when there are none)."""
-        return _tail(self.server_log, lines, pattern=r"(PANIC|FATAL|ERROR):", fallback=False)
+        return tail(self.server_log, lines, pattern=r"(PANIC|FATAL|ERROR):", fallback=False)
 
     def check_running(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
             raise IolabError(f"postgres stopped unexpectedly (exit {self.proc.returncode}): "
-                             f"{_tail(self.server_log)}", context=str(self.data))
+                             f"{tail(self.server_log)}", context=str(self.data))
 
     def sql(self, query: str, *, timeout: float = 600) -> str:
         """Run one SQL statement with psql; its unaligned, tuples-only output."""
@@ -401,7 +344,7 @@ class Cluster:
         if self.proc.poll() is None:
             # still alive (and so not reaped: its PID cannot have been reused): the postmaster and its
             # backends, which each run in a session of their own
-            victims = [self.proc.pid, *_children(self.proc.pid)]
+            victims = [self.proc.pid, *children(self.proc.pid)]
             log.warning("postgres (PID %d) did not stop; killing it and its processes %s", self.proc.pid, victims)
             steps.append("SIGKILL")
             for pid in victims:
@@ -466,7 +409,7 @@ def undo_stale(root: str, details: dict, *, dry_run: bool) -> str | None:
         except (OSError, subprocess.TimeoutExpired) as exc:
             log.warning("pg_ctl stop of %s: %s", data, exc)
         if ownership.pid_alive(pid) and _is_postgres(pid):
-            for victim in [pid, *_children(pid)]:
+            for victim in [pid, *children(pid)]:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(victim, signal.SIGKILL)
             steps.append("SIGKILL")

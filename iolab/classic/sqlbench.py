@@ -41,15 +41,13 @@ import json
 import logging
 import math
 import os
-import signal
 import time
 
 import pandas as pd
 
-from iolab.engine import targets as targets_mod
 from iolab.core.errors import IolabError
 from iolab.classic.mariadb import Server, find_binaries, server_account
-from iolab.classic.pgbench import _interrupt, _signals
+from iolab.classic.dbengine import DatabaseEngine
 from iolab.classic.sqlbench_tests import RUNNERS, TESTS
 from iolab.engine.store import utcnow
 from iolab.core.units import human_size, parse_size
@@ -125,29 +123,19 @@ class _Database:
         return self.server.connect(database=self.name, via=self.server.via)
 
 
-class Engine:
+class Engine(DatabaseEngine):
     """Runs an ``engine: sqlbench`` recipe; built and driven by :func:`iolab.engine.runner.run`."""
 
-    def __init__(self, recipe, targets, run_, *, mem_limit, progress, scratch_dir):
-        self.recipe, self.targets, self.run = recipe, targets, run_
-        self.mem_limit, self.progress, self.scratch_dir = mem_limit, progress, scratch_dir
+    TOOL = "sqlbench"
+    SERVER_WORD = "server"
+    DIRECT_REFUSAL = ("MariaDB's I/O is its own; O_DIRECT isolation cannot apply to it",
+                      "use cgroup (default) or none")
+    ROOT_REFUSAL = ("", "run as root, or use --isolation none")
+    REMOVED_KEY = "server_removed"
 
     def _check(self):
         options = parse_options(self.recipe, mem_limit=self.mem_limit)
-        if len(self.targets) != 1:
-            raise IolabError(f"sqlbench runs on one target at a time, got {len(self.targets)}", context="--target",
-                             hint="run the recipe once per target; iolab.load() merges the runs")
-        target = self.targets[0]
-        if target.kind not in ("dir", "emulated"):
-            raise IolabError(f"sqlbench needs a directory on a mounted file system, not a {target.kind}",
-                             context=f"--target {target.spec}",
-                             hint="make a file system on the device and mount it, then give its directory")
-        if self.recipe.isolation == "direct":
-            raise IolabError("MariaDB's I/O is its own; O_DIRECT isolation cannot apply to it",
-                             context="--isolation direct", hint="use cgroup (default) or none")
-        if os.geteuid() != 0 and self.recipe.isolation in ("cgroup", "hugepages"):
-            raise IolabError(f"{self.recipe.isolation} isolation needs root", context=f"--isolation "
-                             f"{self.recipe.isolation}", hint="run as root, or use --isolation none")
+        target = self._check_target()
         try:
             import pymysql  # noqa: F401
         except ImportError:
@@ -156,7 +144,6 @@ class Engine:
         return options, target, find_binaries(), server_account(options["user"])
 
     def execute(self) -> None:
-        from iolab.isolation.sandbox import open_sandbox
         options, target, binaries, account = self._check()
         info = {"server": None, "scale": options["scale"], "storage_engine": options["storage_engine"],
                 "buffer_pool_bytes": options["buffer_pool"],
@@ -164,15 +151,7 @@ class Engine:
                 "in dev_read_bytes/dev_write_bytes", "cleanup": None}
         self.run.update(sqlbench=info)
         with contextlib.ExitStack() as stack:
-            stack.enter_context(_signals(signal.SIGTERM, _interrupt))  # `kill` cleans up like Ctrl-C
-            stack.enter_context(targets_mod.opened(
-                target, run_id=self.run.run_id, size=self.recipe.size, filesystem=self.recipe.filesystem,
-                scratch_dir=self.scratch_dir))
-            base = self._base_dir(target)
-            self.run.update(targets=[target.describe()])
-            throttles = list(target.emulated.throttles) if target.emulated is not None else []
-            sandbox = stack.enter_context(open_sandbox(
-                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles, buffered=True))
+            base, sandbox = self._open(stack, target)
             server = Server(base, log_dir=self.run.path / "raw", buffer_pool=options["buffer_pool"],
                             binaries=binaries, account=account, port=options["port"], settings=options["settings"])
             stack.callback(self._destroy, server, info)
@@ -187,42 +166,17 @@ class Engine:
                 self._test(server, sandbox, test.name, options, counter)
             self.run.update(isolation=sandbox.describe())
 
-    @staticmethod
-    def _base_dir(target) -> str:
-        if target.kind == "dir":
-            target.test_file, target.created_file = None, False
-            return target.path
-        mountpoint = target.emulated.mountpoint if target.emulated is not None else None
-        if not mountpoint:
-            raise IolabError("the emulated device has no file system for the server", context=target.spec,
-                             hint="set `filesystem: ext4` in the recipe")
-        target.test_file = None
-        os.chmod(mountpoint, 0o755)  # the server's account must reach its directory
-        return mountpoint
-
-    def _counter(self, base: str):
-        from iolab.isolation.blockstat import BlockCounter
-        try:
-            return BlockCounter.for_path(base)
-        except IolabError as exc:
-            log.warning("no device I/O counters for %s: %s", base, exc)
-            self.run.manifest["sqlbench"]["device_counters"] = str(exc)
-            return None
-
-    def _destroy(self, server: Server, info: dict) -> None:
-        """Stop and remove the server; a second Ctrl-C or SIGTERM does not cut this short."""
-        try:
-            with _signals(signal.SIGINT, signal.SIG_IGN), _signals(signal.SIGTERM, signal.SIG_IGN):
-                steps = server.destroy()
-            info["cleanup"] = {"stop": steps, "server_removed": not server.root.exists(), "at": utcnow()}
-        finally:
-            self.run.save_manifest()
+    def _base_dir(self, target) -> str:
+        base = super()._base_dir(target)
+        if target.kind != "dir":
+            os.chmod(base, 0o755)  # the server's account must reach its directory
+        return base
 
     def _test(self, server, sandbox, name: str, options: dict, counter) -> None:
         record = next(t for t in self.run.manifest["tests"] if t["name"] == name)
         record.update(status="running", started=utcnow())
-        self.run.save_manifest()
-        try:
+
+        def measure() -> list:
             errors = []
             for rep in range(1, self.recipe.repeat + 1):
                 if self.recipe.defaults.get("pause") and rep > 1:
@@ -232,16 +186,9 @@ class Engine:
                     errors.append(row["error"])
                 record["reps"] = rep
                 self.run.save_manifest()
-        except KeyboardInterrupt:
-            record.update(status="interrupted", ended=utcnow())
-            self.run.save_manifest()
-            raise
-        except IolabError as exc:
-            record.update(status="failed", ended=utcnow(), error=str(exc))
-            self.run.save_manifest()
-            raise
-        record.update(status="failed" if errors else "completed", ended=utcnow(), error="; ".join(errors) or None)
-        self.run.save_manifest()
+            return errors
+
+        self._run_test(record, measure)
 
     def _one(self, server, sandbox, name: str, rep: int, options: dict, counter) -> dict:
         scale = options["scale"]

@@ -92,16 +92,18 @@ def run_create(db, n) -> Parts:
     with parts.timed("drop_table_when_MANY_tables"):
         for i in range(1, tables + 1):
             cur.execute(f"drop table bench_{i}")
-    with parts.timed("create+drop"):
-        for i in range(1, loops + 1):
-            cur.execute(f"create table bench_{i} ({_bench_columns()})")
-            cur.execute(f"drop table bench_{i}")
-    with parts.timed("create_key+drop"):
-        for i in range(1, loops + 1):
-            cur.execute(f"create table bench_{i} ({_key_columns()})")
-            cur.execute(f"drop table bench_{i}")
+    _create_drop(parts, "create+drop", cur, loops, _bench_columns())
+    _create_drop(parts, "create_key+drop", cur, loops, _key_columns())
     conn.close()
     return parts
+
+
+def _create_drop(parts: Parts, name: str, cur, loops: int, columns: str) -> None:
+    """The part ``name``: ``loops`` times create a table with ``columns`` and drop it."""
+    with parts.timed(name):
+        for i in range(1, loops + 1):
+            cur.execute(f"create table bench_{i} ({columns})")
+            cur.execute(f"drop table bench_{i}")
 
 
 # --------------------------------------------------------------------------- alter-table

@@ -48,6 +48,7 @@ from pathlib import Path
 
 from iolab.engine import fio
 from iolab.core.errors import IolabError
+from iolab.core.procstat import group_members
 
 log = logging.getLogger(__name__)
 
@@ -211,23 +212,6 @@ def listening(pid: int, endpoint: Endpoint) -> bool:
     if endpoint.kind == "unix":
         return _unix_listening(endpoint.path, inodes)
     return _tcp_listening(endpoint.port, inodes)
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of process group ``pgid``."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses
-        rest = text[text.rfind(")") + 2:].split()
-        if len(rest) >= 3 and int(rest[2]) == pgid and rest[0] not in ("Z", "X"):
-            members.append(int(entry))
-    return members
 
 
 def stop_group(proc: subprocess.Popen, *, grace: float = STOP_GRACE_S, first=signal.SIGTERM) -> None:

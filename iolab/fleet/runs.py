@@ -88,8 +88,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import signal
-import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -101,6 +99,7 @@ from iolab.fleet.fleetrun import FleetRun
 from iolab.fleet.hostplan import HostPlan, check_job, isolation_of, job_text, new_fleet_id, target_kind, writes_data
 from iolab.fleet.inventory import Inventory, check_security, load_inventory
 from iolab.core.errors import IolabError
+from iolab.core.signals import sigterm_raises
 
 
 @dataclasses.dataclass
@@ -118,23 +117,6 @@ class FleetResult:
     @property
     def failed_hosts(self) -> dict:
         return dict(self.manifest.get("failed_hosts", {}))
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM stops a fleet run like Ctrl-C: fio's client is stopped, tunnels closed, manifests written."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt("SIGTERM")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _prepare(recipe, inventory, *, hosts, insecure_network, size, runtime, repeat, isolation, preset):
@@ -171,7 +153,8 @@ def run(recipe, inventory, *, hosts: Sequence[str] | None = None, label: str | N
                        progress=progress, timeout=timeout)
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(_sigterm_as_interrupt())
+            # SIGTERM stops a fleet run like Ctrl-C: fio's client stopped, tunnels closed, manifests written
+            stack.enter_context(sigterm_raises(lambda: KeyboardInterrupt("SIGTERM")))
             stack.callback(engine.cleanup_local_files)
             engine.prepare()
             engine.connect(stack)
