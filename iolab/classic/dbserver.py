@@ -31,6 +31,28 @@ class Account:
         return [setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--", *argv]
 
 
+class ServerLifecycle:
+    """``destroy()`` for a server with ``stop()`` and ``remove()``: safe at any point, also twice."""
+
+    def destroy(self) -> list[str]:
+        """Stop and remove; the files go even when stopping fails."""
+        try:
+            return self.stop()
+        finally:
+            self.remove()
+
+
+def recipe_options(recipe, allowed: set) -> tuple[str, str, dict]:
+    """A database recipe's ``options`` with no unknown field: (source, "<source>: options", options)."""
+    source = recipe.source or recipe.name
+    ctx = f"{source}: options"
+    data = recipe.options or {}
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})", context=ctx)
+    return source, ctx, data
+
+
 def server_account(name: str | None, *, candidates: tuple, server: str, context: str,
                    only_root_chooses: bool) -> Account:
     """The account ``server`` runs as: ourselves unless root; as root ``name``, else the first of

@@ -30,7 +30,7 @@ from pathlib import Path
 from iolab.core import ownership
 from iolab.core.errors import IolabError
 from iolab.classic import dbserver
-from iolab.classic.dbserver import Account, tail
+from iolab.classic.dbserver import Account, ServerLifecycle, tail
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def _run_group(argv, *, cwd) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-class Server:
+class Server(ServerLifecycle):
     """One server under ``parent/iolab-sqlbench``; see the module docstring."""
 
     def __init__(self, parent, *, log_dir, buffer_pool: int, binaries: dict | None = None,
@@ -299,13 +299,6 @@ class Server:
         if self.created and LEDGER_KIND in ownership.KINDS:
             ownership.forget(LEDGER_KIND, str(self.root))
         self.created = False
-
-    def destroy(self) -> list[str]:
-        """Stop and remove; safe at any point, also twice."""
-        try:
-            return self.stop()
-        finally:
-            self.remove()
 
     def describe(self) -> dict:
         return {"root": str(self.root), "data_directory": str(self.data), "host": "127.0.0.1", "port": self.port,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from iolab.classic.pgcluster import RESERVED_SETTINGS, SETTING_NAME
+from iolab.classic.dbserver import recipe_options
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size, parse_size
 
@@ -54,12 +55,7 @@ def _onoff(value, ctx: str, allowed=("on", "off")) -> str:
 
 def parse_options(recipe, *, mem_limit: int | None = None) -> Options:
     """Check a pgbench recipe's ``options`` and tests; errors name the file and the field."""
-    source = recipe.source or recipe.name
-    ctx = f"{source}: options"
-    data = recipe.options or {}
-    extra = sorted(set(data) - OPTION_KEYS)
-    if extra:
-        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(OPTION_KEYS))})", context=ctx)
+    source, ctx, data = recipe_options(recipe, OPTION_KEYS)
     scale = data.get("scale", DEFAULT_SCALE)
     if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
         raise IolabError(f"must be a whole number >= 1, got {scale!r}", context=f"{ctx}.scale")

@@ -49,7 +49,7 @@ from pathlib import Path
 from iolab.core import ownership
 from iolab.core.errors import IolabError
 from iolab.classic import dbserver
-from iolab.classic.dbserver import Account, tail
+from iolab.classic.dbserver import Account, ServerLifecycle, tail
 from iolab.core.procstat import children
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ def _lock_pid(lock_file: Path) -> int | None:
         return None
 
 
-class Cluster:
+class Cluster(ServerLifecycle):
     """One cluster under ``parent/iolab-pgbench``; see the module docstring."""
 
     def __init__(self, parent: str | os.PathLike, binaries: Binaries, *, log_dir: str | os.PathLike,
@@ -360,13 +360,6 @@ class Cluster:
         if self.created:
             ownership.forget("pgcluster", str(self.root))
         self.created = False
-
-    def destroy(self) -> list[str]:
-        """Stop and remove; safe to call at any point, also twice."""
-        try:
-            return self.stop()
-        finally:
-            self.remove()
 
     def describe(self) -> dict:
         return {"root": str(self.root), "data_directory": str(self.data), "socket": str(self.socket),

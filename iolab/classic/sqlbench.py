@@ -48,6 +48,7 @@ import pandas as pd
 from iolab.core.errors import IolabError
 from iolab.classic.mariadb import Server, find_binaries, server_account
 from iolab.classic.dbengine import DatabaseEngine
+from iolab.classic.dbserver import recipe_options
 from iolab.classic.sqlbench_tests import RUNNERS, TESTS
 from iolab.engine.store import utcnow
 from iolab.core.units import human_size, parse_size
@@ -70,12 +71,7 @@ STATUS = ("Innodb_data_fsyncs", "Innodb_os_log_fsyncs", "Innodb_data_reads", "In
 
 def parse_options(recipe, *, mem_limit: int | None = None) -> dict:
     """Check a sqlbench recipe's options and tests; errors name the file and the field."""
-    source = recipe.source or recipe.name
-    ctx = f"{source}: options"
-    data = recipe.options or {}
-    extra = sorted(set(data) - OPTION_KEYS)
-    if extra:
-        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(OPTION_KEYS))})", context=ctx)
+    source, ctx, data = recipe_options(recipe, OPTION_KEYS)
     presets = data.get("preset_scale") or {}
     if not isinstance(presets, dict):
         raise IolabError("must map preset names to scales", context=f"{ctx}.preset_scale")

@@ -170,8 +170,11 @@ def test_wrong_target_kinds_and_direct_isolation_are_refused(tmp_path):
     recipe = write_recipe(tmp_path)
     a_file = tmp_path / "file.dat"
     a_file.write_bytes(b"\0" * 4096)
+    # an existing file is refused first by the write safety rules; confirmed, pgbench says why it cannot use it
     proc = run_cli(recipe, a_file, tmp_path / "data")
-    assert proc.returncode == 2 and "needs a directory on a mounted file system, not a file" in proc.stderr
+    assert proc.returncode == 2 and "confirm with --confirm" in proc.stderr, proc.stderr
+    proc = run_cli(recipe, a_file, tmp_path / "data", "--confirm", str(a_file))
+    assert proc.returncode == 2 and "needs a directory on a mounted file system, not a file" in proc.stderr, proc.stderr
     proc = run_cli(recipe, tmp_path, tmp_path / "data2", "--isolation", "direct")
     assert proc.returncode == 2 and "buffered I/O" in proc.stderr
 
