@@ -1,4 +1,5 @@
-"""Bonnie++'s own tables (K/sec and %CP per test, "+++++", the latency line) with bonnie++ itself beside iolab's equivalent."""
+"""Bonnie++'s own tables (K/sec and %CP per test, "+++++", the latency line) with bonnie++ itself beside iolab's
+equivalent."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,8 @@ import pandas as pd
 from iolab.report import i18n
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _col, _usable, _system, _order, _about, _pct, _fmt, _join, _winner_lines, MiB, GiB)
+    Figure, Section, _t, _pyplot, _col, _usable, _system, _order, _about, _pct, _fmt, _join, _winner_lines, MiB,
+    GiB)
 
 BONNIE_TESTS = ("putc", "put_block", "rewrite", "getc", "get_block", "seeks")
 #: bonnie++'s columns: test -> (group, column)

@@ -10,8 +10,8 @@ from iolab.report import i18n
 from iolab.analysis import curves
 from iolab.report.tables import Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _labels, _num, _col, _usable, _system, _order, _about, _ms, _fmt, _bullets_join, _curve_name, _merge_legends,
-    _groups, _matching)
+    Figure, Section, _t, _pyplot, _labels, _num, _col, _usable, _system, _order, _about, _ms, _fmt, _bullets_join,
+    _curve_name, _merge_legends, _groups, _matching)
 
 
 def _scaling_metric(data: pd.DataFrame) -> str:

@@ -6,7 +6,8 @@ import pandas as pd
 from iolab.report import i18n, tables
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _labels, _num, _usable, _system, _order, _about, _ms, _fmt, without_aggregates, _is_aggregate, ALL_HOSTS)
+    Figure, Section, _t, _pyplot, _labels, _num, _usable, _system, _order, _about, _ms, _fmt, without_aggregates,
+    _is_aggregate, ALL_HOSTS)
 
 
 def fleet_hosts(data: pd.DataFrame) -> pd.DataFrame:

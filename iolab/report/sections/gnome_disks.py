@@ -10,7 +10,8 @@ from iolab.report import i18n
 from iolab.analysis import curves
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _labels, _col, _usable, _system, _systems, _about, _fmt, _join, _bullets_join, _winner_lines)
+    Figure, Section, _t, _pyplot, _labels, _col, _usable, _system, _systems, _about, _fmt, _join, _bullets_join,
+    _winner_lines)
 
 GNOME_TESTS = ("read-rate", "write-rate", "access-time")
 

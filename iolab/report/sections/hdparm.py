@@ -9,7 +9,8 @@ import pandas as pd
 from iolab.report import i18n, tables
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _col, _usable, _system, _order, _about, _pct, _fmt, _bullets_join, _winner_lines, MiB)
+    Figure, Section, _t, _pyplot, _col, _usable, _system, _order, _about, _pct, _fmt, _bullets_join,
+    _winner_lines, MiB)
 
 HDPARM_TESTS = ("cached-reads", "disk-reads")
 

@@ -1,4 +1,5 @@
-"""pgbench: transactions per second against clients per mode, and whether the commit rate is what fio's write latency allows."""
+"""pgbench: transactions per second against clients per mode, and whether the commit rate is what fio's write
+latency allows."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,8 @@ import pandas as pd
 from iolab.report import i18n
 from iolab.report.tables import Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _labels, _col, _usable, _system, _order, _about, _fmt, _winner_lines, without_aggregates, _merge_legends)
+    Figure, Section, _t, _pyplot, _labels, _col, _usable, _system, _order, _about, _fmt, _winner_lines,
+    without_aggregates, _merge_legends)
 
 
 def pgbench_results(data: pd.DataFrame) -> pd.DataFrame:

@@ -11,8 +11,8 @@ from iolab.report import i18n
 from iolab.analysis import curves
 from iolab.report.tables import Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _labels, _usable, _system, _order, _about, _pct, _fmt, _winner_lines, _curve_name, _merge_legends,
-    _groups, _matching)
+    Figure, Section, _t, _pyplot, _labels, _usable, _system, _order, _about, _pct, _fmt, _winner_lines,
+    _curve_name, _merge_legends, _groups, _matching)
 
 
 def _curve_keys(data: pd.DataFrame) -> list[str]:
