@@ -1,9 +1,9 @@
 """Your runs beside an article's systems: measured results in the shape of :func:`iolab.analysis.reference.load`.
 
 ``iolab report RUN ... --reference dedicated-server-2013`` puts the user's
-Bonnie++ and tiobench runs into the article's tables as extra columns, so a
-server measured today reads beside the 2013 figures (same tests, same units:
-Bonnie++ K/sec and µs, tiobench MB/s and ms).
+Bonnie++, tiobench and sql-bench runs into the article's tables as extra
+columns, so a server measured today reads beside the 2013 figures (same tests,
+same units: Bonnie++ K/sec and µs, tiobench MB/s and ms, sql-bench seconds).
 """
 from __future__ import annotations
 
@@ -57,12 +57,23 @@ def _tiobench(results: pd.DataFrame, article: str) -> list[dict]:
     return rows
 
 
+def _sqlbench(results: pd.DataFrame, article: str) -> list[dict]:
+    """sql-bench's elapsed seconds per test (Table 10), the test names as the article's.
+
+    Three significant digits (17.2, 4.37, 0.607 s): the article's table prints
+    each figure as it stands, and a mean of timings has no more to say.
+    """
+    return [_row(article, "sql-bench", r["test"], "elapsed", "s", r["system"],
+                 float(f"{r['elapsed_s']:.3g}") if math.isfinite(r["elapsed_s"]) else math.nan)
+            for _, r in sections.sqlbench_results(results).iterrows()]
+
+
 def as_reference(results: pd.DataFrame, *, article: str) -> pd.DataFrame:
-    """Measured Bonnie++ and tiobench results as article rows (other recipes have no column to join)."""
+    """Measured Bonnie++, tiobench and sql-bench results as article rows (other recipes have no column to join)."""
     if results.empty:
         return pd.DataFrame(columns=REFERENCE_COLUMNS)
     results = results if "system" in results.columns else results.assign(system=results["label"].astype(str))
-    rows = _bonnie(results, article) + _tiobench(results, article)
+    rows = _bonnie(results, article) + _tiobench(results, article) + _sqlbench(results, article)
     frame = pd.DataFrame(rows, columns=REFERENCE_COLUMNS)
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype(float)
     return frame

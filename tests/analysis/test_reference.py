@@ -171,3 +171,25 @@ def test_runs_given_with_reference_sit_beside_the_articles_systems(tmp_path):
     assert "HDD (emulated)" in header  # the user's system is a column of the article's table
     expected = block[block["system"] == "HDD (emulated)"]["value"].iloc[0]
     assert f"| {int(round(expected)):,} |" in markdown
+
+
+def test_sqlbench_runs_sit_in_the_articles_table_10(tmp_path):
+    """sql-bench runs given with --reference become columns of the article's Table 10 (seconds, lower is better)."""
+    from iolab.report import beside
+    store = FIXTURES / "sections"
+    sel = report.select(store, with_results=True, recipe=["sqlbench"])
+    mine = beside.as_reference(sel.results, article=ARTICLE)
+    assert set(mine["benchmark"]) == {"sql-bench"} and set(mine["unit"]) == {"s"}
+    assert set(mine["test"]) == set(reference.load(article=ARTICLE).query("benchmark == 'sql-bench'")["test"])
+    create = mine[mine["test"] == "create"].set_index("system")["value"]
+    assert create.to_dict() == {"HDD (emulated)": 51.0, "SATA SSD (emulated)": 25.3}  # 3 significant digits
+    files = report.report([store / "hdd-node", store / "ssd-node"], reference=ARTICLE, recipe=["sqlbench"],
+                          lang="en", out=tmp_path / "en")
+    markdown = files.markdown.read_text(encoding="utf-8")
+    assert "| Test | SATA HDD (mem=512M) | SSD Intel 330 (mem=512M) | ioDrive (mem=512M) | SATA HDD (16GB RAM) " \
+           "| HDD (emulated) | SATA SSD (emulated) |" in markdown
+    assert "| create | 34 | 1,060 | 1,031 | 53 | 51 | 25.3 |" in markdown  # the article's figures, then ours
+    assert "SATA SSD (emulated) is lowest at 4.37 s" in markdown  # lower is better, as in the article
+    ja = report.report([store / "hdd-node", store / "ssd-node"], reference=ARTICLE, recipe=["sqlbench"],
+                       lang="ja", out=tmp_path / "ja").markdown.read_text(encoding="utf-8")
+    assert "| 34 | 1,060 | 1,031 | 53 | 51 | 25.3 |" in ja and "HDD (emulated)" in ja

@@ -56,7 +56,7 @@ def texts(section):
 def test_plan_tells_the_kinds_from_the_rows(store):
     expected = {"qd-sweep": ["qd-sweep", "concurrency"], "gnome-disks": ["gnome-disks"], "bonnie": ["bonnie"],
                 "tiobench": ["tiobench"], "hdparm": ["hdparm"], "pgbench": ["pgbench"], "quick": [],
-                "crystaldiskmark": ["fleet"]}
+                "crystaldiskmark": ["fleet"], "sqlbench": ["sqlbench"]}
     assert {name: sections.plan(recipe_rows(store, name)) for name in store.recipes} == expected
     # from the rows, not the recipe's name: a renamed bonnie recipe keeps its section
     renamed = recipe_rows(store, "bonnie").assign(recipe="my-bonnie")
@@ -346,6 +346,44 @@ def test_tiobench_says_when_nothing_was_slow():
     assert section.tables[0].data.loc["a", "CPU eff"] == pytest.approx(1000)
 
 
+# =========================================================================== sqlbench
+
+
+def test_sqlbench_section_is_the_articles_table_10(store, japanese):
+    """Tests x systems in elapsed seconds (the 2013 article's Table 10), lower is better, a total per system."""
+    rows = recipe_rows(store, "sqlbench")
+    found, rest = sections.build(rows)
+    assert [s.kind for s in found] == ["sqlbench"] and rest.empty  # no generic MB/s shape for a database
+    section = found[0]
+    table = section.tables[0]
+    assert list(table.frame.index) == ["ATIS", "alter-table", "big-tables", "connect", "create", "insert", "select",
+                                       "wisconsin", "Total"]
+    assert list(table.frame.columns) == ["HDD (emulated)", "SATA SSD (emulated)"]
+    assert table.frame.loc["create"].tolist() == ["51.0", "25.3"]
+    # the mean of the two repetitions, and the total of the eight means
+    create = rows[(rows["test"] == "create") & (rows["label"] == "HDD (emulated)")]["runtime_s"]
+    assert len(create) == 2 and table.data.loc["create", "HDD (emulated)"] == pytest.approx(create.mean())
+    assert table.data.loc["Total", "SATA SSD (emulated)"] == pytest.approx(
+        table.data.loc[table.data.index[:-1], "SATA SSD (emulated)"].sum())
+    sentences = texts(section)
+    assert "**create**: SATA SSD (emulated) is lowest at 25.3 s; HDD (emulated) is 2.0x as high (51.0 s)." in sentences
+    assert "**connect**: SATA SSD (emulated) and HDD (emulated) are within 1.6% of each other" in sentences
+    assert "**big-tables** tells the systems apart most" in sentences and "(4.9x as long)" in sentences
+    assert any("scale 0.01" in n for n in section.notes) and "Storage engine: InnoDB." in section.notes
+    assert len(section.figures[0].axes[0].patches) == 16  # 8 tests x 2 systems
+    ja = sections.sqlbench_section(rows, lang="ja")
+    assert ja.title == "データベース: MySQL sql-bench" and list(ja.tables[0].frame.index)[-1] == "合計"
+    assert "**create**: SATA SSD (emulated) が 25.3 秒 で最も短い。" in texts(ja)
+
+
+def test_sqlbench_total_only_where_every_test_ran():
+    data = pd.DataFrame([{"system": s, "test": t, "runtime_s": v, "tool": "sql-bench"}
+                         for s, t, v in (("a", "create", 10.0), ("a", "select", 2.0), ("b", "create", 5.0))])
+    table = sections.sqlbench_section(data).tables[0]
+    assert table.frame.loc["Total"].tolist() == ["12.0", "—"] and table.frame.loc["select", "b"] == "—"
+    assert sections.sqlbench_section(data.assign(tool="fio")) is None
+
+
 # =========================================================================== hdparm
 
 
@@ -546,13 +584,13 @@ def rendered(tmp_path_factory):
 def test_compare_notebook_renders_every_section(rendered):
     en, ja = rendered
     md = en.markdown.read_text(encoding="utf-8")
-    for key in ("qd", "scaling", "gnome", "bonnie", "tio", "hdparm", "pg", "fleet"):
+    for key in ("qd", "scaling", "gnome", "bonnie", "tio", "hdparm", "pg", "sql", "fleet"):
         assert f"### {i18n.text(f'sections.{key}.heading', 'en')}" in md, key
     assert "## Recipe: quick" in md and "**Throughput (MB/s)" in md  # the generic shape for the rest
     assert "covers 10 systems" in md
     assert "| 1 hosts |" not in md and "3 hosts ·" not in md
     assert "IOPS saturate at about" in md and "consistent with its 6.6" in md
-    assert len(en.figures) == 12  # 9 section figures + quick's chart and two latency plots
+    assert len(en.figures) == 13  # 10 section figures + quick's chart and two latency plots
     html = en.html.read_text(encoding="utf-8")
     assert "Bonnie++: K/sec and %CP" in html and "<img" in html and "def generic" not in html
     jmd = ja.markdown.read_text(encoding="utf-8")

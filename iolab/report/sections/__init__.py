@@ -13,13 +13,13 @@ Two layers, as everywhere in iolab's reporting:
   the units stated by the column names): :func:`qd_points`, :func:`qd_knees`,
   :func:`concurrency_points`, :func:`gnome_summary`, :func:`bonnie_results`,
   :func:`tiobench_results`, :func:`hdparm_results`, :func:`pgbench_results`,
-  :func:`fio_write_latency`, :func:`fleet_hosts`, :func:`without_aggregates`;
+  :func:`fio_write_latency`, :func:`sqlbench_results`, :func:`fleet_hosts`, :func:`without_aggregates`;
 * presentation: one function per recipe kind returning a :class:`Section`
   (tables as :class:`iolab.report.tables.Table`, matplotlib figures, commentary
   sentences in ``en`` or ``ja``): :func:`qd_sweep_section`,
   :func:`concurrency_section`, :func:`gnome_disks_section`,
   :func:`bonnie_section`, :func:`tiobench_section`, :func:`hdparm_section`,
-  :func:`pgbench_section`, :func:`fleet_section`.
+  :func:`pgbench_section`, :func:`sqlbench_section`, :func:`fleet_section`.
 
 :func:`plan` tells which kinds a recipe's rows are (from the rows themselves:
 test names, the ``tool``, ``sweep`` and ``fleet_id`` columns, not the recipe's
@@ -30,7 +30,7 @@ the generic shape: they are the sum of the hosts, not one more system.
 
 One module per recipe kind (:mod:`.qdsweep`, :mod:`.concurrency`,
 :mod:`.gnome_disks`, :mod:`.bonnie`, :mod:`.tiobench`, :mod:`.hdparm`,
-:mod:`.pgbench`, :mod:`.fleet`), the shared objects and formats in
+:mod:`.pgbench`, :mod:`.sqlbench`, :mod:`.fleet`), the shared objects and formats in
 :mod:`.common`, :func:`plan` and :func:`build` in :mod:`.kinds`; this package
 re-exports their public names (``iolab.report.sections.bonnie_section``...).
 
@@ -48,13 +48,15 @@ from iolab.report.sections.hdparm import HDPARM_TESTS, hdparm_results, hdparm_se
 from iolab.report.sections.kinds import KINDS, SECTIONS, build, plan
 from iolab.report.sections.pgbench import fio_write_latency, pgbench_results, pgbench_section
 from iolab.report.sections.qdsweep import qd_knees, qd_points, qd_sweep_section
+from iolab.report.sections.sqlbench import SQLBENCH_TESTS, sqlbench_results, sqlbench_section
 from iolab.report.sections.tiobench import TIOBENCH_TESTS, tiobench_results, tiobench_section
 
 __all__ = [
     "AGGREGATE_FLAG", "ALL_HOSTS", "BONNIE_LAYOUT", "BONNIE_MIN_TIME", "BONNIE_TESTS", "Figure", "GNOME_TESTS",
-    "HDPARM_TESTS", "KINDS", "PLUS", "SECTIONS", "Section", "TIOBENCH_TESTS",
+    "HDPARM_TESTS", "KINDS", "PLUS", "SECTIONS", "SQLBENCH_TESTS", "Section", "TIOBENCH_TESTS",
     "bonnie_latency", "bonnie_results", "bonnie_section", "build", "concurrency_points", "concurrency_section",
     "fio_write_latency", "fleet_hosts", "fleet_section", "gnome_disks_section", "gnome_summary", "hdparm_results",
     "hdparm_section", "measured_systems", "pgbench_results", "pgbench_section", "plan", "qd_knees", "qd_points",
-    "qd_sweep_section", "tiobench_results", "tiobench_section", "without_aggregate_runs", "without_aggregates",
+    "qd_sweep_section", "sqlbench_results", "sqlbench_section", "tiobench_results", "tiobench_section",
+    "without_aggregate_runs", "without_aggregates",
 ]

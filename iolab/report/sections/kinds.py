@@ -18,15 +18,17 @@ from iolab.report.sections.gnome_disks import GNOME_TESTS, gnome_disks_section
 from iolab.report.sections.hdparm import HDPARM_TESTS, hdparm_section
 from iolab.report.sections.pgbench import pgbench_section
 from iolab.report.sections.qdsweep import qd_sweep_section
+from iolab.report.sections.sqlbench import is_sqlbench, sqlbench_section
 from iolab.report.sections.tiobench import TIOBENCH_TESTS, tiobench_section
 
 #: Section kinds, in the order a recipe's sections are shown.
-KINDS = ("fleet", "pgbench", "bonnie", "tiobench", "hdparm", "gnome-disks", "qd-sweep", "concurrency")
+KINDS = ("fleet", "pgbench", "sqlbench", "bonnie", "tiobench", "hdparm", "gnome-disks", "qd-sweep", "concurrency")
 
 #: Section function per kind (pgbench takes the wider ``fio=`` context too).
 SECTIONS: dict[str, Callable] = {
     "fleet": fleet_section,
     "pgbench": pgbench_section,
+    "sqlbench": sqlbench_section,
     "bonnie": bonnie_section,
     "tiobench": tiobench_section,
     "hdparm": hdparm_section,
@@ -64,6 +66,10 @@ def _kind_rows(data: pd.DataFrame) -> dict[str, pd.Index]:
     pg = (tool == "pgbench") | (_col(data, "tps").notna())
     if pg.any():
         found["pgbench"] = data.index[pg]
+    sql = is_sqlbench(data)
+    if sql.any():
+        found["sqlbench"] = data.index[sql]
+    pg = pg | sql  # a database's rows: no fio section claims them
     checks = {
         "bonnie": test.isin(BONNIE_TESTS),
         "hdparm": test.isin(HDPARM_TESTS),

@@ -1,0 +1,123 @@
+"""MySQL sql-bench in the 2013 article's Table 10 shape: tests x systems, elapsed seconds, lower is better.
+
+The rows come from the ``sqlbench`` engine (:mod:`iolab.classic.sqlbench`, ``tool`` = ``sql-bench``): one per
+test x repetition, ``runtime_s`` the test's elapsed seconds. With ``--reference dedicated-server-2013`` the same
+figures join the article's own Table 10 as extra columns (:mod:`iolab.report.beside`).
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from iolab.classic.sqlbench_tests import TESTS as SQLBENCH_TESTS
+from iolab.report import i18n
+from iolab.report.tables import Table
+from iolab.report.sections.common import (
+    Figure, Section, _about, _col, _fmt, _order, _pyplot, _system, _t, _usable, _winner_lines)
+
+#: The ``tool`` of the engine's rows.
+SQLBENCH_TOOL = "sql-bench"
+
+
+def is_sqlbench(data: pd.DataFrame) -> pd.Series:
+    """Which rows are sql-bench's (by the engine's ``tool`` column)."""
+    if "tool" not in data.columns:
+        return pd.Series(False, index=data.index)
+    return data["tool"].astype(str) == SQLBENCH_TOOL
+
+
+def sqlbench_results(data: pd.DataFrame) -> pd.DataFrame:
+    """sql-bench's elapsed seconds per system and test (the article's test order, then any other test).
+
+    Columns: ``system, test, n`` (repetitions that ran without error),
+    ``elapsed_s`` (their mean), ``scale`` and ``storage_engine`` (as the run
+    recorded them: a scale under 1 runs smaller loops than sql-bench's own).
+    """
+    data = _usable(_system(data))
+    data = data[is_sqlbench(data)]
+    rows = []
+    for (system, test), sub in data.groupby(["system", "test"], sort=False):
+        elapsed = _col(sub, "runtime_s").dropna()
+        rows.append({"system": system, "test": str(test), "n": len(elapsed),
+                     "elapsed_s": float(elapsed.mean()) if len(elapsed) else math.nan,
+                     "scale": float(_col(sub, "scale").max()),
+                     "storage_engine": (str(sub["storage_engine"].dropna().iloc[0])
+                                        if "storage_engine" in sub.columns and sub["storage_engine"].notna().any()
+                                        else None)})
+    frame = pd.DataFrame(rows, columns=["system", "test", "n", "elapsed_s", "scale", "storage_engine"])
+    known = {t: i for i, t in enumerate(SQLBENCH_TESTS)}
+    order = {t: known.get(t, len(known) + i) for i, t in enumerate(_order(frame["test"]))}
+    return frame.sort_values("test", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def sqlbench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
+    """Table 10's shape: rows = the eight tests and their total, columns = systems, elapsed seconds.
+
+    A bar chart of the seconds per test; findings: the fastest system per
+    test (lower is better), the test that tells the systems apart most, and
+    the scale and storage engine the runs used where they are not sql-bench's own.
+    """
+    i18n.check_lang(lang)
+    results = sqlbench_results(data)
+    if results.empty:
+        return None
+    section = Section("sqlbench", _t("sql.heading", lang), lang, intro=_t("sql.intro", lang))
+    section.tables.append(_sqlbench_table(results, lang))
+    section.figures.append(_sqlbench_figure(results, lang))
+    section.sentences += _sqlbench_sentences(results, lang)
+    section.notes += _sqlbench_notes(results, lang)
+    return section
+
+
+def _sqlbench_table(results: pd.DataFrame, lang: str) -> Table:
+    systems = _order(results["system"])
+    tests = _order(results["test"])
+    seconds = results.pivot_table(index="test", columns="system", values="elapsed_s", aggfunc="first", sort=False)
+    seconds = seconds.reindex(index=tests, columns=systems)
+    complete = seconds.notna().all(axis=0)
+    total = seconds.sum(axis=0).where(complete)  # a system that missed a test has no comparable total
+    numbers = pd.concat([seconds, total.to_frame(_t("sql.total", lang)).T])
+    numbers.index = pd.Index(list(tests) + [_t("sql.total", lang)], name=_t("sql.index", lang))
+    numbers.columns = pd.Index(systems, name=i18n.text("labels.system", lang))
+    shown = numbers.map(lambda v: _fmt(v, 1))
+    return Table(shown, data=numbers, caption=_t("sql.caption", lang), notes=[_t("sql.note", lang)])
+
+
+def _sqlbench_figure(results: pd.DataFrame, lang: str) -> Figure:
+    from iolab.report import plot
+    fig, ax = _pyplot().subplots(figsize=(9.0, 4.0))
+    plot.bars(results, x="test", y="elapsed_s", hue="system", ax=ax, xlabel="", ylabel=_t("sql.chart_y", lang),
+              legend_title=i18n.text("labels.system", lang))
+    return Figure(fig, alt=_t("sql.alt", lang))
+
+
+def _sqlbench_sentences(results: pd.DataFrame, lang: str) -> list[str]:
+    """The fastest system per test (fewest seconds), and the test whose seconds differ most between systems."""
+    if results["system"].nunique() < 2:
+        return []
+    summary = pd.DataFrame({"system": results["system"], "test": results["test"], "direction": "",
+                            "metric": "elapsed", "unit": "s", "value": results["elapsed_s"],
+                            "n": results["n"].clip(lower=1)})
+    sentences = _winner_lines(summary, lang)
+    spread = results.groupby("test", sort=False)["elapsed_s"].agg(["min", "max"])
+    spread = spread[(spread["min"] > 0) & spread["max"].notna()]
+    if len(spread):
+        ratio = spread["max"] / spread["min"]
+        test = ratio.idxmax()
+        mine = results[results["test"] == test].set_index("system")["elapsed_s"]
+        sentences.append(_t("sql.widest", lang, test=test, factor=i18n.factor(float(ratio[test])),
+                            fast=mine.idxmin(), fast_s=_about(float(mine.min())),
+                            slow=mine.idxmax(), slow_s=_about(float(mine.max()))))
+    return sentences
+
+
+def _sqlbench_notes(results: pd.DataFrame, lang: str) -> list[str]:
+    notes = []
+    scales = sorted({s for s in results["scale"].dropna() if s != 1.0})
+    if scales:
+        notes.append(_t("sql.scaled", lang, scale=", ".join(f"{s:g}" for s in scales)))
+    engines = sorted({e for e in results["storage_engine"].dropna()})
+    if engines:
+        notes.append(_t("sql.engine", lang, engine=", ".join(engines)))
+    return notes
