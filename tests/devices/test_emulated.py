@@ -1,6 +1,6 @@
 """iolab.devices.emulated: profiles, set-up and tear-down, and the ground truth -- fio on an emulated
-device never runs above the declared limits (within the throttle's time slice), and large I/O
-reaches the device whole."""
+device runs at the declared limits where the backing device is many times faster (never above them,
+within the throttle's time slice), and large I/O reaches the device whole."""
 from __future__ import annotations
 
 import os
@@ -18,7 +18,7 @@ from iolab.core.errors import IolabError
 from iolab.isolation.sandbox import open_sandbox
 
 from kernel_fixtures import (fio_json, machine_clean, module_clean, needs_fio, needs_root,  # noqa: F401
-                             scratch, under_throttle)
+                             scratch, at_throttle, under_throttle)
 
 pytestmark = pytest.mark.usefixtures("module_clean", "machine_clean")
 
@@ -188,8 +188,10 @@ def test_hdd_ground_truth(scratch):
               f"{malloc_bps / 1e6:.1f} MB/s (between {split / 1e6:.1f} split and {p.read_bps / 1e6:.0f} unsplit); "
               f"1M reads reach the device as {whole / MiB:.2f} MiB requests")
         seconds = float(RUNTIME)
-        assert under_throttle(seq_bps, p.read_bps, seconds)
-        assert under_throttle(rnd_iops, p.read_iops, seconds)
+        # this machine's loop device reads ~3 GB/s and 8k+ IOPS (profiles/emulated.yaml): 30x and 50x
+        # the hdd's limits, so the throttle alone decides both figures
+        assert at_throttle(seq_bps, p.read_bps, seconds)
+        assert at_throttle(rnd_iops, p.read_iops, seconds)
         assert under_throttle(malloc_bps, p.read_bps, 3)
         # with the sandbox's huge-page buffers a 1 MiB read is one request (one I/O against the
         # IOPS limit), not two 512 KiB halves: what lets an HDD profile reach its bps limit at all
@@ -214,6 +216,8 @@ def test_sata_ssd_ground_truth(scratch):
               f"4K QD32 {qd32_iops:.0f} IOPS (declared {p.read_iops}), 4K QD1 {qd1_iops:.0f} IOPS "
               f"(this machine's loop latency; not a ceiling test)")
         seconds = float(RUNTIME)
-        assert under_throttle(seq_bps, p.read_bps, seconds)
+        # 1 MiB reads: the loop device gives ~3 GB/s, 6x this limit; its 4 KiB IOPS (55k at QD32 when
+        # idle) are too close to the 20k ceiling on a busy machine to assert from below
+        assert at_throttle(seq_bps, p.read_bps, seconds)
         assert under_throttle(qd32_iops, p.read_iops, seconds)
         assert under_throttle(qd1_iops, p.read_iops, 3)
