@@ -103,14 +103,21 @@ def test_bonnie_on_an_emulated_hdd_beside_bonnie_plus_plus(tmp_path, machine_cle
 
     table = result.results
     assert table["error"].isna().all(), table["error"].dropna().tolist()
-    # 4x the limit: not even small_file; the per-char tests may be CPU-bound, that is what they measure
-    # (every row on an emulated device carries the device's own caveats: emulated_latency, and
-    # v1_writeback on buffered writes under cgroup v1; they say nothing about the test)
+    # Only the flags this test controls are asserted (every row on an emulated device carries the
+    # device's own caveats: emulated_latency, and v1_writeback on buffered writes under cgroup v1).
+    # The per-char tests (1 MiB, one syscall per byte, into and out of the page cache) run at the
+    # CPU's pace, not the device's: whether they take more than bonnie's 0.5 s (too_short) and
+    # whether they keep a core busy (cpu_bound) depends on the machine and its load, so both are
+    # allowed there; likewise bonnie++'s own seeks, which it runs without dropping the cache (cached
+    # pages answer part of them, below). Every other test is held by the throttle: >= 256 MiB at
+    # <= 2 x 100 MB/s, or 600 seeks at 150 IOPS, is over 1.2 s waiting on the device, so no flag
+    # of its own; and the 256 MiB file is 4x the 64 MiB limit: no small_file anywhere.
     device_caveats = {"emulated_latency", "v1_writeback"}
-    own = table["flags"].map(lambda v: sorted(set(str(v).split(";")) - device_caveats - {"nan", "None", ""}))
+    own = table["flags"].map(lambda v: set(str(v).split(";")) - device_caveats - {"nan", "None", ""})
     assert table["flags"].astype(str).str.contains("emulated_latency").all()
-    flagged = table[own.map(bool)]
-    assert set(flagged["test"]) <= {"putc", "getc"} and {f for fs in own for f in fs} <= {"cpu_bound"}, flagged
+    cpu_paced = table["test"].isin(["putc", "getc"]) | ((table["test"] == "seeks") & (table["tool"] == "bonnie++"))
+    assert own[~cpu_paced].map(len).eq(0).all(), table.loc[~cpu_paced, ["test", "tool", "flags", "runtime_s"]]
+    assert set().union(*own[cpu_paced]) <= {"cpu_bound", "too_short"}, table.loc[cpu_paced, ["test", "flags"]]
     expected_tools = {"putc": "python", "put_block": "fio", "rewrite": "python", "getc": "python",
                       "get_block": "fio", "seeks": "python"}
     for test, tool in expected_tools.items():

@@ -52,12 +52,13 @@ def test_flat_curve_and_access_time_at_the_throttle_of_an_emulated_hdd(tmp_path,
     assert set(rates["bs"]) == {10 * MiB} and (rates["io_bytes"] == 10 * MiB).all()
     assert (rates["thp_bytes"] >= 2 * MiB).all()  # contiguous buffers: one I/O per 1280 KiB request
 
-    # flat at the throttle: along the device (five stretches) and sample by sample; judged by medians
-    # and shares, as blk-throttle may let one sample through at once now and then (see the recipe)
+    # flat at the throttle along the device: the median sample of each of five stretches. Not sample
+    # by sample: a 10 MiB sample takes 0.1 s at 100 MB/s, one blk-throttle slice (100 ms), so whether
+    # a sample is let through at once or held a slice depends on where the slices fall, i.e. on
+    # the timing of the samples (slower when the machine is busy), which the test does not control
     limit = hdd.read_bps / 1e6
     stretches = rates.groupby(pd.cut(rates["position"], 5), observed=True)["bw_mbps"].median()
     assert stretches.to_numpy() == pytest.approx([limit] * 5, rel=0.10)
-    assert rates["bw_mbps"].between(0.9 * limit, 1.1 * limit).mean() >= 0.9
     summary = gnomedisks.summary(table).set_index("test")
     read = summary.loc["read-rate"]
     assert read["n"] == 100 and read["overall_mbps"] == pytest.approx(limit, rel=0.10)

@@ -40,9 +40,9 @@ def test_tcp_server_on_loopback_runs_jobs_and_stops_with_its_children(servers, t
         while len(fioserver.group_members(server.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(fioserver.group_members(server.pid)) >= 2, "the server forked no child for the job"
-        started = time.monotonic()
         server.stop()
-        assert time.monotonic() - started < 8
+        # SIGTERM was enough: the server did not have to be killed after the grace period
+        assert server._proc.returncode != -signal.SIGKILL, server._proc.returncode
         assert not server.running and fioserver.group_members(server.pid) == []
         assert live_processes(f"--server={ep.client_spec}") == []
         assert not fioserver.tcp_listeners(ep.port)
