@@ -1,4 +1,5 @@
 """Shared by the tests: how to run this checkout's iolab, and markers for what the machine lacks."""
+import json
 import os
 import shutil
 import subprocess
@@ -38,3 +39,19 @@ def live_processes(marker: str) -> list[str]:
         if marker in cmdline and state not in ("Z", "X"):
             found.append(f"{entry}: {cmdline}")
     return found
+
+
+def run_dir_of(data: Path) -> Path:
+    """The one run directory a command wrote under the result store ``data``."""
+    dirs = list(data.glob("*/*/manifest.json"))
+    assert len(dirs) == 1, dirs
+    return dirs[0].parent
+
+
+def assert_failed_run(data: Path, *needles) -> dict:
+    """The one run under ``data`` ended ``failed`` and its reason names every needle."""
+    manifest = json.loads((run_dir_of(data) / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
+    for needle in needles:
+        assert needle in manifest["reason"], manifest["reason"]
+    return manifest

@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from iolab.engine import recipes
 from iolab.core.columns import RESULT_COLUMNS
 from iolab.core.errors import IolabError
 
-from cli_helpers import IOLAB, ROOT
+from cli_helpers import IOLAB, ROOT, assert_failed_run, run_dir_of
 
 IS_ROOT = os.geteuid() == 0
 try:
@@ -64,12 +63,6 @@ def run_cli(recipe: Path, target, data: Path, *extra, env=None, prefix=(), timeo
     argv = [*prefix, *IOLAB, "run", str(recipe), "--target", str(target), "--data", str(data), "--no-progress",
             *extra]
     return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
-
-
-def run_dir_of(data: Path) -> Path:
-    dirs = list(data.glob("*/*/manifest.json"))
-    assert len(dirs) == 1, dirs
-    return dirs[0].parent
 
 
 def processes_under(path) -> list[str]:
@@ -306,14 +299,6 @@ def test_emulated_hdd_gives_fewer_tps_than_the_directory_with_sync_commit(dir_ru
 
 
 # --------------------------------------------------------------------------- failures and clean-up
-
-def assert_failed_run(data: Path, *needles) -> dict:
-    manifest = json.loads((run_dir_of(data) / "manifest.json").read_text())
-    assert manifest["status"] == "failed"
-    for needle in needles:
-        assert needle in manifest["reason"], manifest["reason"]
-    return manifest
-
 
 @needs_root
 @needs_postgres

@@ -23,7 +23,7 @@ from iolab.classic import mariadb, sqlbench
 from iolab.engine import recipes
 from iolab.core.errors import IolabError
 
-from cli_helpers import IOLAB, ROOT
+from cli_helpers import IOLAB, ROOT, assert_failed_run, run_dir_of
 
 IS_ROOT = os.geteuid() == 0
 try:
@@ -54,12 +54,6 @@ def run_cli(recipe, target, data: Path, *extra, env=None, prefix=(), timeout=600
     argv = [*prefix, *IOLAB, "run", str(recipe), "--target", str(target), "--data", str(data), "--no-progress",
             *extra]
     return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
-
-
-def run_dir_of(data: Path) -> Path:
-    dirs = list(data.glob("*/*/manifest.json"))
-    assert len(dirs) == 1, dirs
-    return dirs[0].parent
 
 
 def mariadbd_processes(under: Path | None = None) -> list[str]:
@@ -192,14 +186,6 @@ def test_dir_run_leaves_nothing_behind(dir_run):
 
 
 # --------------------------------------------------------------------------- faults
-
-def assert_failed_run(data: Path, *needles) -> dict:
-    manifest = json.loads((run_dir_of(data) / "manifest.json").read_text())
-    assert manifest["status"] == "failed"
-    for needle in needles:
-        assert needle in manifest["reason"], manifest["reason"]
-    return manifest
-
 
 @needs_root
 @needs_mariadb
