@@ -53,9 +53,10 @@ def tier_argv(results: Path, extra: list[str], timeout: float) -> list[str]:
     """The tier boots through ``iolab lab`` (so every ``make test`` proves that command on a real
     boot), runs ``iolab recipes`` inside (its output comes back through the shared directory),
     then the lab tests."""
+    # `iolab recipes` runs beside pytest's start-up: both are mostly imports, one vCPU each
     inside = (f"export IOLAB_LAB_RESULTS={shlex.quote(str(results))}; "
-              f"iolab recipes > {shlex.quote(str(results / 'recipes.txt'))} 2>&1; "
-              + guest_command(results, extra))
+              f"iolab recipes > {shlex.quote(str(results / 'recipes.txt'))} 2>&1 & recipes=$!; "
+              + guest_command(results, extra) + "; rc=$?; wait $recipes; exit $rc")
     return [sys.executable, "-m", "iolab", "lab", "--scratch", "8G", "--disk", "1G", "--disk", "1G",
             "--memory", "2G", "--cpus", "2", "--data", str(results / "data"), "--rwdir", str(results),
             "--timeout", f"{timeout:g}", "--", "sh", "-c", inside]

@@ -1,10 +1,11 @@
 """cgroup v2 for real (the lab VM): cache isolation, io.max throttles, evidence, OOM, writeback.
 
 The host's kernel is cgroup v1 hybrid; these are the same promises on the unified
-hierarchy that iolab's users have. TCG's CPU is slow (each iolab command costs
-~15 s of imports), so the CLI is run once per promise and sizes and runtimes are
-small; the throttled rates are ones the guest can reach, and the `cpu_bound`
-flag is checked where the CLI computes it.
+hierarchy that iolab's users have. TCG's CPU is slow: a new iolab process
+costs ~20 s of imports there, so the runs go through the CLI's own ``main`` in
+this process (tests/lab/test_lab_devices.py runs the CLI as a user does); sizes
+and runtimes are small, the throttled rates are ones the guest can reach, and
+the `cpu_bound` flag is checked where the CLI computes it.
 """
 import csv
 import json
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import IOLAB, ROOT
+from iolab import cli
 from iolab.devices import emulated
 from iolab.devices.emulated import emulated_device
 from iolab.isolation import cgroups
@@ -26,10 +27,12 @@ pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
 MiB = 1024**2
 
 
-def run_cli(*args, timeout=600):
-    proc = subprocess.run(IOLAB + [str(a) for a in args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout)
-    return proc
+def run_cli(capsys, *args) -> tuple[int, str, str]:
+    """``iolab ARGS`` through the CLI's main in this process: (exit status, stdout, stderr)."""
+    capsys.readouterr()
+    rc = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
 
 
 def read_results(run_dir: Path) -> list[dict]:
@@ -44,12 +47,13 @@ def row(rows: list[dict], test: str, direction: str | None = None) -> dict:
     return found[0]
 
 
-def test_cachecheck_warm_read_comes_from_the_device_on_v2(tmp_path, lab_disks):
+def test_cachecheck_warm_read_comes_from_the_device_on_v2(tmp_path, lab_disks, capsys):
     disk = lab_disks[0]
-    proc = run_cli("run", "cachecheck", "--target", disk, "--confirm", disk, "--size", "128M",
-                   "--mem-limit", "32M", "--isolation", "cgroup", "--data", tmp_path / "data", "--no-progress")
-    assert proc.returncode == 0, proc.stderr
-    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    rc, out, err = run_cli(capsys, "run", "cachecheck", "--target", disk, "--confirm", disk, "--size", "128M",
+                           "--mem-limit", "32M", "--isolation", "cgroup", "--data", tmp_path / "data",
+                           "--no-progress")
+    assert rc == 0, err
+    run_dir = Path(out.strip().splitlines()[-1])
     warm = row(read_results(run_dir), "warm")
     iso = json.loads((run_dir / "manifest.json").read_text())["isolation"]
     print(f"\nv2 cachecheck warm: {float(warm['bw_mbps']):.1f} MB/s, device read {warm['dev_read_bytes']} B "
@@ -84,41 +88,38 @@ def test_io_max_throttles_the_hdd_profile(tmp_path):
     assert emulated.leftovers() == []
 
 
-# The sata-ssd ceilings the CLI's quick recipe can hold under TCG: measured in the lab
-# (see README "The lab"), sequential 1 MiB reads reach the 500 MB/s ceiling; 4 KiB at QD32
-# does not reach 20k IOPS there (TCG's CPU is the bottleneck and the cpu_bound flag says so).
-SSD_TESTS = "SEQ1M-Q8T1,RND4K-Q32T1"  # each read then write
+# What of sata-ssd the lab can prove: measured there, sequential 1 MiB reads at QD8 reach the
+# 500 MB/s ceiling with fio at ~25 % of one core. 4 KiB at QD32 does NOT reach 20k IOPS under
+# TCG (~1,500: the emulated CPU, mostly in the loop device's and qemu's kernel paths, is the
+# bottleneck) and fio's own CPU stays under the cpu_bound threshold, so the flag cannot say so:
+# the IOPS ceiling stays proven on the host's kernel only (README, "The lab").
 
 
-def test_sata_ssd_ground_truth_through_the_cli(tmp_path):
+def test_sata_ssd_bandwidth_ground_truth_through_the_cli(tmp_path, capsys):
     p = emulated.get_profile("sata-ssd")
-    proc = run_cli("run", "quick", "--target", "emulated:sata-ssd", "--tests", SSD_TESTS,
-                   "--data", tmp_path / "data", "--no-progress")  # quick's own 64 MiB, 2 s per test
-    assert proc.returncode == 0, proc.stderr
-    rows = read_results(Path(proc.stdout.strip().splitlines()[-1]))
-    seq, rnd = row(rows, "SEQ1M-Q8T1", "read"), row(rows, "RND4K-Q32T1", "read")
+    rc, out, err = run_cli(capsys, "run", "quick", "--target", "emulated:sata-ssd", "--tests", "SEQ1M-Q8T1",
+                           "--data", tmp_path / "data", "--no-progress")  # quick's own 64 MiB, 2 s per test
+    assert rc == 0, err
+    seq = row(read_results(Path(out.strip().splitlines()[-1])), "SEQ1M-Q8T1", "read")
     print(f"\nv2 sata-ssd: seq 1M Q8 {float(seq['bw_mbps']):.1f} MB/s (declared {p.read_bps / 1e6:.0f}) "
-          f"flags [{seq['flags']}], cpu {seq.get('cpu_usr_pct')}+{seq.get('cpu_sys_pct')} %; "
-          f"4K Q32 {float(rnd['iops']):.0f} IOPS (declared {p.read_iops}) flags [{rnd['flags']}], "
-          f"cpu {rnd.get('cpu_usr_pct')}+{rnd.get('cpu_sys_pct')} %")
+          f"flags [{seq['flags']}], fio cpu {seq.get('cpu_usr_pct')}+{seq.get('cpu_sys_pct')} % of a core")
     assert "cpu_bound" not in seq["flags"]
     assert within(float(seq["bw_mbps"]) * 1e6, p.read_bps, 0.10)
-    # a figure below the ceiling is only the device's when the CPU was not the bottleneck
-    if "cpu_bound" not in rnd["flags"]:
-        assert within(float(rnd["iops"]), p.read_iops, 0.10)
     assert emulated.leftovers() == [] and cgroups.leftovers() == []
 
 
-def _io_stat_wbytes(io_dir: str, devnum: str) -> int:
+def _io_stat_writes(io_dir: str, devnum: str) -> tuple[int, int]:
+    """(wbytes, wios) charged to the cgroup for ``devnum`` in its io.stat."""
     for line in Path(io_dir, "io.stat").read_text().splitlines():
         fields = line.split()
         if fields and fields[0] == devnum:
-            return int(dict(f.split("=") for f in fields[1:]).get("wbytes", 0))
-    return 0
+            stat = dict(f.split("=") for f in fields[1:])
+            return int(stat.get("wbytes", 0)), int(stat.get("wios", 0))
+    return 0, 0
 
 
-def _buffered_write(tmp_path, name: str, throttle: bool) -> tuple[float, int, int]:
-    """300 MiB buffered write + fsync under a 256M limit: (bytes/s, bytes written, cgroup io.stat wbytes)."""
+def _buffered_write(tmp_path, name: str, throttle: bool) -> tuple[float, int, tuple[int, int]]:
+    """300 MiB buffered write + fsync under a 256M limit: (bytes/s, bytes written, io.stat (wbytes, wios))."""
     (tmp_path / name).mkdir()
     with emulated_device("hdd", size="512M", scratch_dir=tmp_path / name, filesystem="ext4") as dev:
         # unthrottled: the same io cgroup (for io.stat) with a limit no device reaches
@@ -127,9 +128,9 @@ def _buffered_write(tmp_path, name: str, throttle: bool) -> tuple[float, int, in
             job = fio_json(["--name=wb", f"--filename={Path(dev.mountpoint) / 'buffered.dat'}", "--rw=write",
                             "--bs=1M", "--size=300M", "--direct=0", "--end_fsync=1", "--ioengine=psync"],
                            popen=box.popen, timeout=300)
-            wbytes = _io_stat_wbytes(box.group.dirs["io"][1], dev.devnum)
+            charged = _io_stat_writes(box.group.dirs["io"][1], dev.devnum)
     written = job["write"]["io_bytes"]  # bytes (fio's JSON io_bytes; io_kbytes is the KiB one)
-    return written / (job["job_runtime"] / 1000), written, wbytes  # runtime in ms, the final fsync included
+    return written / (job["job_runtime"] / 1000), written, charged  # runtime in ms, the final fsync included
 
 
 def test_buffered_writes_are_throttled_on_v2(tmp_path):
@@ -137,16 +138,21 @@ def test_buffered_writes_are_throttled_on_v2(tmp_path):
 
     (On v1 the flusher threads write back outside any group: the v1_writeback caveat.)
     """
-    limit = emulated.get_profile("hdd").write_bps
-    bps, written, wbytes = _buffered_write(tmp_path, "throttled", True)
-    free_bps, _, free_wbytes = _buffered_write(tmp_path, "free", False)
+    hdd = emulated.get_profile("hdd")
+    limit = hdd.write_bps
+    bps, written, (wbytes, wios) = _buffered_write(tmp_path, "throttled", True)
+    free_bps, _, (free_wbytes, free_wios) = _buffered_write(tmp_path, "free", False)
     print(f"\nv2 buffered write + fsync, 300 MiB under memory.max 256M: {bps / 1e6:.1f} MB/s with io.max "
-          f"wbps={limit / 1e6:.0f} MB/s, {free_bps / 1e6:.1f} MB/s without; the cgroup's io.stat wbytes "
-          f"{wbytes / MiB:.1f} MiB (throttled) and {free_wbytes / MiB:.1f} MiB (free) for {written / MiB:.0f} MiB written")
+          f"wbps={limit / 1e6:.0f} MB/s wiops={hdd.write_iops}, {free_bps / 1e6:.1f} MB/s without; the cgroup's "
+          f"io.stat: {wbytes / MiB:.1f} MiB in {wios} writes (throttled, {wbytes / max(wios, 1) / 1024:.0f} KiB "
+          f"each), {free_wbytes / MiB:.1f} MiB in {free_wios} writes (free), for {written / MiB:.0f} MiB written")
     assert written == 300 * MiB
-    assert wbytes >= 0.95 * written       # the writeback was charged to the writer's cgroup ...
-    assert bps <= 1.1 * limit             # ... so it ran at io.max, the device's rate, not RAM's
-    assert free_bps >= 1.3 * bps          # and io.max, not the guest, set that rate
+    # the writeback was charged to the writer's cgroup (not to the flushers' root group, as on v1) ...
+    assert wbytes >= 0.95 * written and free_wbytes >= 0.95 * written
+    # ... so io.max held it: no faster than the tighter of its two ceilings for the writes it saw
+    # (writeback's bios are smaller than fio's 1 MiB, so wiops, not wbps, is usually the one that binds)
+    assert bps <= 1.1 * min(limit, hdd.write_iops * wbytes / wios)
+    # (the unthrottled run is printed for comparison only: its rate is TCG's, which no test controls)
 
 
 def test_oom_under_the_limit_is_recorded():
