@@ -27,5 +27,5 @@ if ! reason=$(bash tools/install-lab-deps.sh 2>&1); then
   echo "iolab test: lab tier skipped: ${reason:-the lab's dependencies could not be installed}"
   exit 0
 fi
-echo "iolab test: lab tier (one VM with the stock kernel under TCG; a few minutes)"
+echo "iolab test: lab tier (one VM with the stock kernel under TCG; about 6 minutes)"
 .venv/bin/python -m iolab.lab.tier

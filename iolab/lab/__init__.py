@@ -9,8 +9,9 @@ shared read-write, runs one shell command inside and returns its exit status.
 
 - :mod:`iolab.lab.vm`: find the parts, boot, run, kill on timeout or Ctrl-C;
 - :mod:`iolab.lab.guest`: the shell script that runs first inside the guest;
+- :mod:`iolab.lab.pyimage`: the interpreter and ``.venv`` as cached ext4 images (9p is slow);
 - :mod:`iolab.lab.tier`: ``python -m iolab.lab.tier``, the test tier that runs
-  ``pytest -m lab`` inside one VM.
+  ``pytest -m lab`` inside one VM booted through ``iolab lab`` (:mod:`iolab.cli.lab`).
 
 May import: every layer below (it runs iolab commands and tests inside the VM).
 """

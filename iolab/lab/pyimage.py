@@ -62,8 +62,7 @@ def _fingerprint(tree: Path) -> tuple[str, int]:
 
 
 def _build(tree: Path, image: Path, nbytes: int) -> None:
-    partial = image.with_suffix(".partial")
-    partial.unlink(missing_ok=True)
+    partial = image.with_suffix(f".{os.getpid()}.partial")  # two builders never share a file
     with open(partial, "wb") as handle:
         handle.truncate(int(nbytes * 1.15) + SLACK)
     proc = subprocess.run(["mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-E", "root_owner=0:0",

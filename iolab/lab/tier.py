@@ -1,12 +1,15 @@
 """The lab test tier: ``python -m iolab.lab.tier [PYTEST ARGS]``.
 
-Boots the lab VM once and runs ``pytest -m lab tests/lab`` inside with the
-checkout's own ``.venv`` (both visible read-only in the guest: no cache
-provider, no bytecode; junit XML goes to a shared result directory, pytest's
-temporary files to the scratch disk). Prints pytest's output as it comes and a
-closing summary line from the junit XML, and exits non-zero when a test failed,
-when none ran (pytest's exit 5) or when the VM did not finish. When the lab
-cannot be made on this machine it prints ONE line saying why and exits 0.
+Boots the lab VM once through ``iolab lab`` (so every ``make test`` proves that
+command on a real boot) and runs inside it ``iolab recipes`` (its listing must
+come back through the shared result directory) beside ``pytest -m lab
+tests/lab`` with the checkout's own ``.venv`` (no cache provider: the root is
+read-only there; junit XML and what the tests printed go to the shared result
+directory, pytest's temporary files to the scratch disk). Prints pytest's output,
+a closing summary line from the junit XML with the tier's wall time, and exits
+non-zero when a test failed, when none ran (pytest's exit 5), when the recipe
+listing did not come back or when the VM did not finish. When the lab cannot be
+made on this machine it prints ONE line saying why and exits 0.
 """
 from __future__ import annotations
 
