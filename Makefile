@@ -32,4 +32,4 @@ test: setup
 
 clean:
 	rm -rf $(VENV) .venv-lab reports scratch
-	rm -rf /var/tmp/iolab-lab-cache   # the lab's cached python images (iolab/lab/pyimage.py)
+	rm -rf /var/tmp/iolab-lab.pyimages   # the lab's cached python images (iolab/lab/pyimage.py)

@@ -5,11 +5,12 @@ each refusal naming the plan field:
 
 * a file system smaller than its ``mkfs`` accepts: xfs needs at least 300 MiB
   (xfsprogs >= 5.19: "Filesystem must be larger than 300MB"), a striped xfs
-  (on md RAID, or su=/sunit= options) more than 512 MiB (else "Log size must
+  (on md RAID0, or su=/sunit= options) more than 512 MiB (else "Log size must
   be at least 64MB", measured with xfsprogs 6.1), mke2fs refuses a few
   hundred KiB, so ext4 is asked for at least 1 MiB. The size of a file system's
-  device is known for a loop device, a sized partition and a RAID0 of known
-  members (n x the smallest member, less 1 MiB of md metadata per member);
+  device is known for a loop device, a sized partition and an array of known
+  members (RAID0: n x the smallest member, RAID1: the smallest member, less
+  1 MiB of md metadata per member);
 * a loop device's backing file larger than the file system that would hold it
   (the nearest existing directory above the file), and any size above
   :data:`MAX_SIZE`, a typo rather than a disk.

@@ -6,7 +6,7 @@ took 71 s there (40 s of it system time) and ``import pytest`` 40 s. The same
 files on an ext4 image attached as a virtio disk cost one block read each.
 So the interpreter's prefix (stdlib, ``sys.base_prefix``) and the checkout's
 ``.venv`` are each copied into an ext4 image (``mkfs.ext4 -d``), cached under
-``<disk dir>/iolab-lab-cache`` and rebuilt only when a file under them changed,
+``<disk dir>/iolab-lab.pyimages`` and rebuilt only when a file under them changed,
 and the guest mounts them read-only on top of the same paths.
 
 The checkout itself stays on 9p (it changes all the time and is small); its
@@ -27,7 +27,7 @@ from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
 
-CACHE_NAME = "iolab-lab-cache"
+CACHE_NAME = "iolab-lab.pyimages"  # not iolab-lab-*: those are one VM's, removed when it ends
 SLACK = 64 * 1024**2  # ext4 metadata and journal on top of the files' own size
 
 

@@ -39,7 +39,7 @@ def test_timeout_kills_the_vm_and_removes_its_disks(tmp_path):
     before = set(Path(vm.DEFAULT_DISK_DIR).glob("iolab-lab-*"))
     running = set(live_processes("iolab-lab-"))  # another lab VM (the tier) may be running
     with pytest.raises(IolabError, match="did not finish within 3 s and was killed"):
-        vm.run_in_vm("sleep 600", vm.LabConfig(timeout=3, disks=["64M"]))
+        vm.run_in_vm("sleep 600", vm.LabConfig(timeout=3, disks=["64M"], python_images=False))
     assert set(Path(vm.DEFAULT_DISK_DIR).glob("iolab-lab-*")) == before  # disk files and control dir removed
     assert set(live_processes("iolab-lab-")) <= running  # no qemu, no virtme-run of ours left
 
