@@ -1,25 +1,32 @@
-"""RAID0 striping gain for real (the lab VM): four throttled members, one md array.
+"""RAID0 striping gain for real (the lab VM): four throttled members, one md array, a `quick` run.
 
 The seed article put four Intel X25-V in RAID0. Here four loop devices, each
-held to the same read ceiling by io.max (low enough for TCG's CPU), are
-striped by a plan (iolab.devices.plan) and read through the array: sequential
-1 MiB reads at a queue depth that keeps every member busy reach about four
-times one member's ceiling, because md RAID0 splits each request into chunks
-that go to different members, each throttled on its own.
+held to the same ceiling by io.max (10 MB/s: low enough for TCG's CPU), are
+striped by a plan (iolab.devices.plan), and a fifth, alone, stands for one
+SSD. `iolab run quick` measures both in one run, started from a cgroup that
+carries the devices' limits (with --isolation direct on block devices iolab
+makes no cgroup of its own, so fio runs under them); the CLI's main runs in
+this process, moved into that cgroup for the run (a new iolab process costs
+~20 s of imports under TCG).
+Sequential 1 MiB reads at QD8 through the array reach about four times one
+device: md RAID0 splits each request into 64 KiB chunks on different members,
+each throttled on its own.
 """
+import contextlib
+import csv
 import os
+from pathlib import Path
 
 import pytest
 
+from iolab import cli
 from iolab.devices import inventory
 from iolab.devices import plan as setup_plan
-from iolab.isolation.cgroups import Throttle
-from iolab.isolation.sandbox import open_sandbox
-from kernel_fixtures import fio_json
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
 
-MEMBER_BPS = 10_000_000   # each member's read ceiling (10 MB/s: far below what TCG can move)
+MEMBER_BPS = 10_000_000   # each device's read and write ceiling
+CGROUP = Path("/sys/fs/cgroup/labraid-members")
 PLAN = """name: raid0-four
 loop_devices:
 {loops}
@@ -31,34 +38,62 @@ raid:
 """
 
 
-def _seq_read(box, device: str) -> float:
-    job = fio_json(["--name=seq", f"--filename={device}", "--rw=read", "--bs=1M", "--iodepth=16",
-                    "--ioengine=libaio", "--direct=1", "--runtime=4", "--time_based", "--size=96M"],
-                   popen=box.popen, timeout=120)
-    return job["read"]["bw_bytes"]
-
-
-def test_raid0_of_four_throttled_members_stripes(tmp_path):
-    loops = "\n".join(f"  - {{name: s{i}, file: {tmp_path}/s{i}.img, size: 128M}}" for i in range(1, 5))
-    plan_path = tmp_path / "raid0-four.yaml"
-    plan_path.write_text(PLAN.format(loops=loops))
-    result = setup_plan.setup(plan_path)
-    try:
-        array = result["devices"]["iolab-r0x4"]
-        members = [result["devices"][f"s{i}"] for i in range(1, 5)]
-        throttles = [Throttle(devnum(m), read_bps=MEMBER_BPS) for m in members]
-        with open_sandbox("cgroup", mem_limit="256M", buffered=False, throttles=throttles) as box:
-            one = _seq_read(box, members[0])
-            four = _seq_read(box, array)
-    finally:
-        setup_plan.teardown(plan_path)
-    print(f"\nRAID0 of 4 members at io.max rbps={MEMBER_BPS / 1e6:.0f} MB/s each: one member {one / 1e6:.1f} MB/s, "
-          f"the array {four / 1e6:.1f} MB/s ({four / one:.2f}x)")
-    assert abs(one - MEMBER_BPS) <= 0.10 * MEMBER_BPS   # a member alone holds its ceiling
-    assert four >= 3.5 * one                             # striping: nearly four members' worth
-    assert four <= 4.4 * MEMBER_BPS                      # and no more than four ceilings
-
-
 def devnum(device: str) -> str:
     devno = inventory.resolve(device)[2]
     return f"{os.major(devno)}:{os.minor(devno)}"
+
+
+def throttled_group(devices: list[str]) -> Path:
+    Path("/sys/fs/cgroup/cgroup.subtree_control").write_text("+io")
+    CGROUP.mkdir()
+    for device in devices:
+        (CGROUP / "io.max").write_text(f"{devnum(device)} rbps={MEMBER_BPS} wbps={MEMBER_BPS}")
+    return CGROUP
+
+
+@contextlib.contextmanager
+def inside(group: Path):
+    """This process (and so what it starts) in ``group``, then back where it was."""
+    home = Path("/sys/fs/cgroup") / Path("/proc/self/cgroup").read_text().strip().split("::", 1)[1].lstrip("/")
+    (group / "cgroup.procs").write_text(str(os.getpid()))
+    try:
+        yield
+    finally:
+        (home / "cgroup.procs").write_text(str(os.getpid()))
+
+
+def quick_in_group(group: Path, targets: list[str], data: Path, capsys) -> tuple[int, str, str]:
+    argv = ["run", "quick", "--tests", "SEQ1M-Q8T1", "--runtime", "4", "--isolation", "direct",
+            "--data", str(data), "--no-progress", "--label", "raid0-lab"]
+    for target in targets:
+        argv += ["--target", target, "--confirm", target]
+    capsys.readouterr()
+    with inside(group):
+        rc = cli.main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_raid0_of_four_throttled_members_stripes_in_a_quick_run(tmp_path, capsys):
+    loops = "\n".join(f"  - {{name: s{i}, file: {tmp_path}/s{i}.img, size: 128M}}" for i in range(1, 6))
+    plan_path = tmp_path / "raid0-four.yaml"
+    plan_path.write_text(PLAN.format(loops=loops))  # s5: not in the array, one device alone
+    result = setup_plan.setup(plan_path)
+    try:
+        array, single = result["devices"]["iolab-r0x4"], result["devices"]["s5"]
+        group = throttled_group([result["devices"][f"s{i}"] for i in range(1, 6)])
+        rc, out, err = quick_in_group(group, [array, single], tmp_path / "data", capsys)
+    finally:
+        if CGROUP.exists():
+            CGROUP.rmdir()
+        setup_plan.teardown(plan_path)
+    assert rc == 0, err[-2000:]
+    with open(Path(out.strip().splitlines()[-1]) / "results.csv", newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["test"] == "SEQ1M-Q8T1" and r["direction"] == "read"]
+    bw = {r["target"]: float(r["bw_mbps"]) * 1e6 for r in rows}
+    four, one = bw[Path(array).name], bw[Path(single).name]
+    print(f"\nquick SEQ1M-Q8T1 read, io.max {MEMBER_BPS / 1e6:.0f} MB/s per device: one device {one / 1e6:.1f} MB/s, "
+          f"RAID0 of four {four / 1e6:.1f} MB/s ({four / one:.2f}x)")
+    assert abs(one - MEMBER_BPS) <= 0.10 * MEMBER_BPS   # one device holds its ceiling
+    assert four >= 3.5 * one                             # striping: nearly four devices' worth
+    assert four <= 4.4 * MEMBER_BPS                      # and no more than four ceilings
