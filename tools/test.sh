@@ -11,6 +11,16 @@ no_tests() {
   echo "iolab test: $1 collected no test; that is a broken suite, not a pass" >&2
 }
 
+# The lab's parts are installed first, so the host tests of the VM itself run too.
+lab_skip=""
+if [ "${IOLAB_LAB:-}" = skip ]; then
+  lab_skip="IOLAB_LAB=skip"
+elif ! lab_setup=$(bash tools/install-lab-deps.sh 2>&1); then
+  lab_skip="${lab_setup:-tools/install-lab-deps.sh failed}"
+elif [ -n "$lab_setup" ]; then
+  echo "$lab_setup"
+fi
+
 .venv/bin/python -m pytest "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
@@ -19,12 +29,8 @@ if [ "$rc" -eq 5 ]; then
 fi
 [ "$rc" -eq 0 ] || exit "$rc"
 
-if [ "${IOLAB_LAB:-}" = skip ]; then
-  echo "iolab test: lab tier skipped: IOLAB_LAB=skip"
-  exit 0
-fi
-if ! reason=$(bash tools/install-lab-deps.sh 2>&1); then
-  echo "iolab test: lab tier skipped: ${reason:-the lab's dependencies could not be installed}"
+if [ -n "$lab_skip" ]; then
+  echo "iolab test: lab tier skipped: $lab_skip"
   exit 0
 fi
 echo "iolab test: lab tier (one VM with the stock kernel under TCG; about 6 minutes)"
