@@ -65,9 +65,13 @@ def _sizes(args) -> None:
 def _config(args, command: list[str]):
     from iolab.core.errors import IolabError
     from iolab.lab import LabConfig
+    from iolab.lab.vm import CHECKOUT, hidden_in_guest
     cwd = Path.cwd()
-    if str(cwd) == "/tmp" or str(cwd).startswith("/tmp/"):
-        raise IolabError("the VM has its own /tmp: run iolab lab from a directory on disk", context=f"cwd {cwd}")
+    if cwd == Path("/tmp"):
+        raise IolabError("the VM has its own /tmp: run iolab lab from a directory below it or on disk",
+                         context=f"cwd {cwd}")
+    # the guest's /tmp is its own: share what it must see from the host's /tmp explicitly
+    rodirs = [d for d in dict.fromkeys([CHECKOUT.resolve(), cwd]) if hidden_in_guest(d)]
     data = (cwd / args.data).resolve()
     data.mkdir(parents=True, exist_ok=True)
     rwdirs = [data] + [Path(d).resolve() for d in args.rwdir]
@@ -76,7 +80,7 @@ def _config(args, command: list[str]):
             raise IolabError("no such directory", context=f"--rwdir {directory}")
     venv_bin = Path(sys.prefix) / "bin"
     return LabConfig(memory=args.memory, cpus=args.cpus, scratch=args.scratch, disks=list(args.disk),
-                     rwdirs=rwdirs, cwd=cwd, timeout=args.timeout, overlay_cwd=True,
+                     rwdirs=rwdirs, rodirs=rodirs, cwd=cwd, timeout=args.timeout, overlay_cwd=True,
                      env={"PATH": f"{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
 
 

@@ -38,13 +38,16 @@ class LabConfig:
     ``scratch`` is the size of the first disk, which the guest formats (ext4) and
     mounts on /var/tmp (iolab's default place for backing files, and $TMPDIR);
     ``disks`` are further raw disks, visible in the guest as $IOLAB_LAB_DISKS in
-    order. ``rwdirs`` are host directories the guest may write (same path inside).
+    order. ``rwdirs`` are host directories the guest may write (same path inside);
+    ``rodirs`` are host directories it may read that the shared root does not show
+    (the guest's /tmp is its own: a checkout under the host's /tmp is shared this way).
     """
     memory: str = "2G"
     cpus: int = 2
     scratch: str | None = "4G"
     disks: list[str] = field(default_factory=list)
     rwdirs: list[Path] = field(default_factory=list)
+    rodirs: list[Path] = field(default_factory=list)
     cwd: Path = CHECKOUT
     timeout: float | None = None
     kernel: Path | None = None
@@ -136,9 +139,16 @@ def vng_argv(config: LabConfig, disks: list[Path], script: Path,
                  "-device", f"virtio-blk-pci,drive=iolabpy{index},serial={serial}"]
     argv = [str(find_vng()), "--disable-kvm", "-r", str(kernel), "--memory", config.memory,
             "--cpus", str(config.cpus), f"--qemu-opts={' '.join(qemu)}"]
+    for directory in config.rodirs:
+        argv += ["--rodir", str(directory)]
     for directory in config.rwdirs:
         argv += ["--rwdir", str(directory)]
     return argv + ["--exec", f"sh {script}"]
+
+
+def hidden_in_guest(path: Path) -> bool:
+    """Whether the guest's own tmpfs /tmp hides ``path`` of the host."""
+    return str(path) == "/tmp" or str(path).startswith("/tmp/")
 
 
 def disks_count(config: LabConfig) -> tuple[bool, int]:
