@@ -21,7 +21,8 @@ elif [ -n "$lab_setup" ]; then
   echo "$lab_setup"
 fi
 
-.venv/bin/python -m pytest "$@"
+# where the time went, so a suite creeping past its budget shows in the CI log
+.venv/bin/python -m pytest --durations=15 "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   no_tests "pytest"
