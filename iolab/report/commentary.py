@@ -41,7 +41,7 @@ from iolab.report.commentary_base import (KNOWN_FLAGS, LOWER_IS_BETTER, LOWER_IS
 #: :mod:`iolab.report.cache_commentary` included (one place to import from).
 __all__ = ["KNOWN_FLAGS", "LOWER_IS_BETTER", "LOWER_IS_BETTER_PREFIXES", "Rules", "cache_effects", "cache_pairs",
            "cache_sentences", "caveat_sentences", "caveats", "default_groups", "describe", "group_ranges",
-           "group_sentences", "higher_is_better", "is_close", "pick_baseline", "versus", "winner_sentences", "winners"]
+           "group_sentences", "higher_is_better", "is_close", "pick_baseline", "versus", "winner_sentences", "winners", "coverage_note"]
 
 
 def is_close(a: pd.Series, b: pd.Series, tolerance: float = verdicts.TIE_TOLERANCE) -> str | None:
@@ -206,23 +206,33 @@ def pick_baseline(summary: pd.DataFrame) -> str | None:
 # prose
 
 
-def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
-                     rules: Rules = Rules()) -> list[str]:
-    """One sentence per test: the winner and its lead, or the tie."""
-    out = []
+def lone_results(win: pd.DataFrame, lang: str) -> dict[str, list[str]]:
+    """Tests only one system has a result for, per system: a coverage fact, not a finding."""
     alone: dict[str, list[str]] = {}
     for _, row in win.iterrows():
-        if row["runner_up"] is None or pd.isna(row["runner_up"]):
+        if (row["runner_up"] is None or pd.isna(row["runner_up"])) and row["close"] == "":
             alone.setdefault(row["winner"], []).append(_test(row["test"], row["direction"], lang))
+    return alone
+
+
+def coverage_note(win: pd.DataFrame, *, lang: str) -> str:
+    """One sentence on the tests only one system has results for ('' when every test has two or more)."""
+    alone = lone_results(win, lang)
+    if not alone:
+        return ""
+    items = [_t("coverage_item", lang, system=system, tests=i18n.join(tests, lang)) for system, tests in alone.items()]
+    return _t("coverage", lang, items=i18n.join(items, lang) if lang == "en" else "、".join(items))
+
+
+def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
+                     rules: Rules = Rules()) -> list[str]:
+    """One sentence per compared test: the winner and its lead, or the tie.
+
+    A test only one system has a result for is no finding: :func:`coverage_note` says so, once.
+    """
+    out = []
     for _, row in win.iterrows():
         if row["runner_up"] is None or pd.isna(row["runner_up"]):
-            if row["close"] == "" and row["winner"] in alone:
-                tests = alone.pop(row["winner"])
-                if len(tests) == 1:
-                    out.append(_t("only", lang, test=tests[0], winner=row["winner"],
-                                  value=_value(row["value"], row["unit"], lang, published=published)))
-                else:
-                    out.append(_t("only_many", lang, tests=i18n.join(tests, lang), winner=row["winner"]))
             continue
         test = _test(row["test"], row["direction"], lang)
         value = _value(row["value"], row["unit"], lang, published=published)
@@ -331,8 +341,9 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     higher = higher_is_better(str(frame["metric"].iloc[0]))
     paragraphs = []
     win = winners(frame, rules=rules)
-    if not win.empty:
-        paragraphs.append("\n".join(f"- {s}" for s in winner_sentences(win, lang=lang, published=published, rules=rules)))
+    findings = winner_sentences(win, lang=lang, published=published, rules=rules) if not win.empty else []
+    if findings:
+        paragraphs.append("\n".join(f"- {s}" for s in findings))
     baseline = baseline if baseline is not None else pick_baseline(frame)
     if baseline and baseline in set(frame["system"]):
         vs = versus(frame, baseline)
@@ -345,6 +356,9 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     effects = cache_effects(frame, pairs, rules=rules)
     if not effects.empty:
         paragraphs.extend(cache_sentences(effects, lang=lang, published=published, rules=rules))
+    note = coverage_note(win, lang=lang) if not win.empty else ""
+    if note:
+        paragraphs.append(note)
     found = caveats(frame, rules=rules)
     if not found.empty:
         paragraphs.append(_t("caveats", lang) + "\n" + "\n".join(

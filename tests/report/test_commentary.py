@@ -172,7 +172,25 @@ def test_unknown_flag_is_still_reported():
 def test_lone_system_results_are_collapsed():
     s = summary([("A", "T1", "read", 1.0), ("A", "T2", "read", 2.0), ("A", "T3", "read", 3.0), ("B", "T3", "read", 1.0)])
     text = commentary.describe(s, lang="en", baseline="B")
-    assert "**T1 read and T2 read**: only A has results." in text
+    findings = text.split("\n\n")[0]
+    # a test only one system ran is a coverage fact, said once after the findings, never a finding
+    assert "T1 read" not in findings and "only A" not in findings
+    assert "*Coverage note, not a finding: only A has results for T1 read and T2 read, so there is nothing to " \
+           "compare there.*" in text
+    assert text.count("only A has results") == 1
+    ja = commentary.describe(s, lang="ja", baseline="B")
+    assert ja.count("結果は A のみ") == 1 and "所見ではない" in ja and "T1" not in ja.split("\n\n")[0]
+
+
+def test_tool_line_says_iolab_reproduces_the_tool():
+    from iolab.report import toolnames
+    assert toolnames.describe("CrystalDiskMark 8", "en") == \
+        "iolab's fio reproduction of the tests of CrystalDiskMark 8 (not the original program)"
+    assert "iolab が fio で再現した CrystalDiskMark 8 のテスト" in toolnames.describe("CrystalDiskMark 8", "ja")
+    assert toolnames.describe("fio", "en") == "fio"
+    assert "original program, run by iolab" in toolnames.describe("pgbench (PostgreSQL), TPC-B (sort of)", "en")
+    assert "fio" not in toolnames.describe("sql-bench (MySQL), rewritten in Python, on MariaDB", "en").split("(")[0]
+    assert toolnames.describe(None, "en") == "not recorded"
 
 
 def test_empty_and_bad_language():

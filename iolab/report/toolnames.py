@@ -1,0 +1,31 @@
+"""What a recipe's ``tool`` line means: iolab's reproduction of a classic tool's tests, not the tool itself.
+
+A manifest records the tool a recipe emulates (``tool: CrystalDiskMark 8``).
+Printed bare after "tool:", a reader takes it for the program that ran; every
+place a report names it goes through :func:`describe` instead.
+"""
+from __future__ import annotations
+
+from iolab.report import i18n
+
+#: Tools iolab runs itself: the name is the truth as it stands.
+OWN = {"fio", "iolab"}
+#: Tools whose original program the recipe really runs (pgbench on a throw-away PostgreSQL).
+ORIGINAL = ("pgbench",)
+#: Tools reproduced in Python (iolab's own timing and SQL), not as fio jobs.
+REWRITTEN = ("sql-bench",)
+
+
+def describe(tool, lang: str, *, unknown: str = "") -> str:
+    """``CrystalDiskMark 8`` -> "iolab's fio reproduction of the tests of CrystalDiskMark 8 (not the original program)"."""
+    name = "" if tool is None else str(tool).strip()
+    if not name or name.lower() == "nan":
+        return unknown or i18n.text("text.measured_unknown", lang)
+    lowered = name.lower()
+    if lowered in OWN:
+        return name
+    if lowered.startswith(ORIGINAL):
+        return i18n.text("text.tool_original", lang, tool=name)
+    if lowered.startswith(REWRITTEN):
+        return i18n.text("text.tool_rewrite", lang, tool=name)
+    return i18n.text("text.tool_fio", lang, tool=name)
