@@ -1,0 +1,107 @@
+"""Failed tests of the runs in a report: which test, on which system, and the error that stopped it.
+
+A run that met a fault (an I/O error from the device, fio refusing a job, the
+watchdog) ends ``failed`` and keeps what it measured; its manifest lists every
+test with its own status and error. The run's one-line reason joins them all;
+this module gives each failed test its own sentence and table row, in ``en``
+or ``ja``, with the error worded as fio (or iolab) wrote it.
+
+Computation (:func:`failed_tests`, a tidy frame) is separate from
+presentation (:func:`failures_table`, :func:`sentences`, :func:`markdown`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import pandas as pd
+
+from iolab.report import i18n
+from iolab.report.tables import DASH, Table
+
+#: A test's status that means it ran and did not finish well (``skipped``/``pending`` never ran).
+FAILED_STATUSES = ("failed", "interrupted", "running")
+
+COLUMNS = ("system", "run_id", "host", "test", "status", "reps", "error")
+
+
+def _records(manifests) -> list[dict]:
+    if isinstance(manifests, pd.DataFrame):
+        return manifests.to_dict("records")
+    return list(manifests)
+
+
+def _text(value) -> str | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value).strip() or None
+
+
+def failed_tests(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per test of the runs in ``manifests`` that ran and failed (columns :data:`COLUMNS`).
+
+    ``names`` names the runs' systems (default the manifest's ``system_name``,
+    else its label or host). A run that failed before any test (its tests all
+    pending) has no row here: its reason is the run's own.
+    """
+    rows = []
+    records = _records(manifests)
+    names = list(names) if names is not None else [
+        _text(r.get("system_name")) or _text(r.get("label")) or _text(r.get("host")) or "?" for r in records]
+    for name, record in zip(names, records):
+        tests = record.get("tests")
+        if not isinstance(tests, list):
+            continue
+        for test in tests:
+            status = test.get("status")
+            if status not in FAILED_STATUSES:
+                continue
+            rows.append({"system": name, "run_id": record.get("run_id"), "host": record.get("host"),
+                         "test": test.get("name"), "status": status, "reps": test.get("reps"),
+                         "error": _text(test.get("error"))})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def failures_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
+                   names: Sequence[str] | None = None) -> Table:
+    """Failed tests as a table: test, system, status, error (empty frame when none failed)."""
+    i18n.check_lang(lang)
+    found = failed_tests(manifests, names=names)
+    caption = i18n.text("failures.caption", lang)
+    if found.empty:
+        return Table(pd.DataFrame(), caption=caption, notes=[i18n.text("failures.none", lang)])
+    frame = pd.DataFrame({
+        i18n.text("failures.test", lang): found["test"],
+        i18n.text("failures.system", lang): found["system"],
+        i18n.text("failures.status", lang): [i18n.label(s, lang, section="status") for s in found["status"]],
+        i18n.text("failures.error", lang): [e or i18n.text("failures.no_error", lang) for e in found["error"]],
+    }).set_index(i18n.text("failures.test", lang))
+    return Table(frame.fillna(DASH), caption=caption, notes=[i18n.text("failures.kept", lang)], data=found)
+
+
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span (an error may hold ``*`` or ``_``; backticks cannot nest)."""
+    return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+
+
+def sentences(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
+              names: Sequence[str] | None = None) -> list[str]:
+    """One sentence per failed test: "**DURING** on lab failed: `fio: ... Input/output error ...`"."""
+    i18n.check_lang(lang)
+    found = failed_tests(manifests, names=names)
+    out = []
+    for row in found.itertuples(index=False):
+        error = _code(row.error) if row.error else i18n.text("failures.no_error", lang)
+        out.append(i18n.text("failures.sentence", lang, test=row.test, system=row.system,
+                             status=i18n.label(row.status, lang, section="status"), error=error))
+    return out
+
+
+def markdown(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
+             names: Sequence[str] | None = None) -> str:
+    """A report section ("### Failed tests", one bullet per failed test), or "" when none failed."""
+    found = sentences(manifests, lang=lang, names=names)
+    if not found:
+        return ""
+    return "\n".join(["### " + i18n.text("failures.heading", lang), "",
+                      *(f"- {s}" for s in found), "", i18n.text("failures.kept", lang)])

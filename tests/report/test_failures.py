@@ -1,0 +1,102 @@
+"""Failed tests in the report: each one named with its error, in en and ja (iolab.report.failures).
+
+The run is real: fio refuses the second of three tests (its file is smaller
+than its block size, "fio: size too small"), so the run ends failed with the
+first and third tests measured. The report is rendered with papermill as
+``iolab report`` does, and must name the failed test and fio's error in a
+sentence of its own, in both languages. The lab's dm-error run
+(tests/lab/test_lab_faults.py) proves the same manifest fields for a real EIO.
+"""
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from iolab.engine import runner
+from iolab.core.errors import IolabError
+from iolab.report import failures, notebooks as report
+
+from cli_helpers import ROOT, needs_fio
+
+FIXTURES = ROOT / "tests" / "fixtures" / "data"
+NO_SPACE = FIXTURES / "ssd-node" / "20261120T223550Z-quick-6c0d"  # SEQ1M-Q8T1-write: ENOSPC
+RECIPE = """
+name: faulty
+description: three short reads; fio refuses the second (a 4 KiB file for 1 MiB blocks)
+isolation: none
+defaults: {size: 4M, runtime: 1}
+fio: {ioengine: psync}
+tests:
+  - {name: BEFORE, rw: read, bs: 1M}
+  - {name: REFUSED, rw: read, bs: 1M, fio: {size: 4k}}
+  - {name: AFTER, rw: read, bs: 1M}
+"""
+
+
+@pytest.fixture(scope="module")
+def failed_run(tmp_path_factory) -> Path:
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    base = tmp_path_factory.mktemp("failed-run")
+    recipe = base / "faulty.yaml"
+    recipe.write_text(RECIPE)
+    target = base / "target"
+    target.mkdir()
+    result = runner.run(str(recipe), [str(target)], data_dir=base / "data", label="faulty-disk", progress=False)
+    assert result.manifest["status"] == "failed"
+    return Path(result.path)
+
+
+def test_failed_tests_lists_each_failed_test_with_its_error():
+    manifests = report.select(runs=[NO_SPACE]).manifests
+    found = failures.failed_tests(manifests)
+    assert found["test"].tolist() == ["SEQ1M-Q8T1-write"]  # the skipped tests never ran: not failures
+    row = found.iloc[0]
+    assert row["status"] == "failed" and row["system"] == manifests["system_name"].iloc[0]
+    assert "No space left on device: write offset=61865984" in row["error"]
+    table = failures.failures_table(manifests, lang="ja")
+    assert table.caption == "失敗したテストとエラー"
+    assert table.frame.loc["SEQ1M-Q8T1-write", "状態"] == "失敗"
+    assert "No space left on device" in table.frame.loc["SEQ1M-Q8T1-write", "エラー"]
+
+
+def test_a_completed_run_has_no_failure_section():
+    manifests = report.select(FIXTURES, host="hdd-node", recipe="crystaldiskmark").manifests
+    assert (manifests["status"] == "completed").all()
+    assert failures.failed_tests(manifests).empty
+    assert failures.markdown(manifests, lang="en") == "" and failures.sentences(manifests, lang="ja") == []
+    assert failures.failures_table(manifests, lang="en").notes == ["No test failed."]
+
+
+def test_the_sentence_quotes_the_error_as_code_and_survives_markdown_characters():
+    manifest = {"run_id": "r1", "host": "h", "label": "box", "tests": [
+        {"name": "RND4K_Q1", "status": "failed", "reps": 1, "error": "fio: io_u error on `/dev/dm-0`: Input/output error"},
+        {"name": "AFTER", "status": "completed", "reps": 1}, {"name": "LATER", "status": "skipped", "reps": 0}]}
+    assert failures.sentences([manifest], lang="en") == [
+        "**RND4K_Q1** on box failed: `fio: io_u error on '/dev/dm-0': Input/output error`."]
+    assert failures.sentences([manifest], lang="ja") == [
+        "box の **RND4K_Q1** は「失敗」で終わった: `fio: io_u error on '/dev/dm-0': Input/output error`。"]
+    with pytest.raises(IolabError, match="unknown language 'fr'"):
+        failures.sentences([manifest], lang="fr")
+
+
+@needs_fio
+@pytest.mark.parametrize("lang, sentence", [
+    ("en", r"<strong>REFUSED</strong> on faulty-disk failed: <code>[^<]*fio: size too small[^<]*</code>\."),
+    ("ja", r"faulty-disk の <strong>REFUSED</strong> は「失敗」で終わった: <code>[^<]*fio: size too small[^<]*</code>。"),
+])
+def test_the_report_of_a_failed_run_names_the_failed_test_and_its_error(failed_run, tmp_path, lang, sentence):
+    manifest = json.loads((failed_run / "manifest.json").read_text())
+    assert [t["status"] for t in manifest["tests"]] == ["completed", "failed", "completed"]
+    measured = pd.read_csv(failed_run / "results.csv").set_index("test")
+    assert measured.loc["BEFORE", "valid"] and measured.loc["AFTER", "valid"]  # kept, valid
+    files = report.report([str(failed_run)], lang=lang, out=str(tmp_path))
+    html = Path(files.html).read_text(encoding="utf-8")
+    assert re.search(sentence, html), re.findall(r"<li>.*REFUSED.*</li>", html)
+    heading = {"en": "Failed tests", "ja": "失敗したテスト"}[lang]
+    assert f">{heading}<" in html
+    markdown = Path(files.markdown).read_text(encoding="utf-8")
+    assert f"### {heading}" in markdown and re.search(r"^- .*\*\*REFUSED\*\*.*`[^`]*fio: size too small[^`]*`", markdown, re.M)
