@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import Callable
 
 from iolab.core.errors import IolabError
-from iolab.devices import inventory as devices, loopdev
+from iolab.devices import inventory as devices, loopdev, plan_dm
 from iolab.devices.plan_load import load_plan
 from iolab.devices.plan_model import (MiB, DeviceSpec, FsSpec, LoopSpec, PartSpec, Plan, RaidSpec, TableSpec,
                                      state_path)
@@ -288,4 +288,9 @@ def _step_mount(run: _Run, step: Step, argvs: list, record: dict) -> None:
     state.done(rec, devno=devno)
 
 
-_STEPS = {"mkdir": _step_mkdir, "file": _step_file, "loop": _step_loop, "partition": _step_partition, "raid": _step_raid, "mkfs": _step_mkfs, "mount": _step_mount}
+def _step_dm(run: _Run, step: Step, argvs: list, record: dict) -> None:
+    plan_dm.execute(run, step.spec, argvs, record, _claim, _wait_for)
+
+
+_STEPS = {"mkdir": _step_mkdir, "file": _step_file, "loop": _step_loop, "partition": _step_partition,
+          "raid": _step_raid, "dm": _step_dm, "mkfs": _step_mkfs, "mount": _step_mount}

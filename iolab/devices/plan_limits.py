@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from iolab.core.units import human_size
+from iolab.devices import plan_dm
 
 MiB = 1024**2
 MAX_SIZE = 1024**5          # 1 PiB: no single disk or file of a benchmark plan is larger
@@ -44,6 +45,7 @@ def check_sizes(plan, fail) -> None:
             if part.size is not None:
                 _check_max(part.size, f"partitions[{i}].parts[{j}].size", fail)
     sizes = known_sizes(plan)
+    plan_dm.check_sizes(plan, sizes, fail)
     raids = {raid.name for raid in plan.raids if raid.level == 0}  # striped: xfs needs more room
     for i, fs in enumerate(plan.filesystems):
         minimum = FS_MIN_SIZE.get(fs.type)
@@ -72,6 +74,13 @@ def known_sizes(plan) -> dict[str, int]:
         if None not in members:
             usable = min(members) - MD_METADATA
             sizes[raid.name] = usable * (len(members) if raid.level == 0 else 1)
+    for _ in range(2):  # a delay over a cache or a cache over a delay: two passes see both
+        for delay in getattr(plan, "delays", []):
+            if delay.device in sizes:
+                sizes[delay.name] = sizes[delay.device]
+        for cache in getattr(plan, "caches", []):  # dm-cache is as large as its origin
+            if cache.origin in sizes:
+                sizes[cache.name] = sizes[cache.origin]
     return sizes
 
 
@@ -86,6 +95,12 @@ def _size_field(plan, name: str) -> str:
     for i, raid in enumerate(plan.raids):
         if raid.name == name:
             return f"the sizes of raid[{i}].members"
+    for delay in getattr(plan, "delays", []):
+        if delay.name == name:
+            return _size_field(plan, delay.device)
+    for cache in getattr(plan, "caches", []):
+        if cache.name == name:
+            return _size_field(plan, cache.origin)
     return name
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from iolab.core import yamlfile
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size
-from iolab.devices import plan_limits
+from iolab.devices import plan_dm, plan_limits
 from iolab.devices.plan_model import (DEFAULT_CHUNK, DEVICE_KEYS, FS_KEYS, FS_TYPES, LOOP_KEYS, MiB, PART_KEYS,
                                      RAID_KEYS, RAID_LEVELS, SECTOR_SIZES, TABLE_KEYS, TOP_KEYS, DeviceSpec, FsSpec,
                                      LoopSpec, PartSpec, Plan, RaidSpec, TableSpec, _Fields)
@@ -53,7 +53,8 @@ def load_plan(path: str | os.PathLike) -> Plan:
             f.fail(field, f"name {name!r} already used at {names[name]}")
         names[name] = field
 
-    for load in (_load_loops, _load_devices, _load_raids, _load_tables, _load_filesystems):
+    for load in (_load_loops, _load_devices, _load_raids, plan_dm.load_delays, plan_dm.load_caches, _load_tables,
+                 _load_filesystems):
         load(f, data, plan, define)
     _check_references(f, plan, names)
     plan_limits.check_sizes(plan, f.fail)  # what mkfs rejects, what storage cannot hold
@@ -206,14 +207,22 @@ def _check_references(f: _Fields, plan: Plan, names: dict) -> None:
     for i, raid in enumerate(plan.raids):
         for j, member in enumerate(raid.members):
             use(member, f"raid[{i}].members[{j}]")
+    for name, field in plan_dm.references(plan):
+        use(name, field)
+    dm_names = {d.name for d in plan.delays} | {c.name for c in plan.caches}
     for i, table in enumerate(plan.tables):
         use(table.device, f"partitions[{i}].device")
+        if table.device in dm_names:
+            f.fail(f"partitions[{i}].device", f"{table.device} is a device-mapper device: the kernel does not "
+                   "partition it", "put the file system on it directly")
         if table.device in {p.name for p in table.parts}:
             f.fail(f"partitions[{i}].device", "a device cannot hold its own partitions")
     for i, fs in enumerate(plan.filesystems):
         use(fs.device, f"filesystems[{i}].device")
-    if not (plan.loops or plan.devices or plan.raids or plan.tables or plan.filesystems):
-        f.fail("(top level)", "the plan does nothing", "add loop_devices, devices, raid, partitions or filesystems")
+    if not (plan.loops or plan.devices or plan.raids or plan.delays or plan.caches or plan.tables
+            or plan.filesystems):
+        f.fail("(top level)", "the plan does nothing",
+               "add loop_devices, devices, raid, delay, cache, partitions or filesystems")
 
 
 def _check_partitions_fit(f: _Fields, plan: Plan) -> None:
@@ -227,22 +236,34 @@ def _check_partitions_fit(f: _Fields, plan: Plan) -> None:
                        f"{human_size(loop.size)}")
 
 
+def _needs(kind: str, spec) -> list:
+    if kind == "raid":
+        return list(spec.members)
+    if kind == "cache":
+        return [spec.origin, spec.cache] + ([spec.metadata] if spec.metadata else [])
+    return [spec.device]  # table, delay
+
+
+def _label(kind: str, spec) -> str:
+    return f"partitions of {spec.device}" if kind == "table" else spec.name
+
+
 def _order(plan: Plan, f: _Fields | None = None) -> list:
-    """Partition tables and arrays in an order where every input exists first."""
+    """Partition tables, arrays and dm devices in an order where every input exists first."""
     defined = {l.name for l in plan.loops} | {d.name for d in plan.devices}
-    pending = [("raid", r) for r in plan.raids] + [("table", t) for t in plan.tables]
+    pending = ([("raid", r) for r in plan.raids] + [("delay", d) for d in plan.delays]
+               + [("cache", c) for c in plan.caches] + [("table", t) for t in plan.tables])
     ordered = []
     while pending:
         for item in pending:
             kind, spec = item
-            needs = spec.members if kind == "raid" else [spec.device]
-            if all(n in defined for n in needs):
+            if all(n in defined for n in _needs(kind, spec)):
                 ordered.append(item)
                 pending.remove(item)
-                defined |= {spec.name} if kind == "raid" else {p.name for p in spec.parts}
+                defined |= {p.name for p in spec.parts} if kind == "table" else {spec.name}
                 break
         else:
-            what = ", ".join(s.name if k == "raid" else f"partitions of {s.device}" for k, s in pending)
+            what = ", ".join(_label(k, s) for k, s in pending)
             if f is not None:
                 f.fail("(top level)", f"circular device references: {what}")
             raise IolabError(f"circular device references: {what}")

@@ -12,7 +12,7 @@ from iolab.core.errors import IolabError
 from iolab.core.units import parse_size
 
 MiB = 1024 ** 2
-TOP_KEYS = {"name", "description", "loop_devices", "devices", "raid", "partitions", "filesystems"}
+TOP_KEYS = {"name", "description", "loop_devices", "devices", "raid", "delay", "cache", "partitions", "filesystems"}
 LOOP_KEYS = {"name", "file", "size", "sector_size", "direct_io", "sparse"}
 DEVICE_KEYS = {"name", "path"}
 RAID_KEYS = {"name", "level", "chunk", "members", "metadata"}
@@ -21,6 +21,9 @@ TABLE_KEYS = {"device", "parts"}
 PART_KEYS = {"name", "size", "label", "typecode"}
 FS_KEYS = {"device", "type", "options", "label", "mount", "mount_options"}
 FS_TYPES = ("ext4", "xfs")
+DELAY_KEYS = {"name", "device", "read_ms", "write_ms"}
+CACHE_KEYS = {"name", "origin", "cache", "metadata", "metadata_size", "mode", "policy", "block_size"}
+MAX_DELAY_MS = 10_000
 SECTOR_SIZES = (512, 1024, 2048, 4096)
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
 DEFAULT_CHUNK = 512 * 1024
@@ -58,6 +61,37 @@ class RaidSpec:
 
 
 @dataclasses.dataclass
+class DelaySpec:
+    """dm-delay over a plan device: every read (write) waits ``read_ms`` (``write_ms``) in the kernel."""
+    name: str
+    device: str
+    read_ms: int
+    write_ms: int
+
+    @property
+    def path(self) -> str:
+        return f"/dev/mapper/{self.name}"
+
+
+@dataclasses.dataclass
+class CacheSpec:
+    """dm-cache: ``origin`` (slow) cached on ``cache`` (fast); metadata on its own device or carved from
+    the start of ``cache`` (then ``<name>-cmeta`` and ``<name>-cdata`` are dm-linear pieces of it)."""
+    name: str
+    origin: str
+    cache: str
+    metadata: str | None
+    metadata_size: int | None   # carved metadata; None: computed once the cache's size is known
+    mode: str
+    policy: str
+    block_size: int
+
+    @property
+    def path(self) -> str:
+        return f"/dev/mapper/{self.name}"
+
+
+@dataclasses.dataclass
 class PartSpec:
     name: str
     size: int | None     # None: the rest of the device
@@ -89,6 +123,8 @@ class Plan:
     loops: list = dataclasses.field(default_factory=list)
     devices: list = dataclasses.field(default_factory=list)
     raids: list = dataclasses.field(default_factory=list)
+    delays: list = dataclasses.field(default_factory=list)
+    caches: list = dataclasses.field(default_factory=list)
     tables: list = dataclasses.field(default_factory=list)
     filesystems: list = dataclasses.field(default_factory=list)
     sha256: str = ""
@@ -100,6 +136,7 @@ class Plan:
     def created_names(self) -> set:
         """Names of devices this plan creates (not existing devices)."""
         names = {l.name for l in self.loops} | {r.name for r in self.raids}
+        names |= {d.name for d in self.delays} | {c.name for c in self.caches}
         for table in self.tables:
             names |= {p.name for p in table.parts}
         return names

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from iolab.core import commands
 from iolab.core.errors import IolabError
-from iolab.devices import inventory as devices
+from iolab.devices import inventory as devices, plan_dm, plan_limits
 from iolab.devices.plan_load import _order, load_plan
 from iolab.devices.plan_model import MiB, FsSpec, LoopSpec, Plan, RaidSpec, TableSpec
 
@@ -19,7 +19,7 @@ from iolab.devices.plan_model import MiB, FsSpec, LoopSpec, Plan, RaidSpec, Tabl
 class Step:
     """One thing setup does, with the exact commands (``<name>`` stands for a
     device that exists only once an earlier step ran)."""
-    kind: str        # mkdir, file, loop, partition, raid, mkfs, mount
+    kind: str        # mkdir, file, loop, partition, raid, dm, mkfs, mount
     name: str        # the plan name it concerns (or the path for mkdir)
     spec: object = None
     path: str | None = None
@@ -32,7 +32,10 @@ def _steps(plan: Plan) -> list[Step]:
         steps.append(Step("file", loop.name, loop, path=loop.file))
         steps.append(Step("loop", loop.name, loop, path=loop.file))
     for kind, spec in _order(plan):
-        steps.append(Step("raid", spec.name, spec) if kind == "raid" else Step("partition", spec.device, spec))
+        if kind in ("delay", "cache"):
+            steps += [Step("dm", piece.dm_name, piece) for piece in plan_dm.pieces(kind, spec)]
+        else:
+            steps.append(Step("raid", spec.name, spec) if kind == "raid" else Step("partition", spec.device, spec))
     for fs in plan.filesystems:
         steps.append(Step("mkfs", fs.device, fs))
         if fs.mount:
@@ -121,6 +124,8 @@ def _step_commands(plan: Plan, step: Step, devmap: dict) -> list[list[str]]:
         return [["mdadm", "--create", raid.path, "--run", f"--level={raid.level}", *geometry,
                  f"--metadata={raid.metadata}", f"--raid-devices={len(raid.members)}",
                  *[dev(m) for m in raid.members]]]
+    if step.kind == "dm":
+        return plan_dm.commands(plan, step.spec, devmap, plan_limits.known_sizes(plan))
     if step.kind == "mkfs":
         fs: FsSpec = step.spec
         argv = ["mkfs.ext4", "-F"] if fs.type == "ext4" else ["mkfs.xfs", "-f"]
@@ -175,6 +180,7 @@ def preflight(plan: Plan | str | os.PathLike, confirm=None) -> list[str]:
     if plan.raids and not Path("/proc/mdstat").exists():
         problems.append("the md (software RAID) driver is not available in this kernel (no /proc/mdstat; "
                         "try: modprobe md_mod)")
+    problems += plan_dm.preflight(plan)
     if plan.state_path.exists():
         problems.append(f"already set up (state file {plan.state_path}); run: iolab teardown {plan.path}")
     for loop in plan.loops:
@@ -195,7 +201,7 @@ def preflight(plan: Plan | str | os.PathLike, confirm=None) -> list[str]:
         except IolabError as exc:
             problems.append(str(exc))
     if os.geteuid() != 0:
-        problems.append("setup needs root (loop devices, partitions, mkfs, mount)")
+        problems.append("setup needs root (loop devices, partitions, arrays, device-mapper, mkfs, mount)")
     return problems
 
 

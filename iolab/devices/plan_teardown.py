@@ -9,7 +9,7 @@ from typing import Callable
 
 from iolab.core import commands
 from iolab.core.errors import IolabError
-from iolab.devices import inventory as devices, loopdev
+from iolab.devices import inventory as devices, loopdev, plan_dm
 from iolab.devices.plan_model import Plan, state_path
 from iolab.devices.plan_state import _State, _alive, _mount_devno, _run, _signals
 
@@ -53,6 +53,8 @@ def _undo_commands(record: dict) -> tuple[list[list[str]], str | None]:
         if done and sorted(devices.slaves(kname)) != sorted(record.get("slaves", [])):
             return [], f"{path} is now a different array; leaving it"
         return [["mdadm", "--stop", path]], None
+    if kind == "dm":
+        return plan_dm.undo_commands(record)
     if kind == "loop":
         file = record["file"]
         if done:
@@ -135,7 +137,9 @@ def teardown(plan: Plan | str | os.PathLike, *, progress: Callable[[str], None] 
         for record in list(reversed(state.data["steps"])):
             try:
                 argvs, skip = _undo_commands(record)
-                if skip and not argvs:
+                if record["kind"] == "dm":
+                    ran += plan_dm.undo(record, progress)
+                elif skip and not argvs:
                     log.info("%s %s: %s", record["kind"], record.get("name"), skip)
                 else:
                     _guard(record)
