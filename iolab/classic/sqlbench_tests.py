@@ -5,6 +5,8 @@ Each test is ``run_<name>(db, n)``: ``db`` opens connections (``db.connect()``),
 ``n(count)`` scales a published loop count or size (``max(1, round(count *
 scale))``). A test returns its parts' elapsed seconds (sql-bench prints one
 ``Time for <part>`` line per part; the test's total is what the article shows).
+The counts at a scale come from :mod:`iolab.classic.sqlbench_sizes` (the same
+numbers ``iolab recipes sqlbench`` lists).
 
 Published sizes (the ``$opt_...`` defaults at the top of each test-*.sh):
 
@@ -41,6 +43,8 @@ from __future__ import annotations
 
 import random
 import time
+
+from iolab.classic.sqlbench_sizes import ATIS_ROWS, sizes
 
 TESTS = ("ATIS", "alter-table", "big-tables", "connect", "create", "insert", "select", "wisconsin")
 
@@ -83,7 +87,8 @@ def _key_columns():
 
 def run_create(db, n) -> Parts:
     parts, conn = Parts(), db.connect()
-    cur, tables, loops = conn.cursor(), n(400), n(10000)
+    size = sizes("create", n)
+    cur, tables, loops = conn.cursor(), size["tables"], size["loops"]
     with parts.timed("create_MANY_tables"):
         for i in range(1, tables + 1):
             cur.execute(f"create table bench_{i} ({_bench_columns()})")
@@ -110,7 +115,8 @@ def _create_drop(parts: Parts, name: str, cur, loops: int, columns: str) -> None
 
 def run_alter_table(db, n) -> Parts:
     parts, conn = Parts(), db.connect()
-    cur, start, rows, fields = conn.cursor(), 8, n(1000), max(10, n(1000))
+    size = sizes("alter-table", n)
+    cur, start, rows, fields = conn.cursor(), size["start_fields"], size["rows"], size["fields"]
     cur.execute("create table bench (" + ", ".join(f"i{i} int not null" for i in range(1, start + 1)) + ")")
     with parts.timed("insert"):
         for r in range(rows):
@@ -119,10 +125,10 @@ def run_alter_table(db, n) -> Parts:
         for f in range(start + 1, fields + 1):
             cur.execute(f"alter table bench add i{f} integer")
     with parts.timed("create_index"):
-        for i in range(1, start + 1):
+        for i in range(1, size["indexes"] + 1):
             cur.execute(f"create index bench_ind{i} on bench (i{i})")
     with parts.timed("drop_index"):
-        for i in range(1, start + 1):
+        for i in range(1, size["indexes"] + 1):
             cur.execute(f"drop index bench_ind{i} on bench")
     with parts.timed("alter_table_drop"):
         for f in range(fields, start, -1):
@@ -136,7 +142,8 @@ def run_alter_table(db, n) -> Parts:
 
 def run_big_tables(db, n) -> Parts:
     parts, conn = Parts(), db.connect()
-    cur, loops, fields = conn.cursor(), n(70000), max(10, n(1000))
+    size = sizes("big-tables", n)
+    cur, loops, fields = conn.cursor(), size["loops"], size["fields"]
     names = ",".join(f"i{i}" for i in range(1, fields + 1))
     values = ",".join(["1"] * fields)
     cur.execute("create table bench1 (" + ", ".join(f"i{i} int" for i in range(1, fields + 1)) + ")")
@@ -157,7 +164,8 @@ def run_big_tables(db, n) -> Parts:
 # --------------------------------------------------------------------------- connect
 
 def run_connect(db, n) -> Parts:
-    parts, loops, small = Parts(), n(500000), n(50000)
+    size = sizes("connect", n)
+    parts, loops, small = Parts(), size["loops"], size["connects"]
     with parts.timed("connect"):
         for _ in range(small):
             db.connect().close()
@@ -186,7 +194,7 @@ def run_connect(db, n) -> Parts:
         _many(cur, (f"select a+a+a+a+a+a+a+a+a+{i} from bench1" for i in range(loops)))
     cur.execute("drop table bench1")
     cur.execute("create table bench1 (b longblob)")
-    cur.execute("insert into bench1 values (%s)", ("A" * 65000,))
+    cur.execute("insert into bench1 values (%s)", ("A" * size["blob_bytes"],))
     with parts.timed("select_big_str"):
         _many(cur, (f"select b,{i} from bench1" for i in range(small)))
     cur.execute("drop table bench1")
@@ -199,7 +207,7 @@ def run_connect(db, n) -> Parts:
 def run_insert(db, n) -> Parts:
     import pymysql
     parts, conn = Parts(), db.connect()
-    cur, rows = conn.cursor(), n(100000)  # $opt_loop_count = rows/3: in order, in reverse, at random
+    cur, rows = conn.cursor(), sizes("insert", n)["rows"]  # $opt_loop_count = rows/3: in order, reverse, random
     total = rows * 3
     cur.execute("create table bench1 (id int NOT NULL, id2 int NOT NULL, id3 int NOT NULL, dummy1 char(30),"
                 " primary key (id,id2), index index_id3 (id3))")
@@ -243,7 +251,9 @@ def run_insert(db, n) -> Parts:
 
 def run_select(db, n) -> Parts:
     parts, conn = Parts(), db.connect()
-    cur, rows, medium, small, regions, groups = conn.cursor(), n(10000), n(7000), n(10), 6, 100
+    size = sizes("select", n)
+    cur, rows, medium, small = conn.cursor(), size["rows"], size["medium"], size["small"]
+    regions, groups = size["regions"], size["groups"]
     cur.execute("create table bench1 (region char(1) NOT NULL, idn integer NOT NULL, rev_idn integer NOT NULL,"
                 " grp integer NOT NULL, grp_no_key integer NOT NULL, primary key (region,idn),"
                 " unique (region,rev_idn), unique (region,grp,idn))")
@@ -301,8 +311,9 @@ def _wisc_rows(count: int, seed: int):
 
 def run_wisconsin(db, n) -> Parts:
     parts, conn = Parts(), db.connect()
-    cur, big, loops = conn.cursor(), max(100, n(10000)), n(5000)
-    tables = {"onek": max(100, n(1000)), "tenk1": big, "tenk2": big, "Bprime": big}
+    size = sizes("wisconsin", n)
+    cur, big, loops = conn.cursor(), size["tenk"], size["loops"]
+    tables = {"onek": size["onek"], "tenk1": big, "tenk2": big, "Bprime": big}
     with parts.timed("create_table"):
         for i, name in enumerate(tables, 1):
             cur.execute(f"create table {name} ({WISC_COLUMNS}, unique (unique1), unique (unique2),"
@@ -357,17 +368,17 @@ ATIS_TABLES = {
 
 def _atis_rows():
     rnd = random.Random(7)
-    yield "state", [(f"S{chr(65 + i)}", f"state {i}", "USA") for i in range(11)]
+    yield "state", [(f"S{chr(65 + i)}", f"state {i}", "USA") for i in range(ATIS_ROWS["state"])]
     yield "city", [(f"C{i:03d}", f"city {i}", f"S{chr(65 + i % 11)}", "USA", ("EST", "CST", "PST")[i % 3])
-                   for i in range(11)]
+                   for i in range(ATIS_ROWS["city"])]
     yield "aircraft", [(f"A{i:02d}", f"type {i}", 1 + i % 4, ("JET", "PROPELLER", "TURBOPROP")[i % 3],
-                        (i * 1500) % 40000) for i in range(22)]
-    yield "airline", [(f"L{i}", f"airline {i}") for i in range(10)]
+                        (i * 1500) % 40000) for i in range(ATIS_ROWS["aircraft"])]
+    yield "airline", [(f"L{i}", f"airline {i}") for i in range(ATIS_ROWS["airline"])]
     yield "flight", [(100000 + i, f"L{i % 10}", f"A{i % 22:02d}", f"P{i % 9}", f"P{(i * 7 + 1) % 9}", i % 3,
-                      60 + rnd.randrange(300)) for i in range(579)]
-    yield "month_name", [(i, f"month {i}") for i in range(1, 13)]
-    yield "day_name", [(i, f"day {i}") for i in range(1, 8)]
-    yield "flight_day", [(f"{i:07b}", 1 + i % 7, f"day {1 + i % 7}") for i in range(128)]
+                      60 + rnd.randrange(300)) for i in range(ATIS_ROWS["flight"])]
+    yield "month_name", [(i, f"month {i}") for i in range(1, ATIS_ROWS["month_name"] + 1)]
+    yield "day_name", [(i, f"day {i}") for i in range(1, ATIS_ROWS["day_name"] + 1)]
+    yield "flight_day", [(f"{i:07b}", 1 + i % 7, f"day {1 + i % 7}") for i in range(ATIS_ROWS["flight_day"])]
 
 
 ATIS_QUERIES = {
@@ -395,7 +406,7 @@ ATIS_QUERIES = {
 
 def run_atis(db, n) -> Parts:
     parts, conn = Parts(), db.connect()
-    cur, loops = conn.cursor(), n(5000)
+    cur, loops = conn.cursor(), sizes("ATIS", n)["loops"]
     with parts.timed("create_table"):
         for name, columns in ATIS_TABLES.items():
             cur.execute(f"create table {name} ({columns})")

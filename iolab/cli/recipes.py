@@ -6,6 +6,8 @@ HELP = "list the built-in recipes with a one-line description each"
 
 def add_arguments(parser) -> None:
     parser.add_argument("name", nargs="?", help="show one recipe in full (its description and tests)")
+    parser.add_argument("--preset", help="with NAME: show the tests as this preset runs them (e.g. sqlbench: "
+                                         "quick, published)")
 
 
 def run(args) -> int:
@@ -17,16 +19,33 @@ def run(args) -> int:
             print()
             print(recipe.about.rstrip())
         print()
-        for step in recipe.steps():
-            print(f"  {step.id}: " + " ".join(f"{k}={v}" for k, v in step.options.items()))
+        for line in _test_lines(recipe, args.preset):
+            print(line)
         if recipe.presets:
             print()
             for name, tests in recipe.presets.items():
                 print(f"  preset {name}: {', '.join(tests)}")
         return 0
+    if args.preset:
+        from iolab.core.errors import IolabError
+        raise IolabError("--preset needs a recipe NAME", context="iolab recipes")
     known = recipes.available()
     width = max((len(n) for n in known), default=0)
     for name, path in known.items():
         recipe = recipes.load_file(path)
         print(f"{name:<{width}}  {recipe.description}")
     return 0
+
+
+def _test_lines(recipe, preset: str | None) -> list[str]:
+    """The recipe's tests: as fio jobs, or as its engine describes them (an engine module's
+    ``describe_tests(recipe)``, e.g. sql-bench's tests with their tables and rows)."""
+    describe = None
+    if recipe.engine != "fio":
+        import importlib
+        describe = getattr(importlib.import_module(f"iolab.classic.{recipe.engine}"), "describe_tests", None)
+    if describe is not None:
+        return describe(recipe.with_overrides(preset=preset))
+    if preset is not None:
+        recipe = recipe.with_overrides(preset=preset)
+    return [f"  {step.id}: " + " ".join(f"{k}={v}" for k, v in step.options.items()) for step in recipe.steps()]
