@@ -9,10 +9,12 @@ then runs inside the memory-limited cgroup and under the device throttles) on
 
 The server runs as the ``mysql`` account when iolab is root (mariadbd refuses
 root unless told otherwise; we never tell it), through ``setpriv`` like
-:mod:`iolab.classic.pgcluster`. Settings mirror a 2013 MySQL 5.5 on InnoDB: one
+:mod:`iolab.classic.pgcluster`. The tables' engine is the caller's
+(``settings={"default-storage-engine": ...}``; the sqlbench recipe's default is
+MyISAM, the 2013 article's); for InnoDB the settings mirror a MySQL 5.5: one
 ``fsync`` per commit (``innodb_flush_log_at_trx_commit=1``), buffered data
 files flushed with fsync (``innodb_flush_method=fsync``), one ``.ibd`` per
-table, no binary log; the buffer pool is sized by the caller to fit the
+table. No binary log; the buffer pool is sized by the caller to fit the
 memory limit.
 """
 from __future__ import annotations
