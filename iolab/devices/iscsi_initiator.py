@@ -1,0 +1,174 @@
+"""The open-iscsi initiator: iscsid (started in the foreground when none runs), log in, find the disk, log out.
+
+``iscsiadm`` talks to ``iscsid`` over an abstract Unix socket; where systemd
+runs, its ``iscsid.socket`` starts the daemon on demand. Elsewhere (a
+container, the lab VM without systemd) iolab starts ``iscsid -f -n`` itself
+(foreground, no pid file) and stops it again. What open-iscsi writes:
+its node records under ``/etc/iscsi/nodes`` (iolab makes the one record it
+logs in with, ``iscsiadm -m node -o new``, no discovery, and deletes it after
+logout) and a lock file under ``/run/lock/iscsi``; it reads
+``/etc/iscsi/initiatorname.iscsi`` (written when the Debian package is installed).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from iolab.core import commands
+from iolab.core.errors import IolabError
+
+log = logging.getLogger(__name__)
+
+INITIATOR_NAME = Path("/etc/iscsi/initiatorname.iscsi")
+SESSIONS = Path("/sys/class/iscsi_session")
+HINT = "install it with: apt-get install open-iscsi"
+#: iscsiadm's exit status "no objects found" (no session, no record): not an error when undoing
+NO_OBJECTS = 21
+DEVICE_WAIT_S = 30.0
+
+
+def _iscsiadm(*args: str, check: bool = True, ok=(0,)) -> subprocess.CompletedProcess:
+    _need("iscsiadm")
+    proc = commands.run(["iscsiadm", *args], check=False, timeout=120)
+    if check and proc.returncode not in ok:
+        lines = [l.strip() for l in (proc.stderr or proc.stdout).splitlines() if l.strip()]
+        raise IolabError(f"exited with {proc.returncode}: {lines[-1] if lines else 'no output'}",
+                         context="iscsiadm " + " ".join(args))
+    return proc
+
+
+def _need(program: str) -> str:
+    path = shutil.which(program)
+    if path is None:
+        raise IolabError(f"{program} (open-iscsi) is not installed", hint=HINT)
+    return path
+
+
+def daemon_pids() -> list[int]:
+    """PIDs of running iscsid processes (not zombies: a stopped one its parent has not waited for yet)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:][:1]
+                if name == "iscsid" and state not in ("Z", "X"):
+                    pids.append(int(entry))
+    return pids
+
+
+def _daemon_answers() -> bool:
+    proc = subprocess.run(["iscsiadm", "-m", "session"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    return proc.returncode in (0, NO_OBJECTS)
+
+
+def start_daemon(timeout: float = 20.0) -> subprocess.Popen | None:
+    """Start ``iscsid -f -n`` when no iscsid runs; the process (None when one ran already)."""
+    if daemon_pids():
+        return None
+    binary = _need("iscsid")
+    if not INITIATOR_NAME.exists():
+        raise IolabError("no initiator name: iscsid will not start", context=str(INITIATOR_NAME),
+                         hint="reinstall open-iscsi, or write InitiatorName=iqn... into it")
+    proc = subprocess.Popen([binary, "-f", "-n"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while not _daemon_answers():
+        if proc.poll() is not None:
+            err = (proc.stderr.read().strip().splitlines() or ["no output"])[-1]
+            raise IolabError(f"iscsid exited with {proc.returncode}: {err}", context=binary)
+        if time.monotonic() > deadline:
+            stop_daemon(proc)
+            raise IolabError(f"iscsid did not answer within {timeout:.0f} s", context=binary)
+        time.sleep(0.2)
+    log.info("started iscsid (PID %d)", proc.pid)
+    return proc
+
+
+def stop_daemon(proc: subprocess.Popen | None) -> None:
+    """Stop an iscsid that :func:`start_daemon` started (SIGTERM, then SIGKILL after 10 s)."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+    if proc.stderr:
+        proc.stderr.close()
+    log.info("stopped iscsid (PID %d)", proc.pid)
+
+
+def stop_pid(pid: int) -> None:
+    """Stop an iscsid by PID (one an owner that is gone had started)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(50):
+            if pid not in daemon_pids():
+                return
+            time.sleep(0.2)
+        os.kill(pid, signal.SIGKILL)
+
+
+def session_of(iqn: str) -> Path | None:
+    """The sysfs directory of the session logged in to ``iqn`` (None when there is none)."""
+    with contextlib.suppress(OSError):
+        for session in sorted(SESSIONS.iterdir()):
+            with contextlib.suppress(OSError):
+                if (session / "targetname").read_text().strip() == iqn:
+                    return session
+    return None
+
+
+def sessions() -> list[str]:
+    """Target names of every iSCSI session of this machine."""
+    names = []
+    with contextlib.suppress(OSError):
+        for session in sorted(SESSIONS.iterdir()):
+            with contextlib.suppress(OSError):
+                names.append((session / "targetname").read_text().strip())
+    return names
+
+
+def disk_of(session: Path) -> str | None:
+    """The block device (``/dev/sdX``) of LUN 0 of ``session``, once the SCSI scan has made it."""
+    for block in sorted(session.glob("device/target*/*:0/block/*")):
+        return f"/dev/{block.name}"
+    return None
+
+
+def login(iqn: str, portal: str) -> str:
+    """Log in to ``iqn`` at ``portal`` (a node record made for it, no discovery); the disk's path."""
+    _iscsiadm("-m", "node", "-o", "new", "-T", iqn, "-p", portal)
+    _iscsiadm("-m", "node", "-T", iqn, "-p", portal, "-o", "update", "-n", "node.startup", "-v", "manual")
+    _iscsiadm("-m", "node", "-T", iqn, "-p", portal, "--login")
+    deadline = time.monotonic() + DEVICE_WAIT_S
+    while True:
+        session = session_of(iqn)
+        disk = disk_of(session) if session else None
+        if disk and Path(disk).exists():
+            log.info("logged in to %s at %s: %s", iqn, portal, disk)
+            return disk
+        if time.monotonic() > deadline:
+            raise IolabError(f"logged in, but no disk appeared within {DEVICE_WAIT_S:.0f} s",
+                             context=f"iSCSI target {iqn}", hint=f"session {session}")
+        time.sleep(0.2)
+
+
+def logout(iqn: str, portal: str) -> list[str]:
+    """Log out of ``iqn`` and delete its node record; what was done (nothing that was not there)."""
+    done = []
+    if session_of(iqn) is not None:
+        _iscsiadm("-m", "node", "-T", iqn, "-p", portal, "--logout", ok=(0, NO_OBJECTS))
+        done.append(f"logged out of {iqn}")
+    proc = _iscsiadm("-m", "node", "-o", "delete", "-T", iqn, "-p", portal, ok=(0, NO_OBJECTS))
+    if proc.returncode == 0:
+        done.append(f"deleted the node record of {iqn}")
+    return done
