@@ -49,5 +49,48 @@ def notes(frame: pd.DataFrame, lang: str) -> str:
     rows = rows[~reference.unmeasurable(rows)]
     if rows.empty:
         return ""
-    items = [f"- {r['system']}, {i18n.test_label(r['test'], '', lang)}: {r['note']}" for _, r in rows.iterrows()]
+    items = [f"- {r['system']}, {i18n.test_label(r['test'], '', lang)}: {remark(r, lang)}" for _, r in rows.iterrows()]
     return "**" + i18n.text("labels.article_notes", lang) + "**\n\n" + "\n".join(items)
+
+
+def remark(row, lang: str) -> str:
+    """The article's remark on one row in ``lang``: the ``note_<lang>`` column where filled, else ``note``.
+
+    The reference CSVs carry a Japanese rewording of each English remark
+    (``note_ja``), written for Japanese readers rather than word for word.
+    """
+    if lang != "en":
+        own = row.get(f"note_{lang}")
+        if own is not None and not pd.isna(own) and str(own).strip():
+            return str(own).strip()
+    return str(row["note"])
+
+
+#: What a citation can name, in the order printed (``source:`` of an article in articles.yaml).
+CITATION_FIELDS = ("headline", "author", "publication", "date", "url")
+
+
+def citation(article: str, info: dict, lang: str = "en") -> str:
+    """Where an article's figures come from, as one Markdown paragraph.
+
+    Only what ``articles.yaml``'s ``source:`` block records is printed; a field
+    it does not record (author, publication, URL...) is named as not recorded,
+    never filled in.
+    """
+    source = info.get("source") or {}
+    title = (info.get("title") or {}).get(lang) or article
+    date = source.get("date") or source.get("year") or info.get("year")
+    known = {"headline": source.get("headline"), "author": source.get("author"),
+             "publication": source.get("publication"), "date": date, "url": source.get("url")}
+    parts = [i18n.text(f"citation.{name}", lang, value=str(value).strip())
+             for name, value in known.items() if value is not None and str(value).strip()]
+    missing = [i18n.text(f"citation.field_{name}", lang) for name, value in known.items()
+               if value is None or not str(value).strip()]
+    text = i18n.text("citation.source", lang, title=title, file=info.get("file", ""),
+                     kind=i18n.text(f"citation.kind_{source.get('kind', 'magazine')}", lang))
+    gap = "" if lang == "ja" else " "  # Japanese sentences follow each other without a space
+    if parts:
+        text += gap + i18n.text("citation.recorded", lang, items="; ".join(parts) if lang == "en" else "、".join(parts))
+    if missing:
+        text += gap + i18n.text("citation.not_recorded", lang, fields=i18n.join(missing, lang))
+    return text

@@ -353,9 +353,14 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
                 paragraphs.append(" ".join(group_sentences(ranges, baseline, lang=lang, higher=higher, rules=rules))
                                   if lang == "en" else "".join(group_sentences(ranges, baseline, lang=lang,
                                                                               higher=higher, rules=rules)))
+    pairs = cache_pairs(frame) if pairs is None else pairs
     effects = cache_effects(frame, pairs, rules=rules)
     if not effects.empty:
         paragraphs.extend(cache_sentences(effects, lang=lang, published=published, rules=rules))
+    # a cached system with no isolated run of its device: left out of the findings, and the reader is told why
+    for system in dict.fromkeys(frame.loc[~frame["cache_isolated"] & frame["value"].notna(), "system"]):
+        if system not in pairs:
+            paragraphs.append(_t("cache_unpaired", lang, system=system))
     note = coverage_note(win, lang=lang) if not win.empty else ""
     if note:
         paragraphs.append(note)

@@ -1,0 +1,115 @@
+"""Articles in reports: the source citation, the remarks in Japanese, and your runs beside an article with their caveats.
+
+Everything is rendered for real (papermill, the compare notebook) from the
+shipped reference figures and from copies of the committed fixture runs,
+whose results.csv is given the flags a real run records.
+"""
+import csv
+import re
+import shutil
+
+import pandas as pd
+import pytest
+import yaml
+
+from iolab.analysis import reference
+from iolab.report import articles, beside, i18n, notebooks as report
+from cli_helpers import FIXTURES
+
+ARTICLE = "dedicated-server-2013"
+REFERENCE_DIR = reference.default_dir()
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+@pytest.mark.parametrize("name", sorted(reference.articles()))
+def test_every_article_has_a_citation_of_only_what_is_recorded(name, lang):
+    info = reference.article_info(name)
+    text = articles.citation(name, info, lang)
+    assert info["title"][lang] in text and f"data/reference/{info['file']}" in text
+    assert text.startswith("**Source**" if lang == "en" else "**出典**")
+    # no URL, author or publication is recorded for any article: none may appear, each is named as missing
+    assert "http" not in text and "www." not in text
+    missing = {"en": ["author", "publication", "URL"], "ja": ["著者", "掲載誌", "URL"]}[lang]
+    assert all(word in text.split("Not recorded" if lang == "en" else "記録がない")[-1] for word in missing), text
+    if name == ARTICLE:
+        assert "2013" in text.split("Not recorded" if lang == "en" else "記録がない")[0]
+
+
+def test_citation_prints_a_recorded_source_and_omits_nothing_else():
+    info = {"file": "x.csv", "title": {"en": "A test", "ja": "テスト"},
+            "source": {"kind": "magazine", "author": "A. Writer", "publication": "Storage Monthly", "date": "2013-05",
+                       "url": "https://example.org/a"}}
+    text = articles.citation("x", info, "en")
+    assert "author A. Writer" in text and "published in Storage Monthly" in text and "date 2013-05" in text
+    assert "https://example.org/a" in text and "Not recorded" in text and "the article's own headline" in text
+    assert "author" not in text.split("Not recorded")[-1]
+
+
+def test_every_english_remark_has_a_japanese_one():
+    for name in ("dedicated-server-2013.csv", "other-articles.csv"):
+        with open(REFERENCE_DIR / name, encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                assert bool(row["note"]) == bool(row["note_ja"]), (name, row)
+                if row["note_ja"]:
+                    assert re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", row["note_ja"]), row["note_ja"]
+
+
+def test_remark_falls_back_to_english_only_where_untranslated():
+    assert articles.remark(pd.Series({"note": "one run shown", "note_ja": "1 回だけ"}), "ja") == "1 回だけ"
+    assert articles.remark(pd.Series({"note": "one run shown", "note_ja": float("nan")}), "ja") == "one run shown"
+    assert articles.remark(pd.Series({"note": "one run shown", "note_ja": "1 回だけ"}), "en") == "one run shown"
+
+
+def test_japanese_page_shows_the_remarks_in_japanese_with_the_citation(tmp_path):
+    ja = report.report(reference="gigaexpress", lang="ja", out=tmp_path / "ja").markdown.read_text(encoding="utf-8")
+    assert "記事の注記" in ja
+    assert "HDD の約 9 倍。hdparm の CPU 使用率は 20% ほどにとどまり" in ja
+    assert "1 回だけの実行結果" in ja
+    for english in ("one run shown", "about 9x the HDD", "did not reach the rated"):
+        assert english not in ja, english
+    assert "**出典**: 雑誌記事" in ja and "data/reference/other-articles.csv" in ja
+
+
+def test_english_article_page_cites_its_source_under_the_title(tmp_path):
+    md = report.report(reference=ARTICLE, lang="en", out=tmp_path).markdown.read_text(encoding="utf-8")
+    head = md.split("\n## ")[0]  # before the first section: the reader sees where the figures come from first
+    assert "**Source**: a magazine article" in head and "Recorded: date 2013." in head
+
+
+def _flagged_copy(tmp_path, recipe, flags, isolation=None):
+    """A copy of the hdd-node fixture run of ``recipe`` whose rows carry ``flags`` (and ``isolation``)."""
+    source = next((FIXTURES / "sections" / "hdd-node").glob(f"*-{recipe}-*"))
+    target = tmp_path / "store" / "hdd-node" / source.name
+    shutil.copytree(source, target)
+    frame = pd.read_csv(target / "results.csv")
+    frame["flags"] = flags
+    if isolation:
+        frame["isolation"] = isolation
+    frame.to_csv(target / "results.csv", index=False)
+    if isolation:
+        manifest = target / "manifest.json"
+        manifest.write_text(manifest.read_text().replace('"mode": "cgroup"', f'"mode": "{isolation}"'))
+    return target
+
+
+def test_runs_beside_an_article_keep_their_flags(tmp_path):
+    """`iolab report RUN --reference ...`: the run's caveats used to be dropped in the article's view."""
+    bonnie = _flagged_copy(tmp_path, "bonnie", "v1_writeback;emulated_latency")
+    tio = _flagged_copy(tmp_path, "tiobench", "cache_suspect", isolation="none")
+    sel = report.select(None, [bonnie, tio], with_results=True)
+    mine = beside.as_reference(sel.results, article=ARTICLE)
+    assert set(mine.loc[mine["benchmark"] == "bonnie++", "flags"]) == {"v1_writeback;emulated_latency"}
+    tiobench = mine[mine["benchmark"] == "tiobench"]
+    assert set(tiobench["flags"]) == {"cache_suspect"} and not tiobench["cache_isolated"].any()
+    summary = beside.as_summary(beside.beside(reference.load(article=ARTICLE), sel.results, article=ARTICLE))
+    assert set(summary.loc[summary["system"] == "SATA HDD (mem=512M)", "flags"]) == {""}  # the article: none
+
+    for lang, sentences in {"en": ["buffered writes on an emulated device under cgroup v1", "(cache_suspect)",
+                                   "HDD (emulated) was not isolated from the page cache, and no isolated run"],
+                            "ja": ["v1_writeback", "cache_suspect", "HDD (emulated) はページキャッシュから隔離されておらず"]}.items():
+        md = report.report([bonnie, tio], reference=ARTICLE, lang=lang, out=tmp_path / lang) \
+            .markdown.read_text(encoding="utf-8")
+        bonnie_part = [p for p in md.split("\n## ") if p.startswith("Bonnie++")][0]  # its throughput table
+        assert "HDD (emulated)" in bonnie_part and "v1_writeback" in bonnie_part
+        for sentence in sentences:
+            assert sentence in md, (lang, sentence)
