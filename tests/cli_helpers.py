@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,25 @@ def assert_failed_run(data: Path, *needles) -> dict:
     for needle in needles:
         assert needle in manifest["reason"], manifest["reason"]
     return manifest
+
+
+class DatabaseServer(typing.NamedTuple):
+    """What a database recipe's tests know about the server's binaries (see :func:`database_server`)."""
+    binaries: object        # what ``find`` returned, or None when the server is not installed
+    missing: str            # why not (``find``'s IolabError, naming how to install it), else ""
+    needs_root: object      # skip marker: not root
+    needs_server: object    # skip marker: the server is not installed (the reason is ``missing``)
+
+
+def database_server(find, *, account: str) -> DatabaseServer:
+    """Find a database server's binaries with ``find`` (e.g. ``pgcluster.find_binaries``) or keep the reason,
+    and the markers its tests skip with; ``account`` names the unprivileged user the server runs as."""
+    from iolab.core.errors import IolabError
+    try:
+        binaries, missing = find(), ""
+    except IolabError as exc:
+        binaries, missing = None, str(exc)
+    return DatabaseServer(
+        binaries, missing,
+        pytest.mark.skipif(os.geteuid() != 0, reason=f"needs root (memory cgroup, drop_caches, the {account} account)"),
+        pytest.mark.skipif(binaries is None, reason=missing))

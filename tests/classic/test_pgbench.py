@@ -27,18 +27,10 @@ from iolab.engine import recipes
 from iolab.core.columns import RESULT_COLUMNS
 from iolab.core.errors import IolabError
 
-from cli_helpers import IOLAB, ROOT, assert_failed_run, run_dir_of
+from cli_helpers import IOLAB, ROOT, assert_failed_run, database_server, run_dir_of
 
 IS_ROOT = os.geteuid() == 0
-try:
-    BINARIES = pgcluster.find_binaries()
-except IolabError as exc:
-    BINARIES, MISSING = None, str(exc)
-else:
-    MISSING = ""
-
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (memory cgroup, drop_caches, the postgres account)")
-needs_postgres = pytest.mark.skipif(BINARIES is None, reason=f"{MISSING}")
+BINARIES, MISSING, needs_root, needs_postgres = database_server(pgcluster.find_binaries, account="postgres")
 
 
 def recipe_text(*, scale=1, clients=(1, 2), modes=("sync_on", "fsync_off"), runtime=2, extra_options=""):

@@ -15,7 +15,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import iolab
@@ -23,24 +22,19 @@ from iolab.classic import mariadb, sqlbench
 from iolab.engine import recipes
 from iolab.core.errors import IolabError
 
-from cli_helpers import IOLAB, ROOT, assert_failed_run, run_dir_of
+from cli_helpers import IOLAB, ROOT, assert_failed_run, database_server, iolab_cli, run_dir_of
 
 IS_ROOT = os.geteuid() == 0
-try:
-    BINARIES = mariadb.find_binaries()
-except IolabError as exc:
-    BINARIES, MISSING = None, str(exc)
-else:
-    MISSING = ""
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (memory cgroup, drop_caches, the mysql account)")
-needs_mariadb = pytest.mark.skipif(BINARIES is None, reason=MISSING)
+BINARIES, MISSING, needs_root, needs_mariadb = database_server(mariadb.find_binaries, account="mysql")
 
 
-def recipe_text(*, tests=("create", "select"), scale=0.002, extra_options="", engine="InnoDB", repeat=1):
-    lines = "\n".join(f"  - {{name: {t}, rw: randrw, bs: 16k}}" for t in tests)
+def recipe_text(*, tests=("create", "select"), scale=0.002, extra_options="", engine=None, repeat=1):
+    """A small sqlbench recipe; ``engine`` None leaves the storage engine to the default (MyISAM)."""
+    lines = "\n".join(f"  - {{name: {t}, rw: randrw}}" for t in tests)
+    engine_line = f"  storage_engine: {engine}\n" if engine else ""
     return (f"name: sqlbench-test\nengine: sqlbench\ndescription: small sql-bench for the tests\n"
             f"isolation: cgroup\nfilesystem: ext4\ndefaults: {{size: 512M, repeat: {repeat}}}\n"
-            f"options:\n  scale: {scale}\n  buffer_pool: 32M\n  storage_engine: {engine}\n{extra_options}"
+            f"options:\n  scale: {scale}\n  buffer_pool: 32M\n{engine_line}{extra_options}"
             f"tests:\n{lines}\n")
 
 
@@ -110,9 +104,10 @@ def load(text: str, tmp_path: Path, **kwargs):
     ("  colour: red\n", "options", "unknown field 'colour'"),
     ("  port: 80\n", "options.port", "1024-65535"),
     ("  storage_engine: Aria\n", "options.storage_engine", "InnoDB, MyISAM"),
+    ("  scale: huge\n", "options.scale", "quick or published or a number"),
 ])
 def test_options_are_checked_naming_file_and_field(tmp_path, change, field, message):
-    text = recipe_text().replace("  scale: 0.002\n", "").replace("  storage_engine: InnoDB\n", "")
+    text = recipe_text().replace("  scale: 0.002\n", "")
     text = text.replace("options:\n", "options:\n" + change)
     with pytest.raises(IolabError) as err:
         sqlbench.parse_options(load(text, tmp_path), mem_limit=512 * 1024**2)
@@ -124,14 +119,36 @@ def test_unknown_test_name_is_refused(tmp_path):
         sqlbench.parse_options(load(recipe_text(tests=("drop-everything",)), tmp_path))
 
 
-def test_builtin_recipe_follows_published_sizes_and_quick_scales_down():
-    full = recipes.load("sqlbench")
-    assert [t.name for t in full.tests] == list(sqlbench.TESTS)
-    assert sqlbench.parse_options(full.with_overrides(), mem_limit=512 * 1024**2)["scale"] == 1.0
-    quick = full.with_overrides(preset="quick")
-    options = sqlbench.parse_options(quick, mem_limit=512 * 1024**2)
-    assert options["scale"] == 0.002
+def test_builtin_recipe_runs_quick_on_myisam_unless_published_is_asked_for():
+    """The defaults: scale quick (1% of the published sizes: minutes, not hours) and the article's engine;
+    --preset published is sql-bench's own sizes, and its estimate is hours."""
+    builtin = recipes.load("sqlbench")
+    assert [t.name for t in builtin.tests] == list(sqlbench.TESTS)
+    options = sqlbench.parse_options(builtin.with_overrides(), mem_limit=512 * 1024**2)
+    assert (options["scale"], options["scale_name"], options["storage_engine"]) == (0.01, "quick", "MyISAM")
+    assert options["settings"]["default-storage-engine"] == "MyISAM"
     assert options["buffer_pool"] <= 128 * 1024**2  # a quarter of 512M at most
+    published = sqlbench.parse_options(builtin.with_overrides(preset="published"))
+    assert (published["scale"], published["scale_name"]) == (1.0, "published")
+    assert sqlbench.estimate_s(1.0, "MyISAM", sqlbench.TESTS) > 3600 > 10 * 60 > sqlbench.estimate_s(
+        0.01, "MyISAM", sqlbench.TESTS)
+    assert "not comparable with the article" in sqlbench.scale_note(0.01, "quick")
+    assert "not comparable" not in sqlbench.scale_note(1.0, "published")
+
+
+@pytest.mark.parametrize("preset, create, select", [
+    (None, "4 tables created, counted and dropped; 100 x create+drop", "1 table of 100 rows"),
+    ("published", "400 tables created, counted and dropped; 10000 x create+drop", "1 table of 10000 rows"),
+])
+def test_recipes_lists_sqlbench_tests_with_their_sizes_not_fio_options(preset, create, select):
+    proc = iolab_cli("recipes", "sqlbench", *(["--preset", preset] if preset else []))
+    assert proc.returncode == 0, proc.stderr
+    out = " ".join(proc.stdout.split())  # the listing wraps long lines
+    assert "rw=" not in proc.stdout and "bs=" not in proc.stdout
+    assert f"tests at scale {preset or 'quick'}" in out and "MyISAM tables" in out
+    assert f"create {create}" in out and f"select {select}" in out
+    assert "stresses: creating, syncing and removing table files" in out
+
 
 
 # --------------------------------------------------------------------------- a real run
@@ -145,7 +162,7 @@ def dir_run(tmp_path_factory):
     tgt.chmod(0o755)
     try:
         started = time.monotonic()
-        proc = run_cli(write_recipe(tmp, tests=("create", "select", "connect")), tgt, tmp / "data")
+        proc = run_cli(write_recipe(tmp, tests=("create", "select", "connect"), engine="InnoDB"), tgt, tmp / "data")
         yield proc, tgt, tmp / "data", time.monotonic() - started
     finally:
         shutil.rmtree(tgt, ignore_errors=True)
@@ -162,9 +179,13 @@ def test_dir_run_has_one_row_per_test_with_storage_evidence(dir_run):
     assert list(frame.test) == ["create", "select", "connect"]
     assert (frame.runtime_s > 0).all() and frame.valid.all()
     assert frame.bw_mbps.isna().all() and (frame.tool == "sql-bench").all()
+    assert (frame.storage_engine == "InnoDB").all() and (frame.scale == 0.002).all()
     create = frame[frame.test == "create"].iloc[0]
     # 1 table created+dropped 3 times (scale 0.002 of 400 and 10000): InnoDB fsyncs files for each
     assert create.fsyncs > 0 and create.server_write_bytes > 0
+    # why select is not flat on InnoDB: its load phase (20 autocommitted INSERTs at scale 0.002) flushes
+    # the log at every commit (MyISAM, the default, flushes nothing: test_create_tells_hdd_from_ssd...)
+    assert frame[frame.test == "select"].iloc[0].fsyncs >= round(10000 * 0.002)
     parts = json.loads((run_dir / "raw" / "create.json").read_text())["parts_s"]
     assert set(parts) == {"create_MANY_tables", "select_group_when_MANY_tables", "drop_table_when_MANY_tables",
                           "create+drop", "create_key+drop"}
@@ -174,6 +195,12 @@ def test_dir_run_has_one_row_per_test_with_storage_evidence(dir_run):
     assert server["user"] == "mysql" and server["host"] == "127.0.0.1" and server["port"]
     assert manifest["sqlbench"]["cleanup"]["server_removed"]
     assert (run_dir / "raw" / "mariadb.log").stat().st_size > 0  # the server's log is kept
+    # what the report prints beside the table: scaled figures are not the article's; the engine and why
+    recorded = manifest["sqlbench"]
+    assert (recorded["scale"], recorded["scale_name"], recorded["storage_engine"]) == (0.002, "custom", "InnoDB")
+    assert "not comparable with the article" in recorded["scale_note"]
+    assert "not the article's engine" in recorded["storage_engine_note"]
+    assert "--default-storage-engine=InnoDB" in server["argv"]
 
 
 @needs_root
@@ -206,10 +233,14 @@ def test_port_in_use_picks_another(target, tmp_path):
 @needs_root
 @needs_mariadb
 def test_server_failing_to_start_quotes_its_log(target, tmp_path):
-    recipe = write_recipe(tmp_path, tests=("select",), extra_options="  settings: {no-such-option: 1}\n")
+    """Also: published sizes warn with an estimate before anything starts (here it then fails in seconds)."""
+    recipe = write_recipe(tmp_path, tests=("select", "create"), scale="published",
+                          extra_options="  settings: {no-such-option: 1}\n")
     proc = run_cli(recipe, target, tmp_path / "data")
     assert proc.returncode == 2, proc.stderr
     assert "mariadbd exited with" in proc.stderr and "no-such-option" in proc.stderr, proc.stderr
+    warning = next(line for line in proc.stderr.splitlines() if "expect at least" in line)
+    assert "scale published" in warning and "per target on an HDD-like device" in warning, warning
     assert_failed_run(tmp_path / "data", "no-such-option")
     assert (run_dir_of(tmp_path / "data") / "raw" / "mariadb.log").is_file()
     assert_cleaned_up(target, tmp_path / "data")
@@ -265,54 +296,44 @@ def test_sigterm_stops_and_removes_the_server(target, tmp_path, delay):
 
 # --------------------------------------------------------------------------- the article's finding
 
-def _hdd_and_ssd(tmp_path, engine: str) -> dict:
-    """create (scale 0.005: 2 + 50 + 50 tables) and select (scale 0.05: 500 rows, 350 group queries; its own
-    CREATE TABLE is then a small part of it, as in sql-bench's 140 s) on both emulated devices."""
+#: create: 2 tables + 50 create+drop + 50 create_key+drop; select: 50 rows, each an autocommitted INSERT
+FINDING_SCALE = 0.005
+
+
+def _hdd_and_ssd(tmp_path) -> dict:
+    """create and select, one run per emulated device, with the default engine (MyISAM)."""
     rows = {}
     for name in ("hdd", "sata-ssd"):
-        frames = []
-        # select is CPU-bound: the best of 3 keeps a busy machine's noise out of its time
-        for test, scale, repeat in (("create", 0.005, 1), ("select", 0.05, 3)):
-            data = tmp_path / f"{engine}-{name}-{test}"
-            recipe = write_recipe(tmp_path, tests=(test,), scale=scale, engine=engine, repeat=repeat)
-            proc = run_cli(recipe, f"emulated:{name}", data)
-            assert proc.returncode == 0, proc.stderr
-            frames.append(iolab.load(data))
-            mountpoint = json.loads((run_dir_of(data) / "manifest.json").read_text())["targets"][0]["mountpoint"]
-            assert_cleaned_up(Path(mountpoint), data)
-        rows[name] = pd.concat(frames).groupby("test").min(numeric_only=True)
+        data = tmp_path / name
+        proc = run_cli(write_recipe(tmp_path, tests=("create", "select"), scale=FINDING_SCALE), f"emulated:{name}",
+                       data)
+        assert proc.returncode == 0, proc.stderr
+        mountpoint = json.loads((run_dir_of(data) / "manifest.json").read_text())["targets"][0]["mountpoint"]
+        assert_cleaned_up(Path(mountpoint), data)
+        rows[name] = iolab.load(data).set_index("test")
     return rows
 
 
 @needs_root
 @needs_mariadb
 def test_create_tells_hdd_from_ssd_and_select_does_not_on_myisam(tmp_path):
-    """Table 10's finding, with the article's era engine (MyISAM, MySQL 5.1's default): only the
-    table files are synced, at CREATE TABLE. On the emulated HDD (150 write IOPS) create takes >= 1.5x
-    as long as on the emulated SATA SSD; select does not wait on the device on either.
+    """Table 10's finding, with the article's engine (MyISAM, the recipe's default): only the table
+    files are synced, at CREATE TABLE. On the emulated HDD (150 write IOPS) create takes >= 1.5x as
+    long as on the emulated SATA SSD; select does not wait on the device on either.
 
     select's own run time is the CPU's (the server answers from its caches), so on a shared machine
-    it varies with the load and is not compared; what the test controls is the device: select
-    writes only a handful of blocks on both, at most 100 / 150 IOPS = 0.7 s of the HDD's time."""
+    it varies with the load and is not compared; what the test controls is the device: select's 50
+    autocommitted INSERTs are not flushed one by one, so it writes fewer blocks than it inserts rows
+    on both devices (its CREATE/DROP TABLE's handful), where InnoDB flushes at least once per row
+    (test_dir_run_has_one_row_per_test_with_storage_evidence)."""
     pytest.importorskip("iolab.devices.emulated")
-    rows = _hdd_and_ssd(tmp_path, "MyISAM")
+    rows = _hdd_and_ssd(tmp_path)
+    assert (rows["hdd"].storage_engine == "MyISAM").all()
     create = rows["hdd"].runtime_s["create"] / rows["sata-ssd"].runtime_s["create"]
     assert create >= 1.5, {k: v.runtime_s.to_dict() for k, v in rows.items()}
-    # the storage did not take part in select: the same handful of writes on both devices
-    assert rows["hdd"].dev_write_ios["select"] < 100 and rows["sata-ssd"].dev_write_ios["select"] < 100
-
-
-@needs_root
-@needs_mariadb
-def test_innodb_create_is_fsync_bound_and_so_are_select_inserts(tmp_path):
-    """With InnoDB (fsync per commit) create still tells the disks apart, but select's load phase
-    (one autocommitted INSERT per row) fsyncs too: why select is not flat on InnoDB."""
-    pytest.importorskip("iolab.devices.emulated")
-    rows = _hdd_and_ssd(tmp_path, "InnoDB")
-    create = rows["hdd"].runtime_s["create"] / rows["sata-ssd"].runtime_s["create"]
-    assert create >= 1.5, {k: v.runtime_s.to_dict() for k, v in rows.items()}
-    inserted = round(10000 * 0.05)
-    assert rows["hdd"].fsyncs["select"] >= inserted  # at least one flush per committed row
+    inserted = round(10000 * FINDING_SCALE)
+    for device in rows.values():
+        assert device.dev_write_ios["select"] < inserted and device.fsyncs["select"] < inserted, device.T
 
 
 @needs_root
