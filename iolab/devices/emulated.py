@@ -54,7 +54,7 @@ import yaml
 
 from iolab.isolation import blockstat
 from iolab.core import commands, ownership
-from iolab.devices import loopdev
+from iolab.devices import latency, loopdev
 from iolab.isolation.cgroups import Throttle
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size, parse_size
@@ -71,6 +71,7 @@ FILESYSTEMS = {
     "xfs": ["mkfs.xfs", "-q", "-f", "-K", "-L", "iolab"],
 }
 LIMIT_FIELDS = ("read_bps", "write_bps", "read_iops", "write_iops")
+DELAY_FIELDS = ("read_delay_ms", "write_delay_ms")
 #: fio options for jobs on emulated devices: I/O buffers in (hugetlb) huge pages,
 #: physically contiguous, so the loop device does not split a 1 MiB request in
 #: two and blk-throttle counts it once. The pages come from the sandbox
@@ -90,6 +91,9 @@ class Profile:
     read_iops: int | None = None
     write_iops: int | None = None
     notes: tuple = ()
+    #: per-I/O service time where the kernel has dm-delay (:mod:`iolab.devices.latency`); None: none
+    read_delay_ms: int | None = None
+    write_delay_ms: int | None = None
 
     @property
     def limits(self) -> dict:
@@ -121,6 +125,15 @@ def _positive_int(value, context):
     return int(value)
 
 
+def _delay_ms(value, context):
+    """A delay in whole milliseconds (dm-delay's unit), 0 allowed; None: not declared."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise IolabError(f"must be a whole number of milliseconds >= 0, got {value!r}", context=context)
+    return value
+
+
 def load_profiles(path: str | os.PathLike | None = None) -> dict[str, Profile]:
     """The emulated device profiles (``iolab/devices/profiles/emulated.yaml`` unless ``path``)."""
     if path is None:
@@ -136,13 +149,14 @@ def load_profiles(path: str | os.PathLike | None = None) -> dict[str, Profile]:
     for name, spec in (data.get("profiles") or {}).items():
         if not isinstance(spec, dict):
             raise IolabError("a profile must be a mapping", context=f"{where}: {name}")
-        unknown = set(spec) - {"description", "rotational", "notes", *LIMIT_FIELDS}
+        unknown = set(spec) - {"description", "rotational", "notes", *LIMIT_FIELDS, *DELAY_FIELDS}
         if unknown:
             raise IolabError(f"unknown field(s) {', '.join(sorted(unknown))}", context=f"{where}: {name}")
         profiles[name] = Profile(
             name=name, description=str(spec.get("description", "")), rotational=bool(spec.get("rotational")),
             notes=tuple(spec.get("notes") or ()),
-            **{f: _positive_int(spec.get(f), f"{where}: {name}.{f}") for f in LIMIT_FIELDS})
+            **{f: _positive_int(spec.get(f), f"{where}: {name}.{f}") for f in LIMIT_FIELDS},
+            **{f: _delay_ms(spec.get(f), f"{where}: {name}.{f}") for f in DELAY_FIELDS})
     return profiles
 
 
@@ -166,6 +180,9 @@ class EmulatedDevice:
     filesystem: str | None = None
     mountpoint: str | None = None
     mount_options: str | None = None
+    #: the loop device over the backing file (``device`` is a dm-delay device over it when latency-true)
+    loop_device: str | None = None
+    emulation: latency.Emulation | None = None
 
     @property
     def target(self) -> str:
@@ -186,7 +203,7 @@ class EmulatedDevice:
 
     @property
     def dio(self) -> bool | None:
-        return loopdev.dio_enabled(self.device)
+        return loopdev.dio_enabled(self.loop_device or self.device)
 
     def describe(self) -> dict:
         dev = blockstat.device_for(self.device)
@@ -198,6 +215,8 @@ class EmulatedDevice:
             "fio_options": self.fio_options,
             "device": self.device,
             "devnum": self.devnum,
+            "emulation": self.emulation.describe() if self.emulation else None,
+            "loop_device": self.loop_device or self.device,
             "dio": self.dio,
             "backing_file": self.backing_file,
             "size": self.size,
@@ -254,11 +273,39 @@ def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLik
     """Create the emulated device ``name`` (a profile) of ``size`` bytes; remove it on exit.
 
     ``scratch_dir`` holds the sparse backing file (default ``/var/tmp``); its
-    file system must support O_DIRECT (tmpfs does not). ``filesystem``
-    (``ext4``/``xfs``) formats and mounts the device on a temporary directory.
-    Needs root.
+    file system must support O_DIRECT (tmpfs does not on kernels before 6.6:
+    refused, naming the directory). A profile with a per-I/O delay gets a
+    dm-delay device over its loop device where the kernel has one
+    (:mod:`iolab.devices.latency`; ``emulation`` in :meth:`EmulatedDevice.describe`
+    says which ran). ``filesystem`` (``ext4``/``xfs``) formats and mounts the
+    device on a temporary directory. Needs root.
     """
     profile = get_profile(name)
+    nbytes, scratch = _check_request(profile, size, scratch_dir, filesystem)
+    with contextlib.ExitStack() as undo:
+        backing = _backing_file(undo, scratch, nbytes, profile)
+        loop = loopdev.attach(backing, direct_io=True)  # raises if dio did not come on
+        undo.callback(loopdev.detach, loop)
+        if not loopdev.dio_enabled(loop):
+            raise IolabError("direct I/O is off on the loop device", context=loop)
+        _own_loop(undo, loop, backing, profile)
+        emulation = latency.stack(latency.choose(profile), loop, undo, backing_file=backing)
+        device = emulation.dm_device or loop
+        if emulation.dm_device:
+            _set_queue(device, "rotational", "1" if profile.rotational else "0")  # gone with the device
+        emulated = EmulatedDevice(profile=profile, device=device, devnum=blockstat.device_for(device).devnum,
+                                  backing_file=backing, size=nbytes, loop_device=loop, emulation=emulation)
+        if filesystem:
+            _make_filesystem(undo, emulated, scratch, filesystem, mount_options)
+        log.info("emulated %s: %s over %s (%s, dio on, %s)%s", profile.name, device, backing, human_size(nbytes),
+                 emulation.kind, f", {filesystem} on {emulated.mountpoint}" if filesystem else "")
+        yield emulated
+        # leaving the with-block unwinds `undo`: unmount, remove dm, detach, delete (also on errors)
+
+
+def _check_request(profile: Profile, size, scratch_dir, filesystem) -> tuple[int, Path]:
+    """Everything checkable before anything is made: root, size, file system tool, scratch space."""
+    name = profile.name
     if os.geteuid() != 0:
         raise IolabError("emulated devices need root (loop devices and block cgroups)",
                          context=f"emulated:{name}", hint="run as root, e.g. sudo")
@@ -273,51 +320,53 @@ def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLik
         raise IolabError("scratch directory does not exist", context=str(scratch))
     st = os.statvfs(scratch)
     free = st.f_bavail * st.f_frsize
-    if free < nbytes + 64 * 1024**2:
+    if st.f_blocks == 0:  # ramfs and the like report no size at all: nothing to check against
+        log.info("%s reports no size (file system %s): free space not checked", scratch,
+                 loopdev.filesystem_type(scratch))
+    elif free < nbytes + 64 * 1024**2:
         raise IolabError(f"not enough free space for a {human_size(nbytes)} scratch file "
                          f"({human_size(free)} free)", context=str(scratch), hint="use a smaller size")
+    return nbytes, scratch
 
-    with contextlib.ExitStack() as undo:
-        fd, backing = tempfile.mkstemp(prefix=f"{FILE_PREFIX}{os.getpid()}-{secrets.token_hex(3)}-",
-                                       suffix=".img", dir=scratch.resolve())
-        undo.callback(_unlink, backing)
-        ownership.record("file", backing, undo=f"rm {backing}", inode=os.fstat(fd).st_ino,
-                         purpose=f"backing file of emulated:{name}")
-        try:
-            os.ftruncate(fd, nbytes)  # sparse: blocks are allocated as they are written
-        finally:
-            os.close(fd)
-        device = loopdev.attach(backing, direct_io=True)  # raises if dio did not come on
-        undo.callback(loopdev.detach, device)
-        if not loopdev.dio_enabled(device):
-            raise IolabError("direct I/O is off on the loop device", context=device)
-        dev = blockstat.device_for(device)
-        # the flag outlives the attachment: give the next user of this loop device the old value
-        previous = dev.queue("rotational")
-        ownership.record("loop", device, undo=f"losetup --detach {device}", backing_file=backing,
-                         rotational_before=previous)  # a reaper gives the next user the old flag too
-        _set_queue(device, "rotational", "1" if profile.rotational else "0")
-        if previous is not None:
-            undo.callback(_set_queue, device, "rotational", previous)
-        emulated = EmulatedDevice(profile=profile, device=device, devnum=dev.devnum, backing_file=backing,
-                                  size=nbytes)
-        if filesystem:
-            commands.run(FILESYSTEMS[filesystem] + [device])
-            mountpoint = tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-", dir=scratch.resolve())
-            undo.callback(_rmdir, mountpoint)
-            # recorded before mounting: a crash right after the mount still leaves its owner behind
-            ownership.record("mount", mountpoint, undo=f"umount {mountpoint}; rmdir {mountpoint}",
-                             device=device, filesystem=filesystem)
-            argv = ["mount", "-t", filesystem] + (["-o", mount_options] if mount_options else []) \
-                + [device, mountpoint]
-            commands.run(argv)
-            undo.callback(_umount, mountpoint)
-            emulated.filesystem, emulated.mountpoint = filesystem, mountpoint
-            emulated.mount_options = _mount_options(mountpoint)
-        log.info("emulated %s: %s over %s (%s, dio on)%s", profile.name, device, backing, human_size(nbytes),
-                 f", {filesystem} on {emulated.mountpoint}" if filesystem else "")
-        yield emulated
-        # leaving the with-block unwinds `undo`: unmount, detach, delete (also on errors)
+
+def _backing_file(undo: contextlib.ExitStack, scratch: Path, nbytes: int, profile: Profile) -> str:
+    """A sparse scratch file named after this process, recorded and removed by ``undo``."""
+    fd, backing = tempfile.mkstemp(prefix=f"{FILE_PREFIX}{os.getpid()}-{secrets.token_hex(3)}-",
+                                   suffix=".img", dir=scratch.resolve())
+    undo.callback(_unlink, backing)
+    ownership.record("file", backing, undo=f"rm {backing}", inode=os.fstat(fd).st_ino,
+                     purpose=f"backing file of emulated:{profile.name}")
+    try:
+        os.ftruncate(fd, nbytes)  # sparse: blocks are allocated as they are written
+    finally:
+        os.close(fd)
+    return backing
+
+
+def _own_loop(undo: contextlib.ExitStack, loop: str, backing: str, profile: Profile) -> None:
+    """Record the loop device and set its rotational flag (given back on exit: the flag outlives it)."""
+    previous = blockstat.device_for(loop).queue("rotational")
+    ownership.record("loop", loop, undo=f"losetup --detach {loop}", backing_file=backing,
+                     rotational_before=previous)  # a reaper gives the next user the old flag too
+    _set_queue(loop, "rotational", "1" if profile.rotational else "0")
+    if previous is not None:
+        undo.callback(_set_queue, loop, "rotational", previous)
+
+
+def _make_filesystem(undo: contextlib.ExitStack, emulated: EmulatedDevice, scratch: Path, filesystem: str,
+                     mount_options: str | None) -> None:
+    device = emulated.device
+    commands.run(FILESYSTEMS[filesystem] + [device])
+    mountpoint = tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-", dir=scratch.resolve())
+    undo.callback(_rmdir, mountpoint)
+    # recorded before mounting: a crash right after the mount still leaves its owner behind
+    ownership.record("mount", mountpoint, undo=f"umount {mountpoint}; rmdir {mountpoint}",
+                     device=device, filesystem=filesystem)
+    argv = ["mount", "-t", filesystem] + (["-o", mount_options] if mount_options else []) + [device, mountpoint]
+    commands.run(argv)
+    undo.callback(_umount, mountpoint)
+    emulated.filesystem, emulated.mountpoint = filesystem, mountpoint
+    emulated.mount_options = _mount_options(mountpoint)
 
 
 def _mount_options(mountpoint: str) -> str | None:

@@ -28,19 +28,65 @@ def attach(backing_file: str | os.PathLike, *, direct_io: bool = True,
     if direct_io:
         argv += ["--direct-io=on"]
     argv.append(str(backing_file))
-    device = commands.run(argv).stdout.strip()
+    try:
+        device = commands.run(argv).stdout.strip()
+    except IolabError as exc:
+        if not direct_io:
+            raise
+        _detach_any(backing_file)  # an older losetup may attach first and fail on LOOP_SET_DIRECT_IO
+        said = ": ".join(exc.message.split(": ")[-2:])  # losetup's own words, without the path
+        raise _no_direct_io(backing_file, f"losetup: {said}") from None
     if owned:
         ownership.record("loop", device, undo=f"losetup --detach {device}",
                          backing_file=os.path.abspath(backing_file))
     if direct_io and not dio_enabled(device):
         detach(device)
-        raise IolabError(
-            "the kernel did not enable direct I/O on the loop device",
-            context=str(backing_file),
-            hint="the backing file system must support O_DIRECT (tmpfs does not)",
-        )
+        raise _no_direct_io(backing_file, "the kernel attached it with direct I/O off")
     log.info("attached %s to %s (direct I/O %s)", backing_file, device, "on" if direct_io else "off")
     return device
+
+
+def _no_direct_io(backing_file, detail: str) -> IolabError:
+    """The refusal when a loop device cannot read its backing file with O_DIRECT (a file on tmpfs
+    before Linux 6.6, ramfs, some FUSE and network file systems): without it the loop device would
+    serve the file from memory, so iolab does not fall back to a buffered loop."""
+    directory = os.path.dirname(os.path.abspath(backing_file))
+    fstype = filesystem_type(directory)
+    return IolabError(
+        f"a loop device cannot do direct I/O on a file in {directory} (file system {fstype}): "
+        f"the backing file would be served from memory, not a disk ({detail})",
+        context=str(backing_file),
+        hint=f"choose a scratch directory on a disk-backed file system instead of {directory} "
+             "(iolab run: TMPDIR=/var/tmp, the default when TMPDIR is unset)")
+
+
+def filesystem_type(path: str | os.PathLike) -> str:
+    """The type of the file system holding ``path`` (from /proc/self/mountinfo), 'unknown' if not found."""
+    real = os.path.realpath(path)
+    best, fstype = "", "unknown"
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return fstype
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if len(fields) < 5 or not rfields:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, fstype = point, rfields[0]
+    return fstype
+
+
+def _detach_any(backing_file) -> None:
+    """Detach every loop device over ``backing_file`` (what a failed attach may have left)."""
+    proc = commands.run(["losetup", "--associated", str(backing_file), "--noheadings", "--output", "NAME",
+                         "--list"], check=False)
+    for device in proc.stdout.split():
+        commands.run(["losetup", "--detach", device], check=False)
+        log.warning("detached %s, left attached by a failed losetup", device)
 
 
 def detach(device: str) -> None:

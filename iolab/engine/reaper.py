@@ -29,7 +29,7 @@ import logging
 import os
 
 from iolab.isolation import cgroups, hugepages, systemd_scope
-from iolab.devices import emulated, loopdev
+from iolab.devices import dmdelay, emulated, loopdev
 from iolab.core import ownership
 from iolab.engine import store
 from iolab.core.errors import IolabError
@@ -37,7 +37,7 @@ from iolab.core.errors import IolabError
 log = logging.getLogger(__name__)
 
 #: the order objects are undone in (see the module docstring)
-ORDER = ("pgcluster", "mariadb", "tasks", "mount", "loop", "file", "scope", "cgroup", "hugepages")
+ORDER = ("pgcluster", "mariadb", "tasks", "mount", "dm", "loop", "file", "scope", "cgroup", "hugepages")
 
 
 @dataclasses.dataclass
@@ -75,6 +75,8 @@ def _from_names(known: dict) -> list[Stale]:
         add("loop", loop["device"], pid, backing_file=backing.replace(" (deleted)", ""))
         if not backing.endswith(" (deleted)"):
             add("file", backing, pid)
+    for dm in dmdelay.leftovers():
+        add("dm", dm["name"], dm["owner"])
     for mount in emulated.mounts():
         add("mount", mount["mountpoint"], mount["owner"], device=mount["device"])
     for item in emulated.stale_backing_files():
@@ -116,6 +118,8 @@ def _undo(item: Stale, *, dry_run: bool) -> str | None:
         return _undo_by_module(item, dry_run=dry_run)
     if item.kind == "mount":
         return emulated.undo_stale_mount(item.id, d, dry_run=dry_run)
+    if item.kind == "dm":
+        return dmdelay.undo_stale(item.id, d, dry_run=dry_run)
     if item.kind == "loop":
         return loopdev.undo_stale(item.id, d, dry_run=dry_run)
     if item.kind == "file":

@@ -1,0 +1,164 @@
+"""dm-delay devices: a fixed delay per read (and per write) in front of another block device.
+
+:func:`create` maps a whole device through the ``delay`` target of the device
+mapper (``dmsetup create``): every read bio waits ``read_ms`` before it reaches
+the device below, every write ``write_ms``. It is what makes an emulated ``hdd``
+latency-true (:mod:`iolab.devices.latency`).
+
+Names carry the owner, ``iolab-delay-<pid>-<hex>``, and each device gets an
+ownership record (kind ``dm``), so what a killed process left is removed by
+:mod:`iolab.engine.reaper` (before the loop device under it is detached).
+
+The kernel's dm-delay (up to Linux 6.8) queues delayed bios on a timer in
+jiffies: a delay is rounded up to whole ticks (4 ms at HZ=250, Debian's) and a
+bio waits between the delay and about one tick more, plus the kernel's work
+queue. The configured delay is a lower bound, never an exact figure.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from pathlib import Path
+
+from iolab.core import commands, ownership
+from iolab.core.errors import IolabError
+
+log = logging.getLogger(__name__)
+
+PREFIX = "iolab-delay-"
+MAPPER = Path("/dev/mapper")
+SECTOR = 512
+
+
+def unavailable() -> str | None:
+    """Why dm-delay cannot be used here (None: it can).
+
+    Loads the ``dm_delay`` module where ``modprobe`` can (a loaded module is
+    left loaded, like md's). Never raises.
+    """
+    if os.geteuid() != 0:
+        return "not root"
+    for tool in ("dmsetup", "blockdev"):
+        try:
+            commands.which(tool)
+        except IolabError:
+            return f"{tool} is not installed"
+    targets = _targets()
+    if not targets or "delay" not in targets:
+        try:
+            commands.which("modprobe")
+            commands.run(["modprobe", "dm_delay"], check=False, timeout=30)
+        except IolabError:
+            pass
+        targets = _targets()
+    if targets is None:
+        return "the kernel has no device-mapper (dmsetup targets failed)"
+    if "delay" not in targets:
+        return "the kernel has no dm-delay target (module dm_delay)"
+    return None
+
+
+def _targets() -> set | None:
+    """The device-mapper targets the kernel knows (None: no device-mapper at all)."""
+    try:
+        proc = commands.run(["dmsetup", "targets"], check=False, timeout=30)
+    except IolabError:
+        return None
+    if proc.returncode != 0:
+        return None
+    return {line.split()[0] for line in proc.stdout.splitlines() if line.split()}
+
+
+def new_name() -> str:
+    return f"{PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
+
+
+def path_of(name: str) -> str:
+    return str(MAPPER / name)
+
+
+def table(lower: str, sectors: int, *, read_ms: int, write_ms: int) -> str:
+    """The dm table line: reads from ``lower`` after ``read_ms``, writes (and flushes) after ``write_ms``."""
+    return f"0 {sectors} delay {lower} 0 {int(read_ms)} {lower} 0 {int(write_ms)}"
+
+
+def create(lower: str, *, read_ms: int, write_ms: int, name: str | None = None, **details) -> str:
+    """Map ``lower`` through dm-delay; returns ``/dev/mapper/<name>`` (recorded in the ledger)."""
+    name = name or new_name()
+    sectors = int(commands.run(["blockdev", "--getsz", lower]).stdout.strip())
+    # recorded before it exists: a crash right after the create still leaves its owner behind
+    ownership.record("dm", name, undo=f"dmsetup remove {name}", lower=lower, **details)
+    try:
+        commands.run(["dmsetup", "create", name], input=table(lower, sectors, read_ms=read_ms, write_ms=write_ms))
+    except IolabError:
+        remove(name)  # a half-made device (created but not loaded) must go too
+        raise
+    device = path_of(name)
+    _wait_for_node(device)
+    log.info("dm-delay %s over %s: reads +%d ms, writes +%d ms", device, lower, read_ms, write_ms)
+    return device
+
+
+def _wait_for_node(device: str, timeout: float = 10.0) -> None:
+    """dmsetup makes the node itself (or udev does): wait until it is there."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(device):
+        if time.monotonic() > deadline:
+            raise IolabError("the device-mapper node did not appear", context=device)
+        time.sleep(0.05)
+
+
+def exists(name: str) -> bool:
+    return name in names()
+
+
+def names() -> list[str]:
+    """Names of the device-mapper devices that exist now (from sysfs)."""
+    found = []
+    for entry in sorted(Path("/sys/block").glob("dm-*")):
+        try:
+            found.append((entry / "dm" / "name").read_text().strip())
+        except OSError:
+            continue
+    return found
+
+
+def remove(name: str) -> None:
+    """Remove the dm device ``name`` (retrying while something still closes it); gone already is fine."""
+    if exists(name):
+        for attempt in range(10):
+            proc = commands.run(["dmsetup", "remove", name], check=False)
+            if proc.returncode == 0 or not exists(name):
+                break
+            time.sleep(0.2 * (attempt + 1))  # busy: udev or a process may still hold it open
+        else:
+            raise IolabError(f"cannot remove the dm-delay device: {(proc.stderr or '').strip()}",
+                             context=path_of(name))
+        log.info("removed dm device %s", name)
+    ownership.forget("dm", name)
+
+
+def owner_of(name: str) -> int | None:
+    """The PID in ``iolab-delay-<pid>-<hex>``, None for other names."""
+    if not name.startswith(PREFIX):
+        return None
+    head = name[len(PREFIX):].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def leftovers(*, owner: int | None = None) -> list[dict]:
+    """iolab's dm-delay devices that exist now (optionally made by process ``owner``)."""
+    return [{"name": n, "owner": owner_of(n)} for n in names()
+            if owner_of(n) is not None and owner in (None, owner_of(n))]
+
+
+def undo_stale(name: str, details: dict, *, dry_run: bool) -> str | None:
+    """Remove a dm-delay device whose owner is gone (the reaper; before the loop device under it)."""
+    if not exists(name):
+        return None
+    if dry_run:
+        return f"would remove dm-delay device {name}"
+    remove(name)
+    return f"removed dm-delay device {name}"

@@ -1,0 +1,141 @@
+"""Latency-true emulated hdd for real (the lab VM: Debian's kernel has dm-delay; the host has no device-mapper).
+
+On the lab kernel `emulated:hdd` is a dm-delay device over its throttled loop
+device (iolab.devices.latency): every read waits the profile's delay. The delay
+is the lower bound the test controls; the upper bound adds what dm-delay may
+add by design (rounding up to the kernel's timer tick, at most two ticks: the
+tick it was queued in and the one its timer fires on) and what the loop device
+itself takes here (its median QD1 latency, measured in the same test without
+the delay: TCG's speed, which no test controls).
+Small sizes and short runs: TCG's CPU, and this file's share of the lab tier.
+"""
+import csv
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iolab import cli
+from iolab.core import ownership
+from iolab.core.errors import IolabError
+from iolab.devices import dmdelay, emulated, latency, loopdev
+from iolab.devices.emulated import emulated_device
+from iolab.engine import reaper
+from iolab.isolation import cgroups
+from iolab.isolation.sandbox import open_sandbox
+from kernel_fixtures import fio_json, under_throttle
+
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
+
+RUNTIME = 3
+
+
+def tick_ms() -> float:
+    """The kernel's timer tick in ms (CONFIG_HZ of the running kernel; 100 Hz, the coarsest, if unknown)."""
+    config = Path(f"/boot/config-{platform.release()}")
+    if config.exists():
+        for line in config.read_text().splitlines():
+            if line.startswith("CONFIG_HZ="):
+                return 1000 / int(line.split("=", 1)[1])
+    return 10.0
+
+
+def clat_ms(job: dict, direction: str = "read") -> dict:
+    clat = job[direction]["clat_ns"]
+    return {"mean": clat["mean"] / 1e6, "p50": clat["percentile"]["50.000000"] / 1e6,
+            "p99": clat["percentile"]["99.000000"] / 1e6, "iops": job[direction]["iops"]}
+
+
+def randread(device: str, depth: int, *, popen=subprocess.Popen, options: dict | None = None) -> dict:
+    return clat_ms(fio_json(["--name=lat", f"--filename={device}", "--direct=1", "--rw=randread", "--bs=4k",
+                             f"--iodepth={depth}", "--ioengine=libaio", f"--runtime={RUNTIME}", "--time_based",
+                             "--size=48M", *[f"--{k}={v}" for k, v in (options or {}).items()]],
+                            popen=popen, timeout=120))
+
+
+def test_hdd_random_reads_take_the_delay_at_qd1_and_queue_at_qd32(tmp_path):
+    with emulated_device("hdd", size="64M", scratch_dir=tmp_path) as dev:
+        emulation = dev.describe()["emulation"]
+        delay = dev.profile.read_delay_ms
+        # the loop device alone (no delay, no throttle): what the machine adds to every read
+        base = randread(dev.loop_device, 1)
+        with open_sandbox("direct", buffered=False, throttles=dev.throttles) as box:
+            qd1 = randread(dev.device, 1, popen=box.popen, options=dev.fio_options)
+            qd32 = randread(dev.device, 32, popen=box.popen, options=dev.fio_options)
+    upper = delay + 2 * tick_ms() + base["p50"]
+    print(f"\nemulated hdd ({emulation['kind']}, read delay {delay} ms, tick {tick_ms():.0f} ms): "
+          f"loop alone p50 {base['p50']:.2f} ms; QD1 {qd1['iops']:.1f} IOPS, mean {qd1['mean']:.2f} ms, "
+          f"p50 {qd1['p50']:.2f} ms, p99 {qd1['p99']:.2f} ms (bound {delay}-{upper:.1f} ms); "
+          f"QD32 {qd32['iops']:.1f} IOPS (ceiling {dev.profile.read_iops}), mean {qd32['mean']:.1f} ms")
+    assert emulation["kind"] == latency.DM_DELAY and emulation["latency_true"] is True
+    assert emulation["read_delay_ms"] == delay == 8 and dev.device.startswith("/dev/mapper/iolab-delay-")
+    # QD1: every read takes the delay (a lower bound: p50 and even the fastest percentile above it)
+    assert delay <= qd1["p50"] <= upper
+    assert delay <= qd1["mean"]
+    assert qd1["iops"] <= 1000 / delay
+    # QD32: the reads overlap, the throttle's ceiling binds (never above it), latency grows with the queue
+    assert under_throttle(qd32["iops"], dev.profile.read_iops, RUNTIME)
+    assert qd32["iops"] > qd1["iops"] and qd32["mean"] > 4 * qd1["mean"]
+    assert emulated.leftovers() == [] and dmdelay.leftovers() == [] and cgroups.leftovers() == []
+
+
+def test_the_run_names_the_latency_true_emulation(tmp_path, capsys):
+    capsys.readouterr()
+    rc = cli.main(["run", "quick", "--tests", "RND4K-Q1T1", "--target", "emulated:hdd", "--runtime", "2",
+                   "--size", "32M", "--data", str(tmp_path / "data"), "--no-progress"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    run_dir = Path(out.strip().splitlines()[-1])
+    target = json.loads((run_dir / "manifest.json").read_text())["targets"][0]
+    with open(run_dir / "results.csv", newline="") as handle:
+        read = [r for r in csv.DictReader(handle) if r["direction"] == "read"][0]
+    emulation = target["emulated"]["emulation"]
+    print(f"\nmanifest emulation: {emulation}; RND4K-Q1T1 read p50 {float(read['lat_p50_us']) / 1000:.2f} ms")
+    assert emulation["kind"] == "dm-delay" and emulation["dm_device"] == target["emulated"]["device"]
+    assert target["emulated"]["loop_device"].startswith("/dev/loop") and target["emulated"]["dio"] is True
+    assert float(read["lat_p50_us"]) >= 1000 * emulation["read_delay_ms"]
+    assert emulated.leftovers() == [] and dmdelay.leftovers() == []
+
+
+def test_backing_file_on_tmpfs_is_refused_with_the_directory_named(tmp_path, capsys, monkeypatch):
+    """Debian 6.1's loop driver cannot do direct I/O on tmpfs: a clear refusal, never losetup's words alone."""
+    tmp = Path("/tmp")
+    assert loopdev.filesystem_type(tmp) == "tmpfs"
+    with pytest.raises(IolabError) as caught:
+        with emulated_device("hdd", size="16M", scratch_dir=tmp):
+            pass
+    message = str(caught.value)
+    assert "/tmp (file system tmpfs)" in message and "disk-backed" in message
+    # the CLI says the same in one line (TMPDIR is where iolab run keeps backing files)
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    capsys.readouterr()
+    rc = cli.main(["run", "quick", "--tests", "RND4K-Q1T1", "--target", "emulated:hdd", "--size", "16M",
+                   "--data", str(tmp_path / "data"), "--no-progress"])
+    err = capsys.readouterr().err
+    print(f"\n{err.strip().splitlines()[-1]}")
+    assert rc != 0 and "file system tmpfs" in err and "TMPDIR=/var/tmp" in err
+    assert list(tmp.glob(f"{emulated.FILE_PREFIX}*")) == [] and emulated.leftovers() == []
+
+
+def test_a_dead_owners_dm_delay_device_is_reaped(tmp_path, monkeypatch):
+    monkeypatch.setenv(ownership.ENV, str(tmp_path / "owned"))
+    backing = tmp_path / "lower.img"
+    backing.write_bytes(b"\0" * (8 << 20))
+    loop = loopdev.attach(backing)
+    try:
+        device = dmdelay.create(loop, read_ms=8, write_ms=0)
+        name = os.path.basename(device)
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        ownership.record("dm", name, undo=f"dmsetup remove {name}", by=ownership.Owner(dead.pid), lower=loop)
+        lines = reaper.reap()
+        print(f"\nreaper: {lines}")
+        assert f"PID {dead.pid}: removed dm-delay device {name}" in lines
+        assert not dmdelay.exists(name) and not os.path.exists(device)
+    finally:
+        for item in dmdelay.leftovers(owner=os.getpid()):
+            dmdelay.remove(item["name"])
+        loopdev.detach(loop)
