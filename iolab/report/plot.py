@@ -16,7 +16,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from iolab.report import i18n
+from iolab.report import barlabels, i18n
 from iolab.core import optional
 from iolab.core.errors import IolabError
 
@@ -198,15 +198,21 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     hues = list(dict.fromkeys(pos["hue"]))
     colors = [system_color(name, palette) for name in hues] if hue else sns.color_palette(palette, n_colors=1)
     use_log = wants_log(pos["y"]) if log == "auto" else bool(log)
+    # a log axis starts a decade below the smallest value: every bar is visible and drawn from there
+    base = barlabels.log_baseline(pos["y"]) if use_log else 0.0
+    if use_log:
+        ax.set_yscale("log")
+    labels = []
     for color, name in zip(colors, hues):
         part = pos[pos["hue"] == name]
-        drawn = ax.bar(part["pos"], part["y"].fillna(0), width=part["width"] * 0.95, color=color,
+        drawn = ax.bar(part["pos"], (part["y"] - base).clip(lower=0).fillna(0), bottom=base,
+                       width=part["width"] * 0.95, color=color,
                        label=name if hue else None, edgecolor="white", linewidth=0.5,
                        hatch="///" if name in set(map(str, hatched)) else None)
         if value_labels:
-            ax.bar_label(drawn, labels=[bar_label(v) for v in part["y"]], fontsize="x-small", padding=1.5)
+            labels += ax.bar_label(drawn, labels=[bar_label(v) for v in part["y"]], fontsize="x-small", padding=1.5)
         for at in part.loc[part["y"].isna(), "pos"]:  # not measured / +++++: say so where the bar would be
-            ax.annotate(UNMEASURED, (at, 0), xytext=(0, 3), textcoords="offset points", ha="center",
+            ax.annotate(UNMEASURED, (at, base), xytext=(0, 3), textcoords="offset points", ha="center",
                         va="bottom", rotation=90, fontsize="x-small", color=color)
         has_err = part["err_low"].notna() & part["err_high"].notna()
         if has_err.any():
@@ -218,7 +224,7 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     ax.set_xticklabels(xs, rotation=30 if max((len(s) for s in xs), default=0) > 12 else 0,
                        ha="right" if max((len(s) for s in xs), default=0) > 12 else "center")
     if use_log:  # only when the values span more than 100x; said on the axis, ticks as plain numbers
-        ax.set_yscale("log")
+        ax.set_ylim(bottom=base)
         from matplotlib.ticker import FuncFormatter
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
         ylabel = f"{ylabel or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
@@ -230,6 +236,8 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
         ax.legend(title=legend_title, fontsize="small", title_fontsize="small", frameon=False,
                   loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="x", visible=False)
+    # after the legend and axis labels: measured as the image will be drawn
+    barlabels.fit(ax, labels)
     return ax
 
 

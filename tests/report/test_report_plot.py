@@ -136,3 +136,63 @@ def test_bars_carry_values_mark_unmeasured_and_keep_each_systems_colour(summary)
     assert tuple(only.patches[0].get_facecolor()[:3]) == pytest.approx(tuple(ssd))
     assert hdd != ssd
     plt.close(only.figure)
+
+
+def test_log_axis_starts_a_decade_below_the_smallest_value():
+    """1,214 next to 578,389 KB/s: the axis starts at 100 (not at an arbitrary 1 or 1,000), every bar from there."""
+    from iolab.report import barlabels
+    assert barlabels.log_baseline([1214, 101934, float("nan")]) == 100
+    assert barlabels.log_baseline([1000, 5000]) == 100  # a bar exactly on a decade still has a decade of length
+    assert barlabels.log_baseline([0.58, 97.8]) == pytest.approx(0.01)
+    plot.setup("en")
+    frame = pd.DataFrame({"test": ["putc", "block", "rewrite", "getc"], "system": ["HDD"] * 4,
+                          "value": [1214.0, 101934.0, 578389.0, float("nan")]})
+    ax = plot.bars(frame, x="test", y="value", hue="system")
+    try:
+        assert ax.get_yscale() == "log" and ax.get_ylim()[0] == pytest.approx(100)
+        assert [p.get_y() for p in ax.patches] == pytest.approx([100] * 4)
+        assert [p.get_y() + p.get_height() for p in ax.patches[:3]] == pytest.approx([1214, 101934, 578389])
+        marker = [t for t in ax.texts if t.get_text() == plot.UNMEASURED][0]
+        assert marker.xy[1] == pytest.approx(100)  # the +++++ marker sits on the axis, not at log(0)
+    finally:
+        plt.close(ax.figure)
+
+
+def _label_boxes(ax):
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    labels = [t for t in ax.texts if t.get_text() and t.get_text()[0].isdigit()]
+    return [t.get_window_extent(renderer) for t in labels], ax.get_window_extent(renderer)
+
+
+@pytest.mark.parametrize("spread", [0, 12345])  # equal bars (labels side by side) and a staircase
+def test_value_labels_of_many_narrow_bars_never_intersect(spread):
+    """72 bars of six-digit values in a 10-inch chart: horizontal labels would run into each other."""
+    import itertools
+    plot.setup("en")
+    frame = pd.DataFrame([{"test": f"T{t}", "system": f"S{s}", "value": 123456.0 + spread * s + 777 * t}
+                          for t in range(12) for s in range(6)])
+    fig, ax = plt.subplots(figsize=(10, 4))
+    plot.bars(frame, x="test", y="value", hue="system", ax=ax)
+    try:
+        boxes, frame_box = _label_boxes(ax)
+        assert len(boxes) == 72
+        assert not [(a, b) for a, b in itertools.combinations(boxes, 2) if a.overlaps(b)]
+        centres = sorted((b.x0 + b.x1) / 2 for b in boxes)
+        pitch = min(b - a for a, b in zip(centres, centres[1:]))
+        assert max(b.width for b in boxes) <= pitch + 0.5  # no label spills over its neighbour's bar
+        assert max(b.y1 for b in boxes) <= frame_box.y1 + 0.5  # none clipped at the top of the axes
+        assert all(t.get_fontsize() >= 5 for t in ax.texts)
+    finally:
+        plt.close(fig)
+
+
+def test_few_wide_bars_keep_horizontal_labels():
+    plot.setup("en")
+    frame = pd.DataFrame({"test": ["SEQ", "RND"], "system": ["HDD", "HDD"], "value": [150.0, 1.2]})
+    fig, ax = plt.subplots(figsize=(8, 4))
+    plot.bars(frame, x="test", y="value", hue="system", ax=ax)
+    try:
+        assert [t.get_rotation() for t in ax.texts if t.get_text()] == [0.0, 0.0]
+    finally:
+        plt.close(fig)

@@ -1,0 +1,110 @@
+"""Bar charts a reader can read: a log axis's baseline, and value labels that never overlap.
+
+:func:`log_baseline` puts the bottom of a log axis one decade below the
+smallest value (1,214 KB/s draws from 100, not from an arbitrary 10^0), so
+every bar has a visible length and a 100x ratio looks like two decades.
+:func:`fit` makes the value labels of a chart fit after they are placed:
+horizontal where they fit, else turned upright, then smaller, then the figure
+wider, until no two label boxes intersect and none is wider than its bar's room (measured with the renderer, as the
+image will be drawn), and the axis grows upwards so that no label is clipped.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+#: The smallest font size (points) value labels shrink to before the figure is widened.
+MIN_FONT = 5.0
+#: The widest a figure grows (inches) to fit its labels.
+MAX_WIDTH = 40.0
+
+
+def log_baseline(values) -> float:
+    """The power of ten at least one decade below the smallest positive value (1,214 -> 100; 1,000 -> 100)."""
+    positive = [float(v) for v in values if v is not None and not math.isnan(float(v)) and float(v) > 0]
+    if not positive:
+        return 1.0
+    return 10.0 ** (math.floor(math.log10(min(positive))) - 1)
+
+
+def boxes(texts, renderer) -> list:
+    """The display-space boxes of the non-empty ``texts`` (matplotlib Text/Annotation)."""
+    return [t.get_window_extent(renderer) for t in texts if t.get_text() and t.get_visible()]
+
+
+def overlapping(texts, renderer) -> bool:
+    """True when any two label boxes intersect."""
+    found = boxes(texts, renderer)
+    return any(a.overlaps(b) for a, b in itertools.combinations(found, 2))
+
+
+def _headroom(ax, texts, renderer) -> None:
+    """Raise the top of the y axis until every label lies inside the axes (linear or log)."""
+    for _ in range(4):
+        found = boxes(texts, renderer)
+        if not found:
+            return
+        frame = ax.get_window_extent(renderer)
+        excess = max(b.y1 for b in found) - frame.y1
+        if excess <= 0.5:
+            return
+        share = (excess + 2.0) / max(frame.height - excess, 1.0)
+        bottom, top = ax.get_ylim()
+        if ax.get_yscale() == "log":
+            low, high = math.log10(bottom), math.log10(top)
+            ax.set_ylim(bottom, 10.0 ** (high + (high - low) * share))
+        else:
+            ax.set_ylim(bottom, top + (top - bottom) * share)
+
+
+def _crowded(texts, renderer) -> float:
+    """0 when the labels fit; else how many times too wide the worst one is.
+
+    A label fits when it is no wider than the distance to the nearest other
+    label's centre (it stays within its own bar's half of the way to the next
+    labelled bar, so it never reads as a neighbour's) and no two boxes intersect.
+    """
+    found = boxes(texts, renderer)
+    centres = [(b.x0 + b.x1) / 2 for b in found]
+    worst = 0.0
+    for i, box in enumerate(found):
+        near = min((abs(centres[i] - c) for j, c in enumerate(centres) if j != i), default=math.inf)
+        worst = max(worst, box.width / near if near > 0 else math.inf)
+    if worst > 1.0:
+        return worst
+    if any(a.overlaps(b) for a, b in itertools.combinations(found, 2)):
+        return 1.05
+    return 0.0
+
+
+def fit(ax, texts) -> None:
+    """Make the value labels ``texts`` of ``ax`` readable: no two intersect, none is wider than the way
+    to the next labelled bar (:func:`_crowded`) and none is clipped at the top.
+
+    Each step measures the labels once: upright if they do not fit, then a font
+    size scaled down to fit (not below :data:`MIN_FONT`), then a wider figure.
+    """
+    texts = [t for t in texts if t.get_text()]
+    if not texts:
+        return
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    if _crowded(texts, renderer):
+        for t in texts:  # upright: a label is then as wide as one line of text
+            t.set_rotation(90)
+            t.set_horizontalalignment("center")
+            t.set_verticalalignment("bottom")
+    for _ in range(6):
+        excess = _crowded(texts, renderer)
+        if not excess:
+            break
+        size = float(texts[0].get_fontsize())
+        if size > MIN_FONT:
+            for t in texts:
+                t.set_fontsize(max(MIN_FONT, size / excess * 0.95))
+        elif fig.get_figwidth() < MAX_WIDTH:
+            fig.set_figwidth(min(MAX_WIDTH, fig.get_figwidth() * max(excess, 1.1) * 1.05))
+            renderer = fig.canvas.get_renderer()
+        else:
+            break
+    _headroom(ax, texts, renderer)
