@@ -129,6 +129,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
         raise
     except IolabError as exc:
         run_.finish("failed", str(exc))
+        exc.hint = exc.hint or f"what it measured is kept in {run_.path}"  # e.g. EIO while laying out
         raise
     except Exception as exc:  # keep the evidence, then let it surface
         run_.finish("failed", f"internal error: {exc!r}")
