@@ -4,10 +4,15 @@ from __future__ import annotations
 import shlex
 import sys
 
-HELP = "create loop devices, RAID0, partitions, file systems and mounts from a YAML plan"
+HELP = ("create loop devices, RAID0/RAID1 arrays, slow (dm-delay) and cached (dm-cache) devices, partitions, "
+        "file systems and mounts from a YAML plan")
 DESCRIPTION = (
-    "Carry out a setup plan step by step (loop devices with direct I/O, mdadm RAID0, GPT "
-    "partitions 1 MiB-aligned, mkfs ext4/xfs, mounts), recording each step in "
+    "Carry out a setup plan step by step: loop devices with direct I/O over new files, mdadm "
+    "RAID0 (with a chunk size) or RAID1, dm-delay (a device slow inside the kernel: `delay:`), "
+    "dm-cache (a slow origin cached on a fast device, smq, writethrough or writeback, metadata on "
+    "its own device or carved from the cache: `cache:`), GPT partitions 1 MiB-aligned, mkfs "
+    "ext4/xfs, mounts (examples in examples/plans/; the keys are documented in "
+    "iolab/devices/plan.py and plan_dm.py). Each step is recorded in "
     "<plan dir>/.<plan>.state.json so that `iolab teardown PLAN.yaml` undoes it, also from "
     "another process. A failure or Ctrl-C tears down what was done. Existing devices must pass "
     "iolab's safety checks; --confirm DEVICE (the exact path, once per device) allows overwriting "

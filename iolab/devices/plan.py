@@ -20,6 +20,11 @@ A plan (every section optional, but something must be in it)::
                                     # runs under a benchmark; fresh members read back as zeros alike)
         chunk: 512K                 # RAID0 only: optional, default 512K (mdadm's), always passed explicitly
         members: [disk1, disk2]
+    delay:                          # dm-delay: a device slow inside the kernel (/dev/mapper/<name>)
+      - {name: slow, device: disk2, read_ms: 8, write_ms: 8}
+    cache:                          # dm-cache: origin cached on a fast device (/dev/mapper/<name>)
+      - {name: cached, origin: slow, cache: ssd, mode: writethrough, policy: smq, block_size: 64K}
+                                    # (keys, carved metadata, teardown: iolab.devices.plan_dm)
     partitions:                     # a GPT on a device, partitions 1 MiB-aligned
       - device: disk1
         parts:
