@@ -78,10 +78,10 @@ def _record(att: Attached) -> None:
 def attach(device: str, *, portal: str = DEFAULT_PORTAL) -> Attached:
     """Export ``device`` and log in to it; the caller must :func:`detach` the result (or use :func:`attached`)."""
     name = f"iolab-{os.getpid()}-{secrets.token_hex(3)}"
-    att = Attached(lio.Export(new_iqn(), name, os.path.realpath(device), portal, ""))
+    att = Attached(lio.plan(device, new_iqn(), name, portal=portal))
     try:
-        att.export = lio.export(device, att.iqn, name, portal=portal)
-        _record(att)
+        _record(att)   # before the first directory exists: a crash part-way is undone by the reaper too
+        lio.export(device, att.iqn, name, portal=portal, made=att.export)
         att.daemon = initiator.start_daemon()
         _record(att)
         att.disk = initiator.login(att.iqn, portal)
@@ -101,8 +101,7 @@ def detach(att: Attached) -> list[str]:
             done += initiator.logout(att.iqn, att.export.portal)
     finally:
         initiator.stop_daemon(att.daemon)
-        if att.export.hba:
-            done += lio.remove(att.export)
+        done += lio.remove(att.export)
     ownership.forget(KIND, att.iqn)
     return done
 
@@ -132,7 +131,7 @@ def undo_stale(iqn: str, details: dict, *, dry_run: bool) -> str | None:
     """Undo an export whose iolab owner is gone (the reaper, through the record's ``undone_by``)."""
     export = lio.Export.from_details(iqn, details)
     session = initiator.session_of(iqn)
-    there = session is not None or iqn in lio.targets()
+    there = session is not None or iqn in lio.targets() or f"{export.hba}/{export.name}" in lio.backstores()
     if not there:
         return None
     if dry_run:
@@ -147,6 +146,5 @@ def undo_stale(iqn: str, details: dict, *, dry_run: bool) -> str | None:
             initiator.stop_daemon(started)
     if stale_daemon and int(stale_daemon) in initiator.daemon_pids():
         initiator.stop_pid(int(stale_daemon))   # the iscsid the dead owner had started
-    if export.hba:
-        lio.remove(export)
+    lio.remove(export)
     return f"logged out of iSCSI target {iqn} and removed its LIO export of {export.device}"

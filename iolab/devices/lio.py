@@ -137,18 +137,25 @@ def _check_portal(portal: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def export(device: str, iqn: str, name: str, *, portal: str = "127.0.0.1:3260") -> Export:
-    """Export block device ``device`` as LUN 0 of target ``iqn`` on ``portal``; undone by :func:`remove`.
-
-    A failure part-way removes what was made before raising.
-    """
+def plan(device: str, iqn: str, name: str, *, portal: str = "127.0.0.1:3260") -> Export:
+    """Check ``device`` and ``portal``, make LIO ready, choose the parts' names: the export to make
+    (so that it can be recorded before anything exists)."""
     _check_portal(portal)
     if not (Path(device).exists() and Path(device).is_block_device()):
         raise IolabError("not a block device", context=device)
     ready()
     if (target_root() / "iscsi" / iqn).exists():
         raise IolabError("a target of this name exists already", context=str(target_root() / "iscsi" / iqn))
-    made = Export(iqn, name, os.path.realpath(device), portal, _free_hba())
+    return Export(iqn, name, os.path.realpath(device), portal, _free_hba())
+
+
+def export(device: str, iqn: str, name: str, *, portal: str = "127.0.0.1:3260", made: Export | None = None) -> Export:
+    """Export block device ``device`` as LUN 0 of target ``iqn`` on ``portal``; undone by :func:`remove`.
+
+    ``made``: the result of :func:`plan` (else planned here). A failure part-way removes what was
+    made before raising.
+    """
+    made = made or plan(device, iqn, name, portal=portal)
     try:
         _build(made)
     except BaseException:
@@ -190,7 +197,7 @@ def remove(made: Export) -> list[str]:
              (os.rmdir, tpg, "removed"),
              (os.rmdir, target, "removed"),
              (os.rmdir, made.backstore, "removed"),
-             (os.rmdir, made.backstore.parent, "removed")]
+             (os.rmdir, made.backstore.parent, "removed")][: 8 if made.hba and made.name else 6]
     for action, path, word in steps:
         if not os.path.lexists(path) or (path.name == made.hba and any(p.is_dir() for p in path.iterdir())):
             continue

@@ -3,7 +3,7 @@
 Every test here carries the ``lab`` marker. Outside the VM ($IOLAB_LAB unset)
 they are deselected, not skipped one by one. Inside, a session fixture checks
 that the guest is clean (no loop device, md array, dm device or iolab cgroup
-left) before the VM powers off.
+left, no iSCSI session or LIO target) before the VM powers off.
 """
 import os
 import subprocess
@@ -24,7 +24,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def leftovers() -> list[str]:
-    """What a lab test may have left in the guest: loop devices, md arrays, dm devices, cgroups."""
+    """What a lab test may have left in the guest: loop devices, md arrays, dm devices, cgroups, mounts, iSCSI."""
     found = []
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.strip()
     if loops:
@@ -43,7 +43,36 @@ def leftovers() -> list[str]:
     mounts = [line for line in Path("/proc/self/mounts").read_text().splitlines() if "/mnt/iolab" in line]
     if mounts:
         found.append(f"mounts: {mounts}")
+    return found + iscsi_leftovers()
+
+
+def iscsi_leftovers() -> list[str]:
+    """iSCSI sessions (initiator), LIO targets and backstores (configfs), iscsid processes, node records."""
+    found = []
+    sessions = sorted(p.name for p in Path("/sys/class/iscsi_session").glob("session*"))
+    if sessions:
+        found.append(f"iSCSI sessions: {sessions}")
+    target = Path("/sys/kernel/config/target")
+    targets = sorted(p.name for p in target.glob("iscsi/iqn.*"))
+    if targets:
+        found.append(f"LIO iSCSI targets: {targets}")
+    stores = sorted(f"{p.parent.name}/{p.name}" for p in target.glob("core/*_*/*") if p.is_dir())
+    if stores:
+        found.append(f"LIO backstores: {stores}")
+    daemons = [p.parent.name for p in Path("/proc").glob("[0-9]*/comm") if _read(p) == "iscsid"]
+    if daemons:
+        found.append(f"iscsid processes: {daemons}")
+    nodes = sorted(p.name for p in Path("/etc/iscsi/nodes").glob("*"))
+    if nodes:
+        found.append(f"open-iscsi node records: {nodes}")
     return found
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
 
 
 @pytest.fixture(scope="session", autouse=True)

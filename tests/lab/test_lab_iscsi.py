@@ -1,0 +1,159 @@
+"""TPC-B over an iSCSI mirror (the seed article), rehearsed on one machine: the lab VM.
+
+One loop device is exported by the kernel's iSCSI target (LIO, configured
+through configfs by :mod:`iolab.devices.iscsi`) on 127.0.0.1:3260; open-iscsi
+logs in to it and the kernel makes a SCSI disk (/dev/sdX) that speaks TCP to
+that target. A setup plan mirrors a second, local loop device with that disk
+(md RAID1, ext4), and pgbench (the smallest run that commits transactions)
+runs on the mirror through the CLI's main, in this process. Checked: TPS > 0,
+both members in sync afterwards, the iSCSI member really took the writes;
+then everything is torn down in reverse and the guest is left clean
+(conftest's leftovers() also looks for iSCSI sessions and LIO targets).
+A second test kills nothing but pretends the owner died (its ledger record
+names a finished process) and lets the reaper undo the export.
+
+Parts that may be missing (open-iscsi not installed by tools/install-lab-deps.sh,
+a kernel without LIO, no PostgreSQL) skip the tests with the missing part named.
+"""
+import csv
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iolab import cli
+from iolab.classic import pgcluster
+from iolab.core import ownership
+from iolab.core.errors import IolabError
+from iolab.devices import iscsi, iscsi_initiator, lio, loopdev
+from iolab.devices import plan as setup_plan
+from iolab.engine import reaper
+
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
+
+MOUNT = "/mnt/iolab/iscsi-mirror"
+PLAN = f"""name: iscsi-mirror
+description: RAID1 of a local loop device and an iSCSI disk (LIO on 127.0.0.1), ext4
+loop_devices:
+  - {{name: local, file: {{tmp}}/local.img, size: 128M}}
+devices:
+  - {{name: remote, path: {{disk}}}}
+raid:
+  - {{name: iolab-r1i, level: 1, members: [local, remote]}}
+filesystems:
+  - {{device: iolab-r1i, type: ext4, mount: {MOUNT}, mount_options: noatime,
+     options: "-E lazy_itable_init=0,lazy_journal_init=0"}}
+"""
+RECIPE = """name: pgbench-iscsi
+engine: pgbench
+description: the smallest pgbench that commits transactions (scale 1, one client, 3 s)
+isolation: cgroup
+filesystem: ext4
+defaults: {size: 64M, runtime: 3, repeat: 1}
+options:
+  scale: 1
+  clients: [1]
+  modes:
+    tpcb-sync_on: {synchronous_commit: "on", fsync: "on"}
+tests:
+  - {name: tpcb-sync_on, rw: randrw, bs: 8k}
+"""
+
+
+@pytest.fixture
+def iscsi_parts():
+    """Skip, naming the part, where open-iscsi, the LIO modules or PostgreSQL are missing."""
+    for program in ("iscsiadm", "iscsid"):
+        if shutil.which(program) is None:
+            pytest.skip(f"{program} missing: Debian package open-iscsi not installed (tools/install-lab-deps.sh)")
+    try:
+        lio.ready()
+    except IolabError as exc:
+        pytest.skip(f"no LIO iSCSI target in this kernel: {exc}")
+
+
+def written_sectors(disk: str) -> int:
+    return int(Path(f"/sys/block/{Path(disk).name}/stat").read_text().split()[6])
+
+
+def member_states(array: str) -> dict[str, str]:
+    md = Path("/sys/block") / Path(array).resolve().name / "md"
+    return {p.name[4:]: (p / "state").read_text().strip() for p in md.glob("dev-*")}
+
+
+def pgbench_on(target: str, data: Path, capsys) -> tuple[int, str, str]:
+    recipe = data.parent / "pgbench-iscsi.yaml"
+    recipe.write_text(RECIPE)
+    capsys.readouterr()
+    rc = cli.main(["run", str(recipe), "--target", target, "--data", str(data), "--no-progress",
+                   "--label", "iscsi-mirror"])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_pgbench_on_raid1_of_a_local_and_an_iscsi_disk(iscsi_parts, tmp_path, capsys):
+    try:
+        pgcluster.find_binaries()
+    except IolabError as exc:
+        pytest.skip(f"PostgreSQL missing: {exc}")
+    tmp_path.chmod(0o755)
+    remote = tmp_path / "remote.img"
+    subprocess.run(["truncate", "-s", "128M", str(remote)], check=True)
+    backing = loopdev.attach(remote)
+    try:
+        with iscsi.attached(backing) as disk:
+            assert iscsi_initiator.sessions() != [] and lio.targets() != []
+            plan_path = tmp_path / "iscsi-mirror.yaml"
+            plan_path.write_text(PLAN.replace("{tmp}", str(tmp_path)).replace("{disk}", disk))
+            result = setup_plan.setup(plan_path, confirm=[disk])
+            try:
+                array = result["devices"]["iolab-r1i"]
+                before = written_sectors(disk)
+                rc, out, err = pgbench_on(MOUNT, tmp_path / "data", capsys)
+                subprocess.run(["sync"], check=True)
+                over_iscsi = (written_sectors(disk) - before) * 512
+                states, degraded = member_states(array), (Path("/sys/block") / Path(array).resolve().name
+                                                          / "md" / "degraded").read_text().strip()
+            finally:
+                setup_plan.teardown(plan_path)
+    finally:
+        loopdev.detach(backing)
+    assert rc == 0, err[-3000:]
+    with open(Path(out.strip().splitlines()[-1]) / "results.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    print(f"\npgbench on RAID1 (local loop + iSCSI {disk}): tps {[r['tps'] for r in rows]}, "
+          f"{over_iscsi / 1e6:.1f} MB written over iSCSI, members {states}")
+    assert [r["test"] for r in rows] == ["tpcb-sync_on"]
+    assert float(rows[0]["tps"]) > 0 and int(rows[0]["transactions"]) > 0
+    assert degraded == "0" and len(states) == 2
+    assert all(state == "in_sync" for state in states.values()), states
+    assert over_iscsi >= 1_000_000   # the mirror's second half really took the database's writes
+    assert Path(disk).name not in Path("/proc/partitions").read_text().split()
+    assert not Path(disk).exists() and iscsi_initiator.sessions() == [] and lio.targets() == []
+
+
+def test_reaper_undoes_an_export_whose_owner_is_gone(iscsi_parts, tmp_path):
+    backing_file = tmp_path / "orphan.img"
+    subprocess.run(["truncate", "-s", "16M", str(backing_file)], check=True)
+    backing = loopdev.attach(backing_file)
+    try:
+        att = iscsi.attach(backing)
+        try:
+            record = ownership.find(iscsi.KIND, att.iqn)
+            assert record is not None and record.details["iscsid_pid"] == (att.daemon and att.daemon.pid)
+            gone = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()
+            data = json.loads(record.path.read_text())
+            data["owner"] = {"pid": int(gone), "start": None, "boot": None}   # as if this process had died
+            record.path.write_text(json.dumps(data))
+            lines = reaper.reap()
+        except BaseException:
+            iscsi.detach(att)
+            raise
+        iscsi_initiator.stop_daemon(att.daemon)   # reaped by the reaper already: only collects the exit status
+    finally:
+        loopdev.detach(backing)
+    assert any(att.iqn in line and "logged out" in line for line in lines), lines
+    assert iscsi_initiator.sessions() == [] and lio.targets() == [] and lio.backstores() == []
+    assert iscsi_initiator.daemon_pids() == [] and ownership.find(iscsi.KIND, att.iqn) is None
