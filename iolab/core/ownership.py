@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 ENV = "IOLAB_STATE_DIR"
 ROOT_STATE_DIR = "/run/iolab/owned"
-KINDS = ("pgcluster", "mariadb", "scope", "mount", "dm", "loop", "file", "cgroup", "hugepages")
+KINDS = ("pgcluster", "mariadb", "scope", "mount", "dm", "iscsi", "loop", "file", "cgroup", "hugepages")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -37,7 +37,7 @@ from iolab.core.errors import IolabError
 log = logging.getLogger(__name__)
 
 #: the order objects are undone in (see the module docstring)
-ORDER = ("pgcluster", "mariadb", "tasks", "mount", "dm", "loop", "file", "scope", "cgroup", "hugepages")
+ORDER = ("pgcluster", "mariadb", "tasks", "mount", "dm", "iscsi", "loop", "file", "scope", "cgroup", "hugepages")
 
 
 @dataclasses.dataclass
