@@ -292,7 +292,8 @@ def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLik
         emulation = latency.stack(latency.choose(profile), loop, undo, backing_file=backing)
         device = emulation.dm_device or loop
         if emulation.dm_device:
-            _set_queue(device, "rotational", "1" if profile.rotational else "0")  # gone with the device
+            # /dev/mapper/NAME -> /dev/dm-N (sysfs knows the kernel's name); the flag goes with the device
+            _set_queue(os.path.realpath(device), "rotational", "1" if profile.rotational else "0")
         emulated = EmulatedDevice(profile=profile, device=device, devnum=blockstat.device_for(device).devnum,
                                   backing_file=backing, size=nbytes, loop_device=loop, emulation=emulation)
         if filesystem:
