@@ -62,7 +62,10 @@ _HTML_TEMPLATE = """{%- extends "lab/index.html.j2" -%}
   .jp-RenderedHTMLCommon table.iolab-table { font-size: 0.9em; margin: 0.5em 0 0.2em 0; }
   .jp-RenderedHTMLCommon table.iolab-table caption { caption-side: top; text-align: left;
       font-weight: 600; padding-bottom: 0.3em; color: var(--jp-ui-font-color1); }
-  .jp-RenderedHTMLCommon table.iolab-table td { font-variant-numeric: tabular-nums; white-space: nowrap; }
+  /* cells keep one line while the table fits the page; a table wider than the page (six runs'
+     settings) wraps its text at spaces and hyphens instead of running past the page's edge */
+  .jp-RenderedHTMLCommon table.iolab-table td { font-variant-numeric: tabular-nums; white-space: normal; }
+  .jp-RenderedHTMLCommon table.iolab-table th { white-space: normal; }
   .jp-RenderedHTMLCommon table.iolab-table tbody td:first-child { text-align: left; font-weight: 600; }
   p.iolab-note { margin-top: 0.1em; color: var(--jp-ui-font-color2); }
 </style>

@@ -38,7 +38,17 @@ window.addEventListener("load", function () {
     fetched: performance.getEntriesByType("resource").map(function (r) { return r.name; })
                  .filter(function (n) { return n.indexOf("data:") !== 0; }),
     title: document.title,
-    font: getComputedStyle(document.body).fontFamily
+    font: getComputedStyle(document.body).fontFamily,
+    text: document.body.innerText,
+    // a cell or title whose text does not fit: wider content than its box shows, or past the page's edge
+    overflowing: Array.prototype.filter.call(
+        document.querySelectorAll("td, th, caption, h1, h2, h3, h4, p, li"),
+        function (e) {
+          var r = e.getBoundingClientRect();
+          return e.scrollWidth > e.clientWidth + 1 || r.right > document.documentElement.clientWidth + 1;
+        }).map(function (e) { return e.tagName + ": " + e.textContent.slice(0, 80); }),
+    pageWidth: document.documentElement.scrollWidth,
+    viewWidth: document.documentElement.clientWidth
   };
   var pre = document.createElement("pre");
   pre.id = "iolab-probe";
@@ -63,7 +73,7 @@ def probe(html: Path, tmp: Path) -> dict:
     text = html.read_text(encoding="utf-8")
     probed = html.with_name(html.stem + ".probe.html")
     probed.write_text(text.replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    proc = chromium(probed.as_uri(), "--dump-dom", tmp=tmp)
+    proc = chromium(probed.as_uri(), "--dump-dom", "--window-size=1280,2000", tmp=tmp)
     match = re.search(r'<pre id="iolab-probe">(.*?)</pre>', proc.stdout, re.S)
     assert match, f"no probe result (chromium exit {proc.returncode}): {proc.stderr[-2000:]}"
     return json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
@@ -72,10 +82,16 @@ def probe(html: Path, tmp: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
+    """The demo's kind of page (a comparison of runs), one run alone, and the 2013 rebuild; en and ja."""
     out = tmp_path_factory.mktemp("chromium")
-    compare = report.report(data=FIXTURES, notebook="compare", lang="en", out=out / "compare")
-    article = report.report(reference="dedicated-server-2013", lang="ja", out=out / "article")
-    return out, {"compare": compare, "article": article}
+    files = {}
+    for lang, suffix in (("en", ""), ("ja", "-ja")):
+        files["compare" + suffix] = report.report(data=FIXTURES, notebook="compare", lang=lang, out=out / f"compare{suffix}")
+        files["single" + suffix] = report.report(data=FIXTURES, host="nvme-node", notebook="compare", lang=lang,
+                                                 out=out / f"single{suffix}")
+    files["article"] = report.report(reference="dedicated-server-2013", lang="ja", out=out / "article")
+    files["article-en"] = report.report(reference="dedicated-server-2013", lang="en", out=out / "article-en")
+    return out, files
 
 
 @pytest.mark.parametrize("name, images, captions", [
@@ -120,3 +136,45 @@ def test_screenshot(reports):
         assert image.size == (1280, 2000)
         # not a blank page: the charts and tables put many colours on it
         assert len(image.convert("RGB").getcolors(maxcolors=1 << 20) or []) > 50
+
+
+#: What a reader must never see: Python's reprs of missing values and containers, unfilled
+#: templates, and plurals that a count of one breaks.
+RAW = re.compile(r"\bnan\b|\bNaN\b|\bNone\b|<NA>|\bNaT\b|dtype|[\[\]]|\{[a-z_|]+\}|\b1 (?:systems|runs|repetitions|tests)\b"
+                 r"|\(s\)")
+
+PAGES = ["compare", "compare-ja", "single", "single-ja", "article", "article-en"]
+
+
+@pytest.fixture(scope="module")
+def probed(reports):
+    out, files = reports
+    return {name: probe(files[name].html, out) for name in PAGES}
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_reads_like_a_published_article(probed, name):
+    """The rendered text (what a reader sees, not the HTML source) at 1280 px: no raw values,
+    no text running out of its table cell or past the page, no clipped heading."""
+    result = probed[name]
+    text = result["text"].split("{\"images\"")[0]  # the probe's own output is not the page
+    assert not RAW.findall(text), sorted(set(RAW.findall(text)))
+    assert result["overflowing"] == [], result["overflowing"]
+    assert result["pageWidth"] <= result["viewWidth"], "the page scrolls sideways"
+
+
+@pytest.mark.parametrize("name, sentences", [
+    ("article-en", ["Source: a magazine article", "data/reference/dedicated-server-2013.csv", "Recorded: date 2013.",
+                    "Not recorded in iolab's reference data, so not given here: the article's own headline, author, "
+                    "publication and URL."]),
+    ("article", ["出典: 雑誌記事", "data/reference/dedicated-server-2013.csv", "発行時期 2013"]),
+    ("compare", ["This report covers 4 systems", "iolab's fio reproduction of the tests of CrystalDiskMark 8"]),
+    ("compare-ja", ["iolab が fio で再現した CrystalDiskMark 8 のテスト"]),
+    ("single", ["This report covers 1 system on crystaldiskmark", "Coverage note: only NVMe was measured here"]),
+    ("single-ja", ["測定範囲についての注記"]),
+])
+def test_page_says_what_it_must(probed, name, sentences):
+    text = probed[name]["text"]
+    for sentence in sentences:
+        assert sentence in text, (name, sentence)
+    assert "tool: CrystalDiskMark" not in text and "ツール: CrystalDiskMark" not in text
