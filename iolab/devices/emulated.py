@@ -7,7 +7,14 @@ cache), optionally makes a file system and mounts it, and yields an
 :class:`EmulatedDevice`. Its :attr:`~EmulatedDevice.throttles` go to
 :func:`iolab.isolation.sandbox.open_sandbox`, which starts fio in a block cgroup
 carrying them. On exit (also after errors and Ctrl-C) everything is undone in
-reverse order: unmount, detach, delete the file. Each of them carries its
+reverse order: unmount, detach, delete the file. A profile that declares a
+per-I/O delay (the ``hdd``) gets a dm-delay device over the loop device where
+the kernel has dm-delay, and fio, the throttle and the file system use that
+device (latency-true: :mod:`iolab.devices.latency` says why dm-delay and what
+runs without it; :meth:`EmulatedDevice.describe` records it as ``emulation``).
+A scratch directory whose file system gives the loop device no direct I/O
+(tmpfs before Linux 6.6, ramfs) is refused, naming it (:mod:`iolab.devices.loopdev`).
+Each of them carries its
 owner (:mod:`iolab.core.ownership`: a record, and the PID in the backing file's and
 mount point's names), so what a killed process left is undone by
 :mod:`iolab.engine.reaper` (``iolab cleanup``, and the next ``iolab run``).
