@@ -59,9 +59,12 @@ def run(argv: list[str], raw: Path, *, popen, label: str, expected: float | None
                                         limit=limit.seconds if limit else None)
                 if outcome == progress.LIMIT:
                     how = progress.stop(proc, grace)
-                    stopped = limit.reason(f"stopped with {how}" + (
-                        f" ({grace:.0f} s after SIGINT did not stop it)" if how == progress.BY_SIGKILL else ""))
-                    log.warning("%s: %s", label, stopped)
+                    if how is progress.ENDED:  # fio ended by itself as the limit passed: its numbers are whole
+                        log.info("%s: fio ended by itself as its watchdog limit (%.0f s) passed", label, limit.seconds)
+                    else:
+                        stopped = limit.reason(f"stopped with {how}" + (
+                            f" ({grace:.0f} s after SIGINT did not stop it)" if how == progress.BY_SIGKILL else ""))
+                        log.warning("%s: %s", label, stopped)
             except KeyboardInterrupt as exc:
                 interrupt, stopped = exc, _interrupt_reason(exc)
                 if proc is not None:
