@@ -363,7 +363,7 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
             paragraphs.append(_t("cache_unpaired", lang, system=system))
     note = coverage_note(win, lang=lang) if not win.empty else ""
     if note:
-        paragraphs.append(note)
+        paragraphs.append(f"*{note}*")
     found = caveats(frame, rules=rules)
     if not found.empty:
         paragraphs.append(_t("caveats", lang) + "\n" + "\n".join(

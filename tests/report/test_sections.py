@@ -382,6 +382,10 @@ def test_sqlbench_total_only_where_every_test_ran():
     table = sections.sqlbench_section(data).tables[0]
     assert table.frame.loc["Total"].tolist() == ["12.0", "—"] and table.frame.loc["select", "b"] == "—"
     assert sections.sqlbench_section(data.assign(tool="fio")) is None
+    # "select" only a ran: a coverage note after the findings, once, not a finding of its own
+    section = sections.sqlbench_section(data)
+    assert not [line for line in section.findings.splitlines() if line.startswith("- ") and "select" in line]
+    assert section.findings.count("*Coverage note, not a finding: only a has results for select") == 1
 
 
 # =========================================================================== hdparm

@@ -35,6 +35,10 @@ class Figure:
         return list(self.figure.axes)
 
 
+class CoverageNote(str):
+    """A sentence on what was measured (tests only one system ran), not a finding: shown after them, once."""
+
+
 @dataclass
 class Section:
     """One recipe-specific part of a report: heading, tables, figures, findings."""
@@ -54,10 +58,11 @@ class Section:
 
     @property
     def findings(self) -> str:
-        """The commentary as Markdown (a bullet per sentence, notes after)."""
-        text = "\n".join(f"- {s}" for s in self.sentences)
-        if self.notes:
-            text += ("\n\n" if text else "") + "\n".join(f"*{n}*" for n in self.notes)
+        """The commentary as Markdown (a bullet per finding; coverage notes, once each, and notes after)."""
+        text = "\n".join(f"- {s}" for s in self.sentences if not isinstance(s, CoverageNote))
+        notes = list(dict.fromkeys(s for s in self.sentences if isinstance(s, CoverageNote))) + list(self.notes)
+        if notes:
+            text += ("\n\n" if text else "") + "\n".join(f"*{n}*" for n in notes)
         return text
 
     def markdown(self) -> str:
@@ -202,7 +207,8 @@ def _winner_lines(summary: pd.DataFrame, lang: str) -> list[str]:
     win = commentary.winners(summary)
     if win.empty:
         return []
-    return commentary.winner_sentences(win, lang=lang)
+    note = commentary.coverage_note(win, lang=lang)
+    return commentary.winner_sentences(win, lang=lang) + ([CoverageNote(note)] if note else [])
 
 
 def without_aggregates(data: pd.DataFrame) -> pd.DataFrame:
