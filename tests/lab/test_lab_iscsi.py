@@ -10,7 +10,8 @@ both members in sync afterwards, the iSCSI member really took the writes;
 then everything is torn down in reverse and the guest is left clean
 (conftest's leftovers() also looks for iSCSI sessions and LIO targets).
 A second test kills nothing but pretends the owner died (its ledger record
-names a finished process) and lets the reaper undo the export.
+names a finished process) and lets the reaper undo the export; a third makes
+an export fail part-way and checks that what it had made is gone.
 
 Parts that may be missing (open-iscsi not installed by tools/install-lab-deps.sh,
 a kernel without LIO, no PostgreSQL) skip the tests with the missing part named.
@@ -19,6 +20,7 @@ import csv
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,20 @@ def iscsi_parts():
         pytest.skip(f"no LIO iSCSI target in this kernel: {exc}")
 
 
+class Phases:
+    """Seconds per phase of a test (printed: where the lab's time goes under TCG)."""
+
+    def __init__(self):
+        self.last, self.took = time.monotonic(), {}
+
+    def done(self, phase: str) -> None:
+        now = time.monotonic()
+        self.took[phase], self.last = round(now - self.last, 1), now
+
+    def __str__(self) -> str:
+        return ", ".join(f"{phase} {seconds}" for phase, seconds in self.took.items())
+
+
 def written_sectors(disk: str) -> int:
     return int(Path(f"/sys/block/{Path(disk).name}/stat").read_text().split()[6])
 
@@ -102,29 +118,35 @@ def test_pgbench_on_raid1_of_a_local_and_an_iscsi_disk(iscsi_parts, tmp_path, ca
     remote = tmp_path / "remote.img"
     subprocess.run(["truncate", "-s", "128M", str(remote)], check=True)
     backing = loopdev.attach(remote)
+    phases = Phases()
     try:
         with iscsi.attached(backing) as disk:
+            phases.done("export + login")
             assert iscsi_initiator.sessions() != [] and lio.targets() != []
             plan_path = tmp_path / "iscsi-mirror.yaml"
             plan_path.write_text(PLAN.replace("{tmp}", str(tmp_path)).replace("{disk}", disk))
             result = setup_plan.setup(plan_path, confirm=[disk])
+            phases.done("RAID1 + ext4")
             try:
                 array = result["devices"]["iolab-r1i"]
                 before = written_sectors(disk)
                 rc, out, err = pgbench_on(MOUNT, tmp_path / "data", capsys)
                 subprocess.run(["sync"], check=True)
+                phases.done("pgbench run")
                 over_iscsi = (written_sectors(disk) - before) * 512
                 states, degraded = member_states(array), (Path("/sys/block") / Path(array).resolve().name
                                                           / "md" / "degraded").read_text().strip()
             finally:
                 setup_plan.teardown(plan_path)
+                phases.done("plan teardown")
     finally:
         loopdev.detach(backing)
+        phases.done("logout + unexport")
     assert rc == 0, err[-3000:]
     with open(Path(out.strip().splitlines()[-1]) / "results.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     print(f"\npgbench on RAID1 (local loop + iSCSI {disk}): tps {[r['tps'] for r in rows]}, "
-          f"{over_iscsi / 1e6:.1f} MB written over iSCSI, members {states}")
+          f"{over_iscsi / 1e6:.1f} MB written over iSCSI, members {states}; seconds: {phases}")
     assert [r["test"] for r in rows] == ["tpcb-sync_on"]
     assert float(rows[0]["tps"]) > 0 and int(rows[0]["transactions"]) > 0
     assert degraded == "0" and len(states) == 2
@@ -157,3 +179,25 @@ def test_reaper_undoes_an_export_whose_owner_is_gone(iscsi_parts, tmp_path):
     assert any(att.iqn in line and "logged out" in line for line in lines), lines
     assert iscsi_initiator.sessions() == [] and lio.targets() == [] and lio.backstores() == []
     assert iscsi_initiator.daemon_pids() == [] and ownership.find(iscsi.KIND, att.iqn) is None
+
+
+def test_an_export_that_fails_part_way_is_undone(iscsi_parts, tmp_path):
+    """LIO opens an exported device exclusively: exporting it a second time fails at the backstore's
+    enable, and what the second export had made (directories, ledger record) is gone again."""
+    backing_file = tmp_path / "once.img"
+    subprocess.run(["truncate", "-s", "16M", str(backing_file)], check=True)
+    backing = loopdev.attach(backing_file)
+    try:
+        first = iscsi.attach(backing)
+        try:
+            with pytest.raises(IolabError) as info:
+                iscsi.attach(backing)
+            targets, stores = lio.targets(), lio.backstores()
+            records = [r.id for r in ownership.records(iscsi.KIND)]
+        finally:
+            iscsi.detach(first)
+    finally:
+        loopdev.detach(backing)
+    assert "enable" in str(info.value)                   # names the configfs file that refused
+    assert targets == [first.iqn] and stores == [f"{first.export.hba}/{first.export.name}"]
+    assert records == [first.iqn]
