@@ -14,6 +14,7 @@ from iolab.report.sections.bonnie import BONNIE_TESTS, bonnie_section
 from iolab.report.sections.common import Section, _col, _system, without_aggregates
 from iolab.report.sections.concurrency import concurrency_section
 from iolab.report.sections.fleet import fleet_section
+from iolab.report.sections.flashcache import cache_state, flashcache_section
 from iolab.report.sections.gnome_disks import GNOME_TESTS, gnome_disks_section
 from iolab.report.sections.hdparm import HDPARM_TESTS, hdparm_section
 from iolab.report.sections.pgbench import pgbench_section
@@ -22,11 +23,13 @@ from iolab.report.sections.sqlbench import is_sqlbench, sqlbench_section
 from iolab.report.sections.tiobench import TIOBENCH_TESTS, tiobench_section
 
 #: Section kinds, in the order a recipe's sections are shown.
-KINDS = ("fleet", "pgbench", "sqlbench", "bonnie", "tiobench", "hdparm", "gnome-disks", "qd-sweep", "concurrency")
+KINDS = ("fleet", "flash-cache", "pgbench", "sqlbench", "bonnie", "tiobench", "hdparm", "gnome-disks", "qd-sweep",
+         "concurrency")
 
 #: Section function per kind (pgbench takes the wider ``fio=`` context too).
 SECTIONS: dict[str, Callable] = {
     "fleet": fleet_section,
+    "flash-cache": flashcache_section,
     "pgbench": pgbench_section,
     "sqlbench": sqlbench_section,
     "bonnie": bonnie_section,
@@ -71,6 +74,7 @@ def _kind_rows(data: pd.DataFrame) -> dict[str, pd.Index]:
         found["sqlbench"] = data.index[sql]
     pg = pg | sql  # a database's rows: no fio section claims them
     checks = {
+        "flash-cache": cache_state(data).notna(),
         "bonnie": test.isin(BONNIE_TESTS),
         "hdparm": test.isin(HDPARM_TESTS),
         "gnome-disks": test.isin(GNOME_TESTS) & ("position" in data.columns or "access_ms" in data.columns),

@@ -1,0 +1,200 @@
+"""The flash-cache experiment: the same recipe with a cache on and off, how much the cache helped per test,
+and its warm-up repetition by repetition (the seed article's RAID card with a flash cache, cache on vs off).
+
+Which runs are which comes from their labels: a run labelled ``... cache=on``
+(or ``cache on``, ``cache:on``) and one labelled the same with ``cache=off`` are
+one experiment (``examples/plans/flash-cache.yaml`` and its twin
+``flash-cache-off.yaml`` say how to make them). Rows without such a label are
+not this section's.
+
+Computation: :func:`cache_state` (on/off per row), :func:`flashcache_reps`
+(tidy: experiment, state, test, direction, rep, MB/s, IOPS) and
+:func:`flashcache_summary` (per experiment x test x direction: cache off, cache
+on at its first and last repetition, the ratios). Presentation:
+:func:`flashcache_section`. Its words live here in English and Japanese
+(:data:`TEXT`), numbers through :mod:`iolab.report.i18n`.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from iolab.report import i18n
+from iolab.report.sections.common import Figure, Section, _col, _fmt, _order, _pyplot, _usable
+from iolab.report.tables import Table
+
+STATE_RE = re.compile(r"(?i)(?:^|[\s(\[,;/_-])cache\s*[=: ]\s*(on|off)\b")
+
+TEXT = {
+    "en": {
+        "heading": "Flash cache: on vs off",
+        "intro": "The same recipe on the same slow device, once through its flash cache and once without it. "
+                 "MB/s per repetition: a cache fills while it is read, so its first repetition shows the cold "
+                 "cache and the last one the warm cache. Ratio = cache on / cache off (mean of the repetitions "
+                 "without the cache).",
+        "caption": "{experiment}: MB/s (decimal) per repetition",
+        "off": "cache off (mean)",
+        "rep": "cache on, rep {rep}",
+        "ratio_first": "ratio, rep 1",
+        "ratio_last": "ratio, warm",
+        "test": "test",
+        "helped": "{test}: with the cache {ratio}x as fast as without once warm (repetition {rep}: "
+                  "{on} MB/s against {off} MB/s); cold (repetition 1) {first}x.",
+        "hurt": "{test}: the cache did not help: {ratio}x of the speed without it once warm "
+                "(repetition {rep}: {on} MB/s against {off} MB/s).",
+        "one_rep": "{test}: only one repetition with the cache: the warm-up cannot be seen; run with --repeat 3 "
+                   "or more.",
+        "alone": "{experiment}: no run with the cache {state} to compare with.",
+        "alt": "MB/s per repetition with the cache on and off, one panel per test",
+        "xlabel": "repetition",
+        "ylabel": "MB/s",
+        "on": "cache on",
+        "off_line": "cache off",
+    },
+    "ja": {
+        "heading": "フラッシュキャッシュ：有効と無効",
+        "intro": "同じ低速デバイスで同じレシピを、フラッシュキャッシュ経由と無しで一度ずつ実行しました。"
+                 "繰り返しごとのMB/秒：キャッシュは読まれながら満たされるため、最初の繰り返しは冷えたキャッシュ、"
+                 "最後の繰り返しは温まったキャッシュを示します。比率＝キャッシュ有効／キャッシュ無効（無効時は繰り返しの平均）。",
+        "caption": "{experiment}：繰り返しごとのMB/秒（10進）",
+        "off": "キャッシュ無効（平均）",
+        "rep": "キャッシュ有効・{rep}回目",
+        "ratio_first": "比率・1回目",
+        "ratio_last": "比率・温まった後",
+        "test": "テスト",
+        "helped": "{test}：キャッシュが温まるとキャッシュ無しの{ratio}倍の速さでした（{rep}回目：{on} MB/秒、"
+                  "無しでは{off} MB/秒）。冷えた状態（1回目）では{first}倍です。",
+        "hurt": "{test}：キャッシュは効果がありませんでした。温まった後もキャッシュ無しの{ratio}倍です"
+                "（{rep}回目：{on} MB/秒、無しでは{off} MB/秒）。",
+        "one_rep": "{test}：キャッシュ有効の繰り返しが1回だけのため、ウォームアップが見えません。--repeat 3 以上で実行してください。",
+        "alone": "{experiment}：比較するキャッシュ{state}の実行がありません。",
+        "alt": "キャッシュ有効と無効の繰り返しごとのMB/秒（テストごとのパネル）",
+        "xlabel": "繰り返し",
+        "ylabel": "MB/秒",
+        "on": "キャッシュ有効",
+        "off_line": "キャッシュ無効",
+    },
+}
+STATE_WORDS = {"en": {"on": "on", "off": "off"}, "ja": {"on": "有効", "off": "無効"}}
+
+
+def _t(key: str, lang: str, **fields) -> str:
+    return TEXT[i18n.check_lang(lang)][key].format(**fields)
+
+
+def cache_state(data: pd.DataFrame) -> pd.Series:
+    """``"on"``, ``"off"`` or None per row, from the run's label (``... cache=on`` / ``... cache=off``)."""
+    if "label" not in data.columns:
+        return pd.Series(None, index=data.index, dtype=object)
+    found = data["label"].astype(str).str.extract(STATE_RE, expand=False)
+    return found.str.lower().where(found.notna(), None)
+
+
+def _experiment(label: str) -> str:
+    """A label without its cache=on/off token: what the two runs of one experiment share."""
+    name = STATE_RE.sub(" ", label)
+    return re.sub(r"\s+", " ", name).strip(" -_,;/()[]") or "cache"
+
+
+def flashcache_reps(data: pd.DataFrame) -> pd.DataFrame:
+    """Tidy rows of the experiment: ``experiment, state, test, direction, rep, bw_mbps, iops``."""
+    columns = ["experiment", "state", "test", "direction", "rep", "bw_mbps", "iops"]
+    state = cache_state(data)
+    rows = _usable(data[state.notna()])
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    rows = rows.assign(state=cache_state(rows), experiment=rows["label"].astype(str).map(_experiment),
+                       rep=_col(rows, "rep"), bw_mbps=_col(rows, "bw_mbps"), iops=_col(rows, "iops"))
+    keys = ["experiment", "state", "test", "direction", "rep"]
+    return rows.groupby(keys, sort=False, dropna=False)[["bw_mbps", "iops"]].mean().reset_index()[columns]
+
+
+def flashcache_summary(data: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment x test x direction: ``off`` (MB/s, mean of the repetitions), ``on_first``, ``on_last``
+    (MB/s at the cache's first and last repetition), ``last_rep``, ``reps_on``, ``ratio_first``, ``ratio_last``."""
+    reps = flashcache_reps(data)
+    rows = []
+    for (experiment, test, direction), part in reps.groupby(["experiment", "test", "direction"], sort=False):
+        on = part[part["state"] == "on"].sort_values("rep")
+        off = part[part["state"] == "off"]
+        off_mean = float(off["bw_mbps"].mean()) if len(off) else math.nan
+        first = float(on["bw_mbps"].iloc[0]) if len(on) else math.nan
+        last = float(on["bw_mbps"].iloc[-1]) if len(on) else math.nan
+        ratio = (lambda v: v / off_mean if off_mean and np.isfinite(off_mean) and off_mean > 0 else math.nan)
+        rows.append({"experiment": experiment, "test": test, "direction": direction, "off": off_mean,
+                     "on_first": first, "on_last": last,
+                     "last_rep": int(on["rep"].iloc[-1]) if len(on) else None, "reps_on": len(on),
+                     "ratio_first": ratio(first), "ratio_last": ratio(last)})
+    return pd.DataFrame(rows, columns=["experiment", "test", "direction", "off", "on_first", "on_last", "last_rep",
+                                       "reps_on", "ratio_first", "ratio_last"])
+
+
+def _table(experiment: str, reps: pd.DataFrame, summary: pd.DataFrame, lang: str) -> Table:
+    on_reps = sorted(int(r) for r in reps.loc[reps["state"] == "on", "rep"].dropna().unique())
+    shown, numbers, labels = [], [], []
+    for _, row in summary.iterrows():
+        labels.append(i18n.test_label(row["test"], row["direction"], lang))
+        part = reps[(reps["test"] == row["test"]) & (reps["direction"] == row["direction"]) & (reps["state"] == "on")]
+        by_rep = dict(zip(part["rep"].astype(int), part["bw_mbps"]))
+        values = [row["off"]] + [by_rep.get(r, math.nan) for r in on_reps] + [row["ratio_first"], row["ratio_last"]]
+        numbers.append(values)
+        shown.append([_fmt(v) for v in values[:-2]] + [i18n.factor(v) or "-" for v in values[-2:]])
+    heads = ([_t("off", lang)] + [_t("rep", lang, rep=r) for r in on_reps]
+             + [_t("ratio_first", lang), _t("ratio_last", lang)])
+    index = pd.Index(labels, name=_t("test", lang))
+    return Table(pd.DataFrame(shown, index=index, columns=heads), caption=_t("caption", lang, experiment=experiment),
+                 data=pd.DataFrame(numbers, index=index, columns=heads))
+
+
+def _figure(reps: pd.DataFrame, lang: str) -> Figure:
+    plt = _pyplot()
+    panels = list(dict.fromkeys(zip(reps["experiment"], reps["test"], reps["direction"])))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.2), squeeze=False)
+    for ax, (experiment, test, direction) in zip(axes[0], panels):
+        part = reps[(reps["experiment"] == experiment) & (reps["test"] == test) & (reps["direction"] == direction)]
+        for state, style, key in (("on", "o-", "on"), ("off", "s--", "off_line")):
+            line = part[part["state"] == state].sort_values("rep")
+            if len(line):
+                ax.plot(line["rep"], line["bw_mbps"], style, label=_t(key, lang))
+        ax.set_title(i18n.test_label(test, direction, lang))
+        ax.set_xlabel(_t("xlabel", lang))
+        ax.set_ylabel(_t("ylabel", lang))
+        ax.set_ylim(bottom=0)
+        ax.legend()
+    fig.tight_layout()
+    return Figure(fig, alt=_t("alt", lang))
+
+
+def _sentence(row, lang: str) -> str:
+    test = i18n.test_label(row["test"], row["direction"], lang)
+    fields = dict(test=test, ratio=i18n.factor(row["ratio_last"]), first=i18n.factor(row["ratio_first"]),
+                  rep=row["last_rep"], on=_fmt(row["on_last"]), off=_fmt(row["off"]))
+    if row["reps_on"] < 2:
+        return _t("one_rep", lang, test=test)
+    return _t("helped" if row["ratio_last"] > 1 else "hurt", lang, **fields)
+
+
+def flashcache_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
+    """Cache on vs off: one table per experiment (cache off, cache on per repetition, the ratios), a plot of
+    MB/s per repetition, and a sentence per test saying how much the cache helped once warm."""
+    i18n.check_lang(lang)
+    reps = flashcache_reps(data)
+    if reps.empty:
+        return None
+    section = Section("flash-cache", _t("heading", lang), lang, intro=_t("intro", lang))
+    summary = flashcache_summary(data)
+    for experiment in _order(summary["experiment"]):
+        part = summary[summary["experiment"] == experiment]
+        states = set(reps.loc[reps["experiment"] == experiment, "state"])
+        missing = {"on", "off"} - states
+        if missing:
+            section.notes.append(_t("alone", lang, experiment=experiment, state=STATE_WORDS[lang][missing.pop()]))
+            continue
+        section.tables.append(_table(experiment, reps[reps["experiment"] == experiment], part, lang))
+        section.sentences += [_sentence(row, lang) for _, row in part.iterrows() if np.isfinite(row["off"])]
+    if section.tables:
+        section.figures.append(_figure(reps, lang))
+    return section
