@@ -90,7 +90,7 @@ def cache_state(data: pd.DataFrame) -> pd.Series:
     if "label" not in data.columns:
         return pd.Series(None, index=data.index, dtype=object)
     found = data["label"].astype(str).str.extract(STATE_RE, expand=False)
-    return found.str.lower().where(found.notna(), None)
+    return pd.Series([v.lower() if isinstance(v, str) else None for v in found], index=data.index, dtype=object)
 
 
 def _experiment(label: str) -> str:
