@@ -107,7 +107,9 @@ def swapped_when(monkeypatch, device: Faulty, swaps: dict):
     def start(argv, **kwargs):
         for suffix, kind in swaps.items():
             if str(argv[-1]).endswith(suffix):
+                began = time.monotonic()
                 device.swap(kind)
+                print(f"table {kind} loaded in {time.monotonic() - began:.1f} s")
                 seen.append(suffix)
         return real_start(argv, **kwargs)
 
