@@ -88,6 +88,20 @@ def fit(ax, texts) -> None:
     if not texts:
         return
     fig = ax.figure
+    if not hasattr(fig.canvas, "get_renderer"):  # a bare Figure (the explorer's widgets): measure with Agg
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        canvas = fig.canvas
+        try:
+            FigureCanvasAgg(fig)
+            _fit(ax, texts)
+        finally:
+            fig.set_canvas(canvas)
+        return
+    _fit(ax, texts)
+
+
+def _fit(ax, texts) -> None:
+    fig = ax.figure
     renderer = fig.canvas.get_renderer()
     if _crowded(texts, renderer):
         for t in texts:  # upright: a label is then as wide as one line of text

@@ -196,3 +196,16 @@ def test_few_wide_bars_keep_horizontal_labels():
         assert [t.get_rotation() for t in ax.texts if t.get_text()] == [0.0, 0.0]
     finally:
         plt.close(fig)
+
+
+def test_bars_on_a_bare_figure_fit_their_labels_and_keep_its_canvas():
+    """The explorer's widgets draw on a matplotlib Figure without a pyplot canvas."""
+    from matplotlib.figure import Figure
+    plot.setup("en")
+    fig = Figure(figsize=(4, 3))
+    canvas = fig.canvas
+    ax = fig.subplots()
+    frame = pd.DataFrame([{"test": f"T{t}", "system": f"S{s}", "value": 123456.0} for t in range(6) for s in range(4)])
+    plot.bars(frame, x="test", y="value", hue="system", ax=ax)
+    assert fig.canvas is canvas
+    assert {t.get_rotation() for t in ax.texts if t.get_text()} == {90.0}  # 24 six-digit labels in 4 inches: upright
