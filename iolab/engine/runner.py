@@ -428,7 +428,7 @@ class FioEngine:
         if device and read_bytes and flag_cache_suspect(read_bytes, device.get("read_bytes") or 0):
             flags.append("cache_suspect")
         if target.emulated is not None and target.emulated.profile.throttled:
-            flags.append("emulated_latency")  # limits are emulated; latency percentiles are the throttle's
+            flags.append(emulation_flag(target.emulated, frame["direction"]))
             if step.buffered and "write" in set(frame["direction"].dropna()) and _io_cgroup_v1():
                 # v1 charges writeback to the flusher, outside the throttled group
                 flags.append("v1_writeback")
@@ -441,6 +441,18 @@ class FioEngine:
         frame["flags"] = ";".join(flags) or None
         frame["valid"] = frame["error"].isna() & ("oom_killed" not in flags)
         return frame
+
+
+def emulation_flag(emulated, directions) -> str:
+    """What an emulated device's latencies are: ``emulated_delay`` when every direction measured is
+    delayed per I/O in the kernel (dm-delay: milliseconds per read, so percentiles are a fixed seek
+    time plus queueing), else ``emulated_latency`` (the throttle's time slices, not a disk's)."""
+    emulation = getattr(emulated, "emulation", None)
+    if emulation is None or not emulation.latency_true:
+        return "emulated_latency"
+    delays = {"read": emulation.read_delay_ms, "write": emulation.write_delay_ms}
+    measured = {d for d in pd.Series(directions).dropna() if d}
+    return "emulated_delay" if measured and all(delays.get(d) for d in measured) else "emulated_latency"
 
 
 #: File systems whose "device" is RAM.

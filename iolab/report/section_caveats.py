@@ -17,7 +17,7 @@ from iolab.analysis.stats import split_flags
 NOT_CAVEATS = {"fleet_aggregate"}
 #: Flags that do not concern what a kind of section shows: hdparm shows no latency, so the
 #: emulated device's latency caveat would warn about a figure that is not there.
-NOT_SHOWN = {"hdparm": {"emulated_latency"}}
+NOT_SHOWN = {"hdparm": {"emulated_latency", "emulated_delay"}}
 
 
 def flagged_summary(rows: pd.DataFrame, ignore=frozenset()) -> pd.DataFrame:

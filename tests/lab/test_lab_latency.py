@@ -114,6 +114,7 @@ def test_the_run_names_the_latency_true_emulation(tmp_path, capsys):
     assert emulation["kind"] == "dm-delay" and emulation["dm_device"] == target["emulated"]["device"]
     assert target["emulated"]["loop_device"].startswith("/dev/loop") and target["emulated"]["dio"] is True
     assert float(read["lat_p50_us"]) >= 1000 * emulation["read_delay_ms"]
+    assert "emulated_delay" in read["flags"].split(";") and "emulated_latency" not in read["flags"]
     assert emulated.leftovers() == [] and dmdelay.leftovers() == []
 
 

@@ -608,7 +608,7 @@ def test_compare_notebook_renders_every_section(rendered):
 from iolab.report import section_caveats  # noqa: E402
 from iolab.analysis.stats import HIGH_VARIANCE_COV  # noqa: E402
 
-CAVEAT_FLAGS = ["v1_writeback", "emulated_latency", "cache_suspect", "cpu_bound", "high_variance",
+CAVEAT_FLAGS = ["v1_writeback", "emulated_latency", "emulated_delay", "cache_suspect", "cpu_bound", "high_variance",
                 "too_short", "small_file"]
 
 
