@@ -83,7 +83,8 @@ def test_cache_on_reads_a_warm_working_set_faster_than_the_bare_hdd(tmp_path, ca
     assert len(off_iops) == len(on_iops) == REPEAT
     assert counters["promotions"] > 0 and counters["read_hits"] > 0   # the cache really filled and served
     assert on_iops[-1] > max(off_iops)                                # warm cache beats the bare HDD
-    assert on_iops[-1] > on_iops[0]                                   # the warm-up shows per repetition
+    # not asserted: on_iops[-1] > on_iops[0]. How many blocks smq promotes by the first repetition's end
+    # depends on TCG's speed (measured 289 -> 622 on one run, 133 -> 156 on a loaded host): timing, not a fact
     # the report section's figures (matplotlib under TCG) are left to tests/report/test_flashcache.py: its
     # cache on/off pairing is checked here on the real runs, numbers only
     reps = flashcache.flashcache_summary(pd.concat([pd.read_csv(d / "results.csv") for d in (off_dir, on_dir)]))
