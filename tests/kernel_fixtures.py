@@ -9,6 +9,7 @@ failing.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -220,3 +221,15 @@ REACHES_LIMIT = 0.90
 def at_throttle(measured: float, limit: float, seconds: float) -> bool:
     """``measured`` is the throttle's rate: not above it (within its slice), and not far below."""
     return REACHES_LIMIT * limit <= measured and under_throttle(measured, limit, seconds)
+
+
+@contextlib.contextmanager
+def mounted(where: Path, fstype: str, size: str):
+    """A small RAM file system (``tmpfs``, ``ramfs``) mounted at ``where`` (made here), unmounted after."""
+    where.mkdir()
+    subprocess.run(["mount", "-t", fstype, "-o", f"size={size}", f"iolab-test-{fstype}", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+        where.rmdir()

@@ -5,7 +5,6 @@ The dm-delay side itself runs on a real kernel in tests/lab/test_lab_latency.py.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -16,7 +15,7 @@ from iolab.core.errors import IolabError
 from iolab.devices import dmdelay, emulated, latency, loopdev
 from iolab.devices.emulated import emulated_device, get_profile, load_profiles
 
-from kernel_fixtures import machine_clean, module_clean, needs_root, scratch  # noqa: F401
+from kernel_fixtures import machine_clean, module_clean, mounted, needs_root, scratch  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("module_clean", "machine_clean")
 
@@ -78,21 +77,9 @@ def test_without_dm_delay_the_hdd_is_the_throttled_loop_device_as_before(scratch
     assert dmdelay.leftovers() == [] and emulated.leftovers(owner=os.getpid()) == []
 
 
-@contextlib.contextmanager
-def _ramfs(where: Path):
-    """A ramfs mount (no O_DIRECT, like tmpfs before Linux 6.6), unmounted afterwards."""
-    where.mkdir()
-    subprocess.run(["mount", "-t", "ramfs", "-o", "size=64m", "iolab-test-ramfs", str(where)], check=True)
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=True)
-        where.rmdir()
-
-
 @needs_root
 def test_scratch_without_loop_direct_io_is_refused_naming_the_directory(tmp_path):
-    with _ramfs(tmp_path / "ram") as ram:
+    with mounted(tmp_path / "ram", "ramfs", "64m") as ram:  # no O_DIRECT, like tmpfs before 6.6
         assert loopdev.filesystem_type(ram) == "ramfs"
         with pytest.raises(IolabError) as caught:
             with emulated_device("hdd", size="16M", scratch_dir=ram):

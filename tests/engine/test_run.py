@@ -15,6 +15,7 @@ from iolab.engine import runner
 from iolab.core.columns import RESULT_COLUMNS
 
 from cli_helpers import IOLAB, ROOT, live_processes, needs_fio
+from kernel_fixtures import mounted
 
 pytestmark = needs_fio
 
@@ -140,13 +141,8 @@ def small_fs(tmp_path):
     """A 16 MiB tmpfs: writing 64 MiB into it fails with ENOSPC."""
     if os.geteuid() != 0:
         pytest.skip("needs root to mount a small tmpfs")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
-    try:
+    with mounted(tmp_path / "small", "tmpfs", "16m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
 
 
 def test_a_failed_step_keeps_the_rest_and_says_so(tmp_path, small_fs):

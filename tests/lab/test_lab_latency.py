@@ -11,7 +11,6 @@ TCG on a shared host the guest's vCPUs wait for the host's; a delayed read
 needs four wake-ups -- timer, dm-delay's worker, the loop worker, fio).
 Small sizes and short runs: TCG's CPU, and this file's share of the lab tier.
 """
-import contextlib
 import csv
 import json
 import os
@@ -31,7 +30,7 @@ from iolab.devices.emulated import emulated_device
 from iolab.engine import reaper
 from iolab.isolation import cgroups
 from iolab.isolation.sandbox import open_sandbox
-from kernel_fixtures import fio_json, under_throttle
+from kernel_fixtures import fio_json, mounted, under_throttle
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
 
@@ -118,21 +117,9 @@ def test_the_run_names_the_latency_true_emulation(tmp_path, capsys):
     assert emulated.leftovers() == [] and dmdelay.leftovers() == []
 
 
-@contextlib.contextmanager
-def tmpfs(where: Path):
-    """A tmpfs mount, unmounted afterwards (the guest's /tmp is an overlay over tmpfs: same refusal)."""
-    where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160m", "iolab-test-tmpfs", str(where)], check=True)
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=True)
-        where.rmdir()
-
-
 def test_backing_file_on_tmpfs_is_refused_with_the_directory_named(tmp_path, capsys, monkeypatch):
     """Debian 6.1's loop driver cannot do direct I/O on tmpfs: a clear refusal, never losetup's words alone."""
-    with tmpfs(tmp_path / "ram") as ram:
+    with mounted(tmp_path / "ram", "tmpfs", "160m") as ram:  # the guest's /tmp (overlay on tmpfs): same refusal
         with pytest.raises(IolabError) as caught:
             with emulated_device("hdd", size="16M", scratch_dir=ram):
                 pass
