@@ -6,8 +6,6 @@ The dm-delay side itself runs on a real kernel in tests/lab/test_lab_latency.py.
 from __future__ import annotations
 
 import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
