@@ -12,6 +12,7 @@ declare -A NEED=(
   [mkfs.ext4]=e2fsprogs
   [mkfs.xfs]=xfsprogs
   [sgdisk]=gdisk
+  [sfdisk]=fdisk   # the tests make an MBR disk image with it (a partition over a loop device)
   [mdadm]=mdadm
   [hdparm]=hdparm
   [bonnie++]=bonnie++
