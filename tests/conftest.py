@@ -1,10 +1,18 @@
 """Shared test set-up: the iolab command of this checkout."""
 import os
 import shutil
+import signal
 
 import pytest
 
 from cli_helpers import iolab_cli, live_processes
+
+# A suite started with SIGINT ignored (`make test &` in a script: POSIX shells ignore SIGINT in
+# background jobs) passes SIG_IGN to every iolab it starts, and the tests that press Ctrl-C on one
+# would see it shrug. Python only turns SIGINT into KeyboardInterrupt when it starts with the
+# default action, so give the suite (and through exec, its children) the default back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import subprocess
 
 from iolab.core import commands
@@ -94,7 +95,14 @@ def error_lines(text: str) -> list[str]:
     return [m.group(0).strip() for m in _ERR_RE.finditer(text or "")]
 
 
+def _sigint_default() -> None:
+    """In the child, before exec: SIGINT back to its default. An iolab started with SIGINT ignored
+    (``cmd &`` in a script, some CI runners) would pass SIG_IGN on, and fio would not stop at the
+    watchdog's or the user's SIGINT (the watchdog then had to SIGKILL it, losing its JSON)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(argv: list[str], *, stdout, stderr, popen=subprocess.Popen, cwd=None) -> subprocess.Popen:
     """Start fio (no shell); ``popen`` lets cache isolation place it in a cgroup."""
     log.info("running %s", " ".join(argv))
-    return popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, cwd=cwd)
+    return popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, cwd=cwd, preexec_fn=_sigint_default)

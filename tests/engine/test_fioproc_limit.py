@@ -7,6 +7,7 @@ was stopped and fio's numbers were whole. The race is made deterministic here:
 the wait returns "limit passed" only once the real fio has exited.
 """
 import json
+import signal
 
 import pytest
 
@@ -51,3 +52,20 @@ def test_fio_still_running_at_the_limit_is_stopped_and_says_how(tmp_path, monkey
                        limit=watchdog.Limit(0.0, 1.0, 0.0, 1.0), show_progress=False, grace=30)
     assert done.stopped.startswith("watchdog: fio still ran after 2 s") and done.stopped.endswith("stopped with SIGINT")
     assert done.elapsed < 60
+
+
+def test_the_watchdog_stops_fio_even_when_iolab_was_started_with_sigint_ignored(tmp_path, monkeypatch):
+    """``iolab run ... &`` from a script starts iolab with SIGINT ignored; fio inherited that and
+    ignored the watchdog's SIGINT until SIGKILL (no JSON). fio must start with SIGINT at its default."""
+    job = _job(tmp_path)
+    job.write_text(job.read_text().replace("size=1M", "size=1M\ntime_based=1\nruntime=60"))
+    monkeypatch.setattr(progress, "wait", lambda proc, *a, **k: progress.LIMIT)
+    raw = tmp_path / "raw" / "long-1.json"
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        done = fioproc.run(fio.command(job), raw, popen=fio.subprocess.Popen, label="long", expected=None,
+                           limit=watchdog.Limit(0.0, 1.0, 0.0, 1.0), show_progress=False, grace=30)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert done.stopped.endswith("stopped with SIGINT"), done.stopped
+    assert done.elapsed < 30
