@@ -105,4 +105,8 @@ def _sigint_default() -> None:
 def start(argv: list[str], *, stdout, stderr, popen=subprocess.Popen, cwd=None) -> subprocess.Popen:
     """Start fio (no shell); ``popen`` lets cache isolation place it in a cgroup."""
     log.info("running %s", " ".join(argv))
-    return popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, cwd=cwd, preexec_fn=_sigint_default)
+    # Only then: a preexec_fn makes Python run its at-fork hooks in this process, and a Ctrl-C landing
+    # inside one (logging's lock release) is printed and dropped: the run would not stop
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    return popen(argv, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, cwd=cwd,
+                 **({"preexec_fn": _sigint_default} if ignored else {}))
