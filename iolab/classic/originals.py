@@ -38,6 +38,7 @@ import pandas as pd
 from iolab.engine import directio, fio
 from iolab.core.errors import IolabError
 from iolab.engine.recipes import Step
+from iolab.engine.fiooutcome import empty_frame
 from iolab.engine.runner import FioEngine, _relpath
 from iolab.engine.store import utcnow
 from iolab.core.units import fio_size
@@ -416,7 +417,7 @@ class ClassicEngine(FioEngine):
                                + (f": {stderr.splitlines()[-1]}" if stderr else "")}
         if "error" in result or proc.returncode != 0:
             message = result.get("error") or f"the Python worker exited with {proc.returncode}"
-            frame = pd.DataFrame([{"direction": None, "error": f"{op}: {message}", "io_bytes": 0}])
+            frame = empty_frame(step.id, f"{op}: {message}")
         else:
             frame = pd.DataFrame(convert(result))
             if "error" not in frame:
@@ -438,8 +439,8 @@ class ClassicEngine(FioEngine):
                 frame["error"] = frame["error"].where(frame["error"].notna(), f"{tool} exited with {proc.returncode}")
         except IolabError as exc:
             detail = [line for line in stderr.splitlines() if line.strip()]
-            frame = pd.DataFrame([{"test": step.test, "direction": None, "io_bytes": 0,
-                                   "error": f"{tool} exited with {proc.returncode}: {detail[0] if detail else exc}"}])
+            frame = empty_frame(step.id, f"{tool} exited with {proc.returncode}: {detail[0] if detail else exc}")
+            frame["test"] = step.test
         return self._rows(frame, step, target, rep, measured, tool)
 
     def original_available(self) -> bool:
