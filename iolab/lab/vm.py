@@ -14,7 +14,9 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,7 +205,11 @@ def _boot(argv: list[str], timeout: float | None) -> int:
     env = dict(os.environ, PATH=f"{Path(argv[0]).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
     log.info("lab: %s", " ".join(argv))
     started = time.monotonic()
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    # through pipes: virtme-ng reopens /proc/self/fd/1 for the guest's console, which on a file
+    # opens it anew at offset 0 (O_TRUNC): a log the caller redirected lost what came before
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=env, start_new_session=True)
+    relays = [_relay(process.stdout, sys.stdout), _relay(process.stderr, sys.stderr)]
     try:
         rc = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -212,8 +218,25 @@ def _boot(argv: list[str], timeout: float | None) -> int:
     except BaseException:
         _kill_group(process)
         raise
+    finally:
+        for relay in relays:
+            relay.join(timeout=5)
     log.info("lab: VM exited with %s after %.0f s", rc, time.monotonic() - started)
     return rc
+
+
+def _relay(stream, sink) -> threading.Thread:
+    """Copy ``stream`` (a pipe from the VM) to ``sink`` as it comes, until the VM closes it."""
+    def copy() -> None:
+        out = getattr(sink, "buffer", sink)
+        with stream:
+            for chunk in iter(lambda: stream.read1(65536), b""):
+                out.write(chunk)
+                out.flush()
+
+    thread = threading.Thread(target=copy, name="lab-console", daemon=True)
+    thread.start()
+    return thread
 
 
 def _kill_group(process: subprocess.Popen) -> None:

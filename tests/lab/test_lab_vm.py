@@ -1,6 +1,7 @@
 """iolab.lab on the host: the guest prelude, and a VM that outlives its timeout is killed, leaving nothing."""
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,17 @@ def test_python_images_are_cached_and_rebuilt_when_a_file_changes(tmp_path):
     assert second.image != first.image and second.image.exists() and not first.image.exists()
     listing = subprocess.run(["debugfs", "-R", "cat /pkg/mod.py", str(second.image)], capture_output=True, text=True)
     assert listing.stdout == "x = 22\n"
+
+
+def test_console_output_appends_to_a_redirected_log(tmp_path):
+    """virtme-ng reopens /proc/self/fd/1 for the guest's console; on a file that truncated the log."""
+    log = tmp_path / "make-test.log"
+    log.write_text("host tests: 786 passed\n")
+    reopen = "echo guest console > /proc/self/fd/1; echo guest stderr > /proc/self/fd/2"
+    code = f"from iolab.lab import vm; raise SystemExit(vm._boot(['/bin/sh', '-c', {reopen!r}], 30))"
+    with log.open("a") as out:
+        rc = subprocess.run([sys.executable, "-c", code], stdout=out, stderr=out).returncode
+    assert rc == 0
+    first, *rest = log.read_text().splitlines()
+    assert first == "host tests: 786 passed"
+    assert sorted(rest) == ["guest console", "guest stderr"]  # two pipes: their order is the threads'
