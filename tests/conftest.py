@@ -1,7 +1,8 @@
-"""Shared test set-up: the iolab command of this checkout."""
+"""Shared test set-up: the iolab command of this checkout, and which tests run in the lab VM."""
 import os
 import shutil
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,47 @@ from cli_helpers import iolab_cli, live_processes
 # default action, so give the suite (and through exec, its children) the default back.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+IN_LAB = os.environ.get("IOLAB_LAB") == "1"  # set by the lab VM's guest script (iolab/lab/guest.py)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Outside the lab VM, deselect (not skip) the tests that run inside it: ``lab`` (written for the
+    VM) and ``stock_kernel`` (need md, dm, cgroup v2 or loop partition scan, which the stock kernel
+    has). ``-m stock_kernel`` on a host that has them runs the latter here too."""
+    if IN_LAB:
+        return
+    _check_tier_passes(config, [item for item in items if item.get_closest_marker("stock_kernel")])
+    markers = ("lab",) if "stock_kernel" in (config.getoption("markexpr") or "") else ("lab", "stock_kernel")
+    inside = [item for item in items if any(item.get_closest_marker(m) for m in markers)]
+    if inside:
+        config.hook.pytest_deselected(items=inside)
+        items[:] = [item for item in items if item not in inside]
+
+
+def _check_tier_passes(config, marked) -> None:
+    """A stock_kernel test in a file the lab tier does not pass to the guest would run nowhere."""
+    if not marked:
+        return
+    from iolab.lab.tier import STOCK_KERNEL_TESTS
+    root = Path(config.rootpath)
+    files = {str(Path(item.path).relative_to(root)) for item in marked}
+    unlisted = sorted(files - set(STOCK_KERNEL_TESTS))
+    if unlisted:
+        raise pytest.UsageError(f"stock_kernel tests in {', '.join(unlisted)}, a file the lab tier does not run: "
+                                "add it to STOCK_KERNEL_TESTS in iolab/lab/tier.py")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In the lab VM a stock_kernel test may not skip: its kernel has every part they need."""
+    outcome = yield
+    report = outcome.get_result()
+    if IN_LAB and report.skipped and item.get_closest_marker("stock_kernel") and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"a stock_kernel test skipped in the lab VM, whose kernel must run it: {reason}"
 
 
 @pytest.fixture

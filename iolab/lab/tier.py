@@ -2,10 +2,15 @@
 
 Boots the lab VM once through ``iolab lab`` (so every ``make test`` proves that
 command on a real boot) and runs inside it ``iolab recipes`` (its listing must
-come back through the shared result directory) beside ``pytest -m lab
-tests/lab`` with the checkout's own ``.venv`` (no cache provider: the root is
-read-only there; junit XML and what the tests printed go to the shared result
-directory, pytest's temporary files to the scratch disk). Prints pytest's output,
+come back through the shared result directory) beside ``pytest -m "lab or
+stock_kernel" tests/lab`` and the :data:`STOCK_KERNEL_TESTS` files with the
+checkout's own ``.venv`` (no cache provider: the root is read-only there; junit
+XML and what the tests printed go to the shared result directory, pytest's
+temporary files to the scratch disk). ``lab`` tests are written for the VM;
+``stock_kernel`` tests are ordinary host tests that need a part of the kernel
+this host may lack (md, dm, cgroup v2, loop partition scan): the host deselects
+both (tests/conftest.py), the VM runs them, and a ``stock_kernel`` test that
+skips there fails (the stock kernel has every part they need). Prints pytest's output,
 a closing summary line from the junit XML with the tier's wall time, and exits
 non-zero when a test failed, when none ran (pytest's exit 5), when the recipe
 listing did not come back or when the VM did not finish. When the lab cannot be
@@ -26,15 +31,20 @@ from iolab.lab.vm import CHECKOUT, DEFAULT_DISK_DIR, availability
 
 TIER_TIMEOUT = 720.0  # seconds for python images, boot and the whole lab suite under TCG (it takes ~4 min)
 PYTEST_NO_TESTS = 5
+GUEST_MARKERS = "lab or stock_kernel"
+# the files outside tests/lab with `stock_kernel` tests: passed by name (collecting all of tests/
+# costs a minute of imports under TCG); tests/conftest.py refuses a marked test in a file not listed
+STOCK_KERNEL_TESTS = ("tests/devices/test_devices.py", "tests/devices/test_setup_plan.py",
+                      "tests/isolation/test_blockstat.py", "tests/isolation/test_cgroups.py")
 
 
 def guest_command(results: Path, extra: list[str]) -> str:
     # no cache provider (read-only root), no nbval (its jupyter imports cost seconds under TCG);
     # -rP shows what each test printed (the measured figures), --durations where the time went
-    argv = [str(CHECKOUT / ".venv" / "bin" / "python"), "-m", "pytest", "-m", "lab", "-p", "no:cacheprovider",
-            "-p", "no:nbval", f"--junitxml={results / 'junit.xml'}", "--basetemp=/var/tmp/pytest",
-            "-o", "addopts=-ra -rP --durations=8",
-            *(extra or ["tests/lab"])]
+    argv = [str(CHECKOUT / ".venv" / "bin" / "python"), "-m", "pytest", "-m", GUEST_MARKERS,
+            "-p", "no:cacheprovider", "-p", "no:nbval", f"--junitxml={results / 'junit.xml'}",
+            "--basetemp=/var/tmp/pytest", "-o", "addopts=-ra -rP --durations=8",
+            *(extra or ["tests/lab", *STOCK_KERNEL_TESTS])]
     return "MPLBACKEND=Agg " + shlex.join(argv)
 
 

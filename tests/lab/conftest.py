@@ -1,7 +1,8 @@
 """Tests that run inside the lab VM (``make test`` boots it once: iolab/lab/tier.py).
 
 Every test here carries the ``lab`` marker. Outside the VM ($IOLAB_LAB unset)
-they are deselected, not skipped one by one. Inside, a session fixture checks
+they are deselected, not skipped one by one (tests/conftest.py, which also
+deselects the ``stock_kernel`` tests of other directories). Inside, a session fixture checks
 that the guest is clean (no loop device, md array, dm device or iolab cgroup
 left, no iSCSI session or LIO target) before the VM powers off.
 """
@@ -12,15 +13,6 @@ from pathlib import Path
 import pytest
 
 IN_LAB = os.environ.get("IOLAB_LAB") == "1"
-
-
-def pytest_collection_modifyitems(config, items):
-    if IN_LAB:
-        return
-    lab = [item for item in items if item.get_closest_marker("lab")]
-    if lab:
-        config.hook.pytest_deselected(items=lab)
-        items[:] = [item for item in items if not item.get_closest_marker("lab")]
 
 
 def leftovers() -> list[str]:
