@@ -68,20 +68,29 @@ def _daemon_answers() -> bool:
     return proc.returncode in (0, NO_OBJECTS)
 
 
-def start_daemon(timeout: float = 20.0) -> subprocess.Popen | None:
-    """Start ``iscsid -f -n`` when no iscsid runs; the process (None when one ran already)."""
+def start_daemon(timeout: float = 20.0, log_file: Path | None = None) -> subprocess.Popen | None:
+    """Start ``iscsid -f -n`` when no iscsid runs; the process (None when one ran already).
+
+    ``log_file``: where its messages go (appended) instead of a pipe to this process, for an iscsid
+    that outlives it (a set-up plan's)."""
     if daemon_pids():
         return None
     binary = _need("iscsid")
     if not INITIATOR_NAME.exists():
         raise IolabError("no initiator name: iscsid will not start", context=str(INITIATOR_NAME),
                          hint="reinstall open-iscsi, or write InitiatorName=iqn... into it")
-    proc = subprocess.Popen([binary, "-f", "-n"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    sink = open(log_file, "a") if log_file else None   # noqa: SIM115 (closed below; the child keeps its copy)
+    try:
+        proc = subprocess.Popen([binary, "-f", "-n"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=sink or subprocess.PIPE, text=True, start_new_session=True)
+    finally:
+        if sink:
+            sink.close()
     deadline = time.monotonic() + timeout
     while not _daemon_answers():
         if proc.poll() is not None:
-            err = (proc.stderr.read().strip().splitlines() or ["no output"])[-1]
+            text = proc.stderr.read() if proc.stderr else Path(log_file).read_text()
+            err = (text.strip().splitlines() or ["no output"])[-1]
             raise IolabError(f"iscsid exited with {proc.returncode}: {err}", context=binary)
         if time.monotonic() > deadline:
             stop_daemon(proc)

@@ -25,6 +25,9 @@ A plan (every section optional, but something must be in it)::
     cache:                          # dm-cache: origin cached on a fast device (/dev/mapper/<name>)
       - {name: cached, origin: slow, cache: ssd, mode: writethrough, policy: smq, block_size: 64K}
                                     # (keys, carved metadata, teardown: iolab.devices.plan_dm)
+    iscsi:                          # a plan device exported by LIO on 127.0.0.1, logged in with open-iscsi:
+      - {name: remote, export: disk2}   # the SCSI disk that appears (/dev/sdX) is the device `remote`
+                                    # (target names, iscsid, teardown: iolab.devices.plan_iscsi)
     partitions:                     # a GPT on a device, partitions 1 MiB-aligned
       - device: disk1
         parts:
@@ -76,7 +79,7 @@ from pathlib import Path
 from typing import Callable
 
 from iolab.core.errors import IolabError
-from iolab.devices import inventory as devices, loopdev, plan_dm
+from iolab.devices import inventory as devices, loopdev, plan_dm, plan_iscsi
 from iolab.devices.plan_load import load_plan
 from iolab.devices.plan_model import (MiB, DeviceSpec, FsSpec, LoopSpec, PartSpec, Plan, RaidSpec, TableSpec,
                                      state_path)
@@ -297,5 +300,9 @@ def _step_dm(run: _Run, step: Step, argvs: list, record: dict) -> None:
     plan_dm.execute(run, step.spec, argvs, record, _claim, _wait_for)
 
 
+def _step_iscsi(run: _Run, step: Step, argvs: list, record: dict) -> None:
+    plan_iscsi.execute(run, step.spec, argvs, record, _claim)
+
+
 _STEPS = {"mkdir": _step_mkdir, "file": _step_file, "loop": _step_loop, "partition": _step_partition,
-          "raid": _step_raid, "dm": _step_dm, "mkfs": _step_mkfs, "mount": _step_mount}
+          "raid": _step_raid, "dm": _step_dm, "iscsi": _step_iscsi, "mkfs": _step_mkfs, "mount": _step_mount}

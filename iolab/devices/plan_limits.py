@@ -69,6 +69,9 @@ def known_sizes(plan) -> dict[str, int]:
         for part in table.parts:
             if part.size is not None:
                 sizes[part.name] = part.size
+    for export in getattr(plan, "iscsi", []):  # the SCSI disk is as large as the device exported
+        if export.export in sizes:
+            sizes[export.name] = sizes[export.export]
     for raid in plan.raids:  # in plan order; a RAID of RAIDs sees its members' sizes
         members = [sizes.get(m) for m in raid.members]
         if None not in members:

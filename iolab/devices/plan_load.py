@@ -9,7 +9,7 @@ from pathlib import Path
 from iolab.core import yamlfile
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size
-from iolab.devices import plan_dm, plan_limits
+from iolab.devices import plan_dm, plan_iscsi, plan_limits
 from iolab.devices.plan_model import (DEFAULT_CHUNK, DEVICE_KEYS, FS_KEYS, FS_TYPES, LOOP_KEYS, MiB, PART_KEYS,
                                      RAID_KEYS, RAID_LEVELS, SECTOR_SIZES, TABLE_KEYS, TOP_KEYS, DeviceSpec, FsSpec,
                                      LoopSpec, PartSpec, Plan, RaidSpec, TableSpec, _Fields)
@@ -53,7 +53,8 @@ def load_plan(path: str | os.PathLike) -> Plan:
             f.fail(field, f"name {name!r} already used at {names[name]}")
         names[name] = field
 
-    for load in (_load_loops, _load_devices, _load_raids, plan_dm.load_delays, plan_dm.load_caches, _load_tables,
+    for load in (_load_loops, _load_devices, _load_raids, plan_dm.load_delays, plan_dm.load_caches, plan_iscsi.load,
+                 _load_tables,
                  _load_filesystems):
         load(f, data, plan, define)
     _check_references(f, plan, names)
@@ -209,6 +210,8 @@ def _check_references(f: _Fields, plan: Plan, names: dict) -> None:
             use(member, f"raid[{i}].members[{j}]")
     for name, field in plan_dm.references(plan):
         use(name, field)
+    for name, field in plan_iscsi.references(plan):
+        use(name, field)
     dm_names = {d.name for d in plan.delays} | {c.name for c in plan.caches}
     for i, table in enumerate(plan.tables):
         use(table.device, f"partitions[{i}].device")
@@ -219,10 +222,10 @@ def _check_references(f: _Fields, plan: Plan, names: dict) -> None:
             f.fail(f"partitions[{i}].device", "a device cannot hold its own partitions")
     for i, fs in enumerate(plan.filesystems):
         use(fs.device, f"filesystems[{i}].device")
-    if not (plan.loops or plan.devices or plan.raids or plan.delays or plan.caches or plan.tables
+    if not (plan.loops or plan.devices or plan.raids or plan.delays or plan.caches or plan.iscsi or plan.tables
             or plan.filesystems):
         f.fail("(top level)", "the plan does nothing",
-               "add loop_devices, devices, raid, delay, cache, partitions or filesystems")
+               "add loop_devices, devices, raid, delay, cache, iscsi, partitions or filesystems")
 
 
 def _check_partitions_fit(f: _Fields, plan: Plan) -> None:
@@ -241,6 +244,8 @@ def _needs(kind: str, spec) -> list:
         return list(spec.members)
     if kind == "cache":
         return [spec.origin, spec.cache] + ([spec.metadata] if spec.metadata else [])
+    if kind == "iscsi":
+        return [spec.export]
     return [spec.device]  # table, delay
 
 
@@ -252,7 +257,8 @@ def _order(plan: Plan, f: _Fields | None = None) -> list:
     """Partition tables, arrays and dm devices in an order where every input exists first."""
     defined = {l.name for l in plan.loops} | {d.name for d in plan.devices}
     pending = ([("raid", r) for r in plan.raids] + [("delay", d) for d in plan.delays]
-               + [("cache", c) for c in plan.caches] + [("table", t) for t in plan.tables])
+               + [("cache", c) for c in plan.caches] + [("iscsi", i) for i in plan.iscsi]
+               + [("table", t) for t in plan.tables])
     ordered = []
     while pending:
         for item in pending:

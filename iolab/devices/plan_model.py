@@ -12,7 +12,8 @@ from iolab.core.errors import IolabError
 from iolab.core.units import parse_size
 
 MiB = 1024 ** 2
-TOP_KEYS = {"name", "description", "loop_devices", "devices", "raid", "delay", "cache", "partitions", "filesystems"}
+TOP_KEYS = {"name", "description", "loop_devices", "devices", "raid", "delay", "cache", "iscsi",
+            "partitions", "filesystems"}
 LOOP_KEYS = {"name", "file", "size", "sector_size", "direct_io", "sparse"}
 DEVICE_KEYS = {"name", "path"}
 RAID_KEYS = {"name", "level", "chunk", "members", "metadata"}
@@ -125,6 +126,7 @@ class Plan:
     raids: list = dataclasses.field(default_factory=list)
     delays: list = dataclasses.field(default_factory=list)
     caches: list = dataclasses.field(default_factory=list)
+    iscsi: list = dataclasses.field(default_factory=list)   # plan_iscsi.IscsiSpec
     tables: list = dataclasses.field(default_factory=list)
     filesystems: list = dataclasses.field(default_factory=list)
     sha256: str = ""
@@ -137,6 +139,7 @@ class Plan:
         """Names of devices this plan creates (not existing devices)."""
         names = {l.name for l in self.loops} | {r.name for r in self.raids}
         names |= {d.name for d in self.delays} | {c.name for c in self.caches}
+        names |= {i.name for i in self.iscsi}
         for table in self.tables:
             names |= {p.name for p in table.parts}
         return names

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from iolab.core import commands
 from iolab.core.errors import IolabError
-from iolab.devices import inventory as devices, plan_dm, plan_limits
+from iolab.devices import inventory as devices, plan_dm, plan_iscsi, plan_limits
 from iolab.devices.plan_load import _order, load_plan
 from iolab.devices.plan_model import MiB, FsSpec, LoopSpec, Plan, RaidSpec, TableSpec
 
@@ -19,7 +19,7 @@ from iolab.devices.plan_model import MiB, FsSpec, LoopSpec, Plan, RaidSpec, Tabl
 class Step:
     """One thing setup does, with the exact commands (``<name>`` stands for a
     device that exists only once an earlier step ran)."""
-    kind: str        # mkdir, file, loop, partition, raid, dm, mkfs, mount
+    kind: str        # mkdir, file, loop, partition, raid, dm, iscsi, mkfs, mount
     name: str        # the plan name it concerns (or the path for mkdir)
     spec: object = None
     path: str | None = None
@@ -34,6 +34,8 @@ def _steps(plan: Plan) -> list[Step]:
     for kind, spec in _order(plan):
         if kind in ("delay", "cache"):
             steps += [Step("dm", piece.dm_name, piece) for piece in plan_dm.pieces(kind, spec)]
+        elif kind == "iscsi":
+            steps.append(Step("iscsi", spec.name, spec))
         else:
             steps.append(Step("raid", spec.name, spec) if kind == "raid" else Step("partition", spec.device, spec))
     for fs in plan.filesystems:
@@ -126,6 +128,8 @@ def _step_commands(plan: Plan, step: Step, devmap: dict) -> list[list[str]]:
                  *[dev(m) for m in raid.members]]]
     if step.kind == "dm":
         return plan_dm.commands(plan, step.spec, devmap, plan_limits.known_sizes(plan))
+    if step.kind == "iscsi":
+        return plan_iscsi.commands(plan, step.spec, devmap)
     if step.kind == "mkfs":
         fs: FsSpec = step.spec
         argv = ["mkfs.ext4", "-F"] if fs.type == "ext4" else ["mkfs.xfs", "-f"]
@@ -171,7 +175,7 @@ def preflight(plan: Plan | str | os.PathLike, confirm=None) -> list[str]:
     """Problems that would stop setup, found without changing anything (empty: none)."""
     plan = _as_plan(plan)
     problems = []
-    programs = {argv[0] for argv in plan_commands(plan)}
+    programs = {argv[0] for argv in plan_commands(plan)} - {"iscsid", "iscsiadm"}  # plan_iscsi names them
     for program in sorted(programs):
         try:
             commands.which(program)
@@ -181,6 +185,7 @@ def preflight(plan: Plan | str | os.PathLike, confirm=None) -> list[str]:
         problems.append("the md (software RAID) driver is not available in this kernel (no /proc/mdstat; "
                         "try: modprobe md_mod)")
     problems += plan_dm.preflight(plan)
+    problems += plan_iscsi.preflight(plan)
     if plan.state_path.exists():
         problems.append(f"already set up (state file {plan.state_path}); run: iolab teardown {plan.path}")
     for loop in plan.loops:

@@ -9,7 +9,7 @@ from typing import Callable
 
 from iolab.core import commands
 from iolab.core.errors import IolabError
-from iolab.devices import inventory as devices, loopdev, plan_dm
+from iolab.devices import inventory as devices, loopdev, plan_dm, plan_iscsi
 from iolab.devices.plan_model import Plan, state_path
 from iolab.devices.plan_state import _State, _alive, _mount_devno, _run, _signals
 
@@ -55,6 +55,8 @@ def _undo_commands(record: dict) -> tuple[list[list[str]], str | None]:
         return [["mdadm", "--stop", path]], None
     if kind == "dm":
         return plan_dm.undo_commands(record)
+    if kind == "iscsi":
+        return plan_iscsi.undo_commands(record)
     if kind == "loop":
         file = record["file"]
         if done:
@@ -139,6 +141,8 @@ def teardown(plan: Plan | str | os.PathLike, *, progress: Callable[[str], None] 
                 argvs, skip = _undo_commands(record)
                 if record["kind"] == "dm":
                     ran += plan_dm.undo(record, progress)
+                elif record["kind"] == "iscsi":
+                    plan_iscsi.undo(record, progress)
                 elif skip and not argvs:
                     log.info("%s %s: %s", record["kind"], record.get("name"), skip)
                 else:
