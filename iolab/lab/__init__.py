@@ -11,7 +11,8 @@ shared read-write, runs one shell command inside and returns its exit status.
 - :mod:`iolab.lab.guest`: the shell script that runs first inside the guest;
 - :mod:`iolab.lab.pyimage`: the interpreter and ``.venv`` as cached ext4 images (9p is slow);
 - :mod:`iolab.lab.tier`: ``python -m iolab.lab.tier``, the test tier that runs
-  ``pytest -m lab`` inside one VM booted through ``iolab lab`` (:mod:`iolab.cli.lab`).
+  ``pytest -m 'lab or stock_kernel'`` (tests/lab and the host tests that need md, dm, cgroup v2
+  or loop partitions) inside one VM booted through ``iolab lab`` (:mod:`iolab.cli.lab`).
 
 May import: every layer below (it runs iolab commands and tests inside the VM).
 """

@@ -97,7 +97,8 @@ def script(command: str, *, scratch: bool, n_disks: int, env: dict[str, str] | N
     serials = disk_serials((False, n_disks))
     lines = ["#!/bin/sh", "# iolab lab guest prelude", _FIND_DISK,
              "export PYTHONDONTWRITEBYTECODE=1 IOLAB_LAB=1", "IOLAB_LAB_DISKS=",
-             # no udev in the guest: loading loop now makes /dev/loop-control and /dev/loop0..15;
+             # loop now, with 16 devices: /dev/loop-control and /dev/loop0..15 at once (virtme-ng's udevd also
+             # runs and probes new block devices with blkid: byte-exact tests hold a BSD lock, see test_blockstat);
              # md and dm loaded as a distribution with mdadm and lvm2 has them (/proc/mdstat exists)
              "modprobe loop max_loop=16 2>/dev/null", "modprobe -a md_mod raid0 raid1 dm_mod 2>/dev/null",
              # /mnt writable as on any machine (plans mount under /mnt/iolab); the rest of / stays read-only
