@@ -22,7 +22,7 @@ elif [ -n "$lab_setup" ]; then
 fi
 
 # where the time went, so a suite creeping past its budget shows in the CI log
-.venv/bin/python -m pytest --durations=15 "$@"
+.venv/bin/python -m pytest --durations=30 "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   no_tests "pytest"
