@@ -20,7 +20,7 @@ def test_device_with_a_file_system_needs_its_exact_path(make_loop, tmp_path):
     wrong = iolab_cli(*ARGS, "--target", device, "--confirm", other, "--data", tmp_path / "data")
     assert wrong.returncode == 2 and "does not name this device" in wrong.stderr
     assert not (tmp_path / "data").exists()  # refused before anything was created
-    ok = iolab_cli(*ARGS, "--target", device, "--confirm", device, "--data", tmp_path / "data")
+    ok = iolab_cli(*ARGS, "--tests", "SEQ1M-Q8T1", "--target", device, "--confirm", device, "--data", tmp_path / "data")
     assert ok.returncode == 0, ok.stderr
     run_dir = Path(ok.stdout.strip().splitlines()[-1])
     manifest = json.loads((run_dir / "manifest.json").read_text())
