@@ -14,6 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 IOLAB = [sys.executable, "-m", "iolab"]
 
+#: set by the lab VM's guest script (iolab/lab/guest.py): these tests run inside the lab VM
+IN_LAB = os.environ.get("IOLAB_LAB") == "1"
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, cgroups)")
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio)")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import iolab_cli, live_processes
+from cli_helpers import IN_LAB, iolab_cli, live_processes
 
 # A suite started with SIGINT ignored (`make test &` in a script: POSIX shells ignore SIGINT in
 # background jobs) passes SIG_IGN to every iolab it starts, and the tests that press Ctrl-C on one
@@ -14,9 +14,6 @@ from cli_helpers import iolab_cli, live_processes
 # default action, so give the suite (and through exec, its children) the default back.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-IN_LAB = os.environ.get("IOLAB_LAB") == "1"  # set by the lab VM's guest script (iolab/lab/guest.py)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -127,7 +127,7 @@ def _free_hba() -> str:
     return f"iblock_{n}"
 
 
-def _check_portal(portal: str) -> tuple[str, int]:
+def check_portal(portal: str) -> tuple[str, int]:
     host, sep, port = portal.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise IolabError("a portal is IPv4:PORT", context=f"portal {portal!r}")
@@ -140,7 +140,7 @@ def _check_portal(portal: str) -> tuple[str, int]:
 def plan(device: str, iqn: str, name: str, *, portal: str = "127.0.0.1:3260") -> Export:
     """Check ``device`` and ``portal``, make LIO ready, choose the parts' names: the export to make
     (so that it can be recorded before anything exists)."""
-    _check_portal(portal)
+    check_portal(portal)
     if not (Path(device).exists() and Path(device).is_block_device()):
         raise IolabError("not a block device", context=device)
     ready()

@@ -57,12 +57,13 @@ def load(f: _Fields, data: dict, plan: Plan, define) -> None:
         define(name, f"{field}.name")
         portal = f.text(item.get("portal"), f"{field}.portal") or iscsi.DEFAULT_PORTAL
         try:
-            lio._check_portal(portal)
+            lio.check_portal(portal)
         except IolabError as exc:
             f.fail(f"{field}.portal", exc.message)
-        if iqn_for(plan, name) in seen:
-            f.fail(f"{field}.name", f"gives the same target name as {seen[iqn_for(plan, name)]}")
-        seen[iqn_for(plan, name)] = f"{field}.name"
+        iqn = iqn_for(plan, name)
+        if iqn in seen:
+            f.fail(f"{field}.name", f"gives the same target name as {seen[iqn]}")
+        seen[iqn] = f"{field}.name"
         plan.iscsi.append(IscsiSpec(name=name, export=f.name(item["export"], f"{field}.export"), portal=portal))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-IN_LAB = os.environ.get("IOLAB_LAB") == "1"
+from cli_helpers import IN_LAB
 
 
 def leftovers() -> list[str]:
