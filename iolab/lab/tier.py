@@ -29,7 +29,7 @@ from pathlib import Path
 
 from iolab.lab.vm import CHECKOUT, DEFAULT_DISK_DIR, availability
 
-TIER_TIMEOUT = 720.0  # seconds for python images, boot and the whole lab suite under TCG (it takes ~4 min)
+TIER_TIMEOUT = 1500.0  # seconds for python images, boot and the whole lab suite under TCG (it takes ~10-11 min)
 PYTEST_NO_TESTS = 5
 GUEST_MARKERS = "lab or stock_kernel"
 # the files outside tests/lab with `stock_kernel` tests: passed by name (collecting all of tests/
