@@ -312,3 +312,22 @@ def test_every_recipe_description_is_in_japanese():
     for name in recipes:
         text = i18n.label(name, "ja", section="recipe_descriptions")
         assert text != name and any("\u3040" <= ch <= "\u30ff" or "\u4e00" <= ch <= "\u9fff" for ch in text), name
+
+
+def test_lower_is_better_against_a_baseline_never_says_n_times_lower():
+    """'2.5x lower' has no meaning (1x lower would be zero): a lower latency is 'lower by a factor of N',
+    a higher one 'Nx as high'; known answers from the 2013 article's Bonnie++ latencies."""
+    s = summary([("HDD", "block_write", "", 200.0), ("SSD", "block_write", "", 80.0),
+                 ("HDD", "rewrite", "", 280.0), ("SSD", "rewrite", "", 10.0),
+                 ("HDD", "per_char_write", "", 100.0), ("SSD", "per_char_write", "", 130.0),
+                 ("HDD", "per_char_read", "", 100.0), ("SSD", "per_char_read", "", 40.0),
+                 ("HDD", "seeks", "", 100.0), ("SSD", "seeks", "", 300.0)],
+                metric="latency_max", unit="µs")
+    groups = {"block": ["block_write", "rewrite"], "per_char": ["per_char_write", "per_char_read"], "seeks": ["seeks"]}
+    text = commentary.describe(s, lang="en", baseline="HDD", groups=groups)
+    assert "x lower" not in text and "x higher" not in text, text
+    assert "SSD is lower by a factor of 2.5–28" in text  # 200/80 and 280/10
+    assert "SSD ranges from 1.3x as high to lower by a factor of 2.5" in text  # 130/100 and 100/40
+    assert "SSD is 3.0x as high" in text  # 300/100
+    ja = commentary.describe(s, lang="ja", baseline="HDD", groups=groups)
+    assert "SSD は 2.5–28 分の1" in ja
