@@ -78,7 +78,7 @@ import pandas as pd
 from iolab.core import progress as progress_
 from iolab.core.errors import IolabError
 from iolab.classic.dbengine import DatabaseEngine
-from iolab.classic.pgbench_options import Mode, Options, parse_options
+from iolab.classic.pgbench_options import Mode, Options, describe_tests, parse_options  # noqa: F401 - describe_tests: `iolab recipes`
 from iolab.classic.pgbench_output import latency_summary, log_files, parse_output
 from iolab.classic.pgcluster import Cluster, find_binaries, server_account
 from iolab.engine.store import utcnow

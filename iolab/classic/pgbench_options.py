@@ -154,3 +154,18 @@ def _check_test(test, ctx: str) -> None:
         raise IolabError(f"{ignored[0]!r} means nothing to pgbench (clients are options.clients)",
                          context=f"{ctx}.{ignored[0]}")
 
+
+
+def describe_tests(recipe) -> list[str]:
+    """The recipe's tests as pgbench runs them (not fio jobs) for ``iolab recipes``: the load, then per
+    test (mode) its server settings, the client counts and the duration of each."""
+    options = parse_options(recipe)
+    clients = ", ".join(str(c) for c in options.clients)
+    lines = [f"pgbench -i -s {options.scale} (the load), then per test pgbench's TPC-B-like transaction at "
+             f"{clients} {'client' if len(options.clients) == 1 else 'clients'} ({options.protocol} protocol, "
+             f"shared_buffers {human_size(options.shared_buffers_bytes)}):"]
+    width = max((len(m.test) for m in options.modes), default=0)
+    for mode in options.modes:
+        settings = " ".join(f"{k}={v}" for k, v in mode.settings.items())
+        lines.append(f"  {mode.test:<{width}}  {settings}, {mode.runtime:g} s per client count")
+    return lines

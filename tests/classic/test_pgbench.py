@@ -141,6 +141,18 @@ def test_builtin_recipe_is_valid():
         "tpcb-sync_on": ("on", "on"), "tpcb-sync_off": ("off", "on"), "tpcb-fsync_off": ("off", "off")}
 
 
+def test_recipes_lists_pgbench_modes_with_their_settings_not_fio_options():
+    proc = subprocess.run([*IOLAB, "recipes", "pgbench"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    listing = proc.stdout.split("\n\n")[-1]  # after the description: the tests
+    assert "rw=" not in listing and "bs=" not in listing  # pgbench's tests are not fio jobs
+    assert "pgbench -i -s 50" in listing and "1, 2, 4, 8 clients" in listing
+    assert [line.split()[:3] for line in listing.splitlines()[1:]] == [
+        ["tpcb-sync_on", "synchronous_commit=on", "fsync=on,"], ["tpcb-sync_off", "synchronous_commit=off", "fsync=on,"],
+        ["tpcb-fsync_off", "synchronous_commit=off", "fsync=off,"]]
+    assert all(line.endswith("60 s per client count") for line in listing.splitlines()[1:])
+
+
 def test_latency_summary_of_log_lines():
     lines = [f"0 {i} {lat} 0 1795214183 {i}" for i, lat in enumerate(range(1, 1001))]
     lines += ["1 5 failed 0 1795214183 5", "garbage"]
