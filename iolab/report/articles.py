@@ -25,7 +25,10 @@ def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: s
     caption = caption or f"{benchmark}: {tables.caption_for(metric, unit, lang)}"
     if unit and i18n.unit(unit, lang) not in caption:
         caption = f"{caption} ({i18n.unit(unit, lang)})"
-    note = i18n.text("labels.published_note", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
+    note = i18n.text("labels.published_note", lang)
+    if reference.unmeasurable(part).any():  # explain +++++ only under a table that has some
+        note = note.rstrip(".") if lang == "en" else note
+        note += i18n.text("labels.published_unmeasurable", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
     return tables.pivot(summary, lang=lang, caption=caption, published=True, notes=[note])
 
 

@@ -120,6 +120,19 @@ def test_reference_table_shows_figures_as_published():
         articles.reference_table(frame, benchmark="bonnie++", metric="nothing")
 
 
+def test_reference_table_explains_plus_signs_only_where_there_are_some():
+    """'+++++ = too fast for the tool to time' under a table with no +++++ explains nothing shown."""
+    frame = reference.load(article="dedicated-server-2013")
+    bonnie = articles.reference_table(frame, benchmark="bonnie++", metric="throughput", lang="en")
+    assert bonnie.notes == ["Figures as published in the article; +++++ = too fast for the tool to time."]
+    tio = articles.reference_table(frame, benchmark="tiobench", metric="throughput", lang="en")
+    assert tio.notes == ["Figures as published in the article."]
+    ja = articles.reference_table(frame, benchmark="tiobench", metric="throughput", lang="ja")
+    assert ja.notes == ["記事に掲載された数値。"]
+    ja = articles.reference_table(frame, benchmark="bonnie++", metric="rate", lang="ja")
+    assert ja.notes == ["記事に掲載された数値。+++++ は速すぎてツールが計測できなかったことを示す。"]
+
+
 def test_article_remarks_are_translated_in_the_report_layer():
     """The article's own remarks under a table: the heading in the report's language, unmeasurable rows left out."""
     frame = reference.load(article="gigaexpress")
