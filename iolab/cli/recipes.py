@@ -39,7 +39,8 @@ def run(args) -> int:
 
 def _test_lines(recipe, preset: str | None) -> list[str]:
     """The recipe's tests: as fio jobs, or as its engine describes them (an engine module's
-    ``describe_tests(recipe)``, e.g. sql-bench's tests with their tables and rows)."""
+    ``describe_tests(recipe)``, e.g. sql-bench's tests with their tables and rows), or else by their
+    descriptions (an engine's tests are not all fio jobs: bonnie's putc is a Python loop)."""
     describe = None
     if recipe.engine != "fio":
         import importlib
@@ -48,4 +49,7 @@ def _test_lines(recipe, preset: str | None) -> list[str]:
         return describe(recipe.with_overrides(preset=preset))
     if preset is not None:
         recipe = recipe.with_overrides(preset=preset)
+    if recipe.engine != "fio":  # its own steps (Python workers, fio for some): each test as the recipe says
+        width = max((len(t.name) for t in recipe.tests), default=0)
+        return [f"  {t.name:<{width}}  {t.description or ''}".rstrip() for t in recipe.tests]
     return [f"  {step.id}: " + " ".join(f"{k}={v}" for k, v in step.options.items()) for step in recipe.steps()]

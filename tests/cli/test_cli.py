@@ -25,6 +25,16 @@ def test_recipes_lists_every_recipe_with_a_description():
     assert all(len(line.split(None, 1)) == 2 for line in lines)
 
 
+def test_a_recipe_whose_tests_are_not_fio_jobs_lists_them_by_what_they_do():
+    """bonnie's putc is 1-byte write() calls from Python: 'rw=write bs=1' would say fio runs it."""
+    proc = iolab_cli("recipes", "bonnie")
+    assert proc.returncode == 0, proc.stderr
+    listing = proc.stdout.rstrip().split("\n\n")[-1].splitlines()
+    assert [line.split()[0] for line in listing] == ["putc", "put_block", "rewrite", "getc", "get_block", "seeks"]
+    assert not any("rw=" in line for line in listing)
+    assert "Sequential Output Per-Chr (1-byte write calls)" in listing[0]
+
+
 def test_a_closed_pipe_is_not_an_error():
     """`iolab recipes | head -1`: the reader is gone before iolab writes."""
     read_end, write_end = os.pipe()
