@@ -97,3 +97,37 @@ def citation(article: str, info: dict, lang: str = "en") -> str:
     if missing:
         text += gap + i18n.text("citation.not_recorded", lang, fields=i18n.join(missing, lang))
     return text
+
+
+#: Metrics whose published figure is itself a comparison (cache on / off, mirroring on vs off).
+RATIO_METRICS = ("speedup", "overhead")
+
+
+def is_ratio(part: pd.DataFrame) -> bool:
+    """Whether one table's figures are ratios the article printed (speed-ups, overheads), not measurements."""
+    return bool(len(part)) and bool(part["metric"].isin(RATIO_METRICS).all())
+
+
+def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
+    """The findings of a ratio table, one bullet per column: the published speed-up (or overhead) per test,
+    as a range from the smallest to the largest where a column has several tests."""
+    items = []
+    for system in dict.fromkeys(part["system"]):
+        rows = part[(part["system"] == system) & pd.to_numeric(part["value"], errors="coerce").notna()]
+        if rows.empty:
+            continue
+        values = pd.to_numeric(rows["value"])
+        low, high = rows.loc[values.idxmin()], rows.loc[values.idxmax()]
+        label = lambda r: i18n.test_label(r["test"], "", lang)  # noqa: E731
+        if str(low["metric"]) == "overhead":
+            for _, r in rows.iterrows():
+                items.append(i18n.text("commentary.ratio_overhead", lang, system=system, test=label(r),
+                                       value=i18n.factor(float(r["value"]))))
+        elif len(rows) == 1:
+            items.append(i18n.text("commentary.ratio_one", lang, system=system, test=label(low),
+                                   factor=i18n.factor(float(low["value"]))))
+        else:
+            items.append(i18n.text("commentary.ratio_range", lang, system=system, low_test=label(low),
+                                   high_test=label(high), low=i18n.factor(float(low["value"])),
+                                   high=i18n.factor(float(high["value"]))))
+    return "\n".join(f"- {item}" for item in items)
