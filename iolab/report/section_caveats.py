@@ -13,8 +13,9 @@ import pandas as pd
 from iolab.report import commentary
 from iolab.analysis.stats import split_flags
 
-#: Flags that describe the rows rather than warn about them (a fleet's sum of hosts).
-NOT_CAVEATS = {"fleet_aggregate"}
+#: Flags that describe the rows rather than warn about them (a fleet's sum of hosts; GNOME Disks' dropped
+#: first access-time sample, which the section's intro states as its method).
+NOT_CAVEATS = {"fleet_aggregate", "first_sample_dropped"}
 #: Flags that do not concern what a kind of section shows: hdparm shows no latency, so the
 #: emulated device's latency caveat would warn about a figure that is not there.
 NOT_SHOWN = {"hdparm": {"emulated_latency", "emulated_delay"}}

@@ -651,3 +651,14 @@ def test_a_flag_on_every_test_says_all_tests(store):
     assert any(c.startswith(f"**{system}** (all tests):") for c in bonnie.caveats), bonnie.caveats
     ja = [s for s in sections.build(rows, lang="ja")[0] if s.kind == "bonnie"][0]
     assert any(f"**{system}**" in c and "全テスト" in c for c in ja.caveats)
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_gnome_disks_dropped_first_sample_is_method_not_a_caveat(store, lang):
+    """GNOME Disks drops its first access-time sample (the section's intro says so): the rows' flag is no caveat,
+    and never the bare 'flagged first_sample_dropped' a reader cannot decode."""
+    rows = recipe_rows(store, "gnome-disks")
+    assert rows["flags"].fillna("").str.contains("first_sample_dropped").any()  # the fixture carries the flag
+    gnome = [s for s in sections.build(rows, lang=lang)[0] if s.kind == "gnome-disks"][0]
+    assert not any("first_sample_dropped" in c for c in gnome.caveats), gnome.caveats
+    assert "first_sample_dropped" not in gnome.markdown()
