@@ -229,3 +229,11 @@ def test_plain_report_on_every_recipe_kind_leaves_fleet_sums_out(tmp_path):
     html = (tmp_path / "report.html").read_text()
     assert ">all<" not in html  # ...and no table shows one as a host of its own
     assert "single repetition" in text or "repetitions" in text
+    # sql-bench's rows have seconds, no MB/s, IOPS or latency: no empty table claiming there were no runs
+    assert "No runs with results were found" not in text
+    # CrystalDiskMark's own figure (best of the passes) beside the mean, as the README promises, and charted
+    md = (tmp_path / "report.md").read_text()
+    cdm = md.split("### Recipe: crystaldiskmark", 1)[1].split("### Recipe:", 1)[0]
+    assert "Throughput (MB/s): best of 3, the statistic CrystalDiskMark 8 reports" in cdm
+    assert "Values are the mean of 3 repetitions" in cdm
+    assert "error bars" not in cdm  # the chart plots the best pass: no confidence interval drawn or promised
