@@ -164,6 +164,14 @@ def check(recipe, targets, *, confirm=None, allow: Allowances | None = None) -> 
     return unique
 
 
+def devices_outside_targets(accesses: list[Access], targets) -> list[str]:
+    """Block devices the jobs write besides the block targets (reached through ``--allow-path``): the
+    run holds them with ``O_EXCL`` as it holds its targets (:func:`iolab.engine.targets.held_exclusively`)."""
+    roots = {os.path.realpath(root_of(t)) for t in targets if t.kind == "block"}
+    written = (os.path.realpath(a.path) for a in accesses if a.destructive and a.kind == "device")
+    return list(dict.fromkeys(path for path in written if path not in roots))
+
+
 def _check_options(text: str, source: str, allow: Allowances) -> None:
     """allow_mounted_write is never accepted; exec hooks and triggers need ``--allow-exec``."""
     from iolab.engine import jobcheck

@@ -66,9 +66,15 @@ class RunResult:
     results: pd.DataFrame
 
 
-def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
-         preset=None, confirm=None, mem_limit=None, tests=None, allow=None, pause=None):
+def plan(recipe, target_specs, **options):
     """Load and check the recipe and targets; nothing is created or run."""
+    recipe, targets, _ = _checked_plan(recipe, target_specs, **options)
+    return recipe, targets
+
+
+def _checked_plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
+         preset=None, confirm=None, mem_limit=None, tests=None, allow=None, pause=None):
+    """:func:`plan`, and the block devices the jobs write outside the targets (to hold while running)."""
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(recipe)
     recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
@@ -79,8 +85,8 @@ def plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolatio
     runinput.check(recipe, target_specs)  # bad input: refused before a run directory exists
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
     resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=confirm)
-    jobgate.check(recipe, resolved, confirm=confirm, allow=allow)
-    return recipe, resolved
+    accesses = jobgate.check(recipe, resolved, confirm=confirm, allow=allow)
+    return recipe, resolved, jobgate.devices_outside_targets(accesses, resolved)
 
 
 def pause_seconds(value) -> float:
@@ -102,9 +108,9 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
         argv=None, scratch_dir=None, with_original=False, tests=None, allow=None, pause=None) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
     reaper.reap_before_run(data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
-    recipe, targets = plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
-                           isolation=isolation, preset=preset, confirm=confirm, mem_limit=mem_limit,
-                           tests=tests, allow=allow, pause=pause)
+    recipe, targets, outside = _checked_plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
+                                             isolation=isolation, preset=preset, confirm=confirm,
+                                             mem_limit=mem_limit, tests=tests, allow=allow, pause=pause)
     mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
     steps = recipe.steps()
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
@@ -122,7 +128,8 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
     try:
         engine = engine_class(recipe.engine)(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
                                              scratch_dir=scratch_dir or _scratch_dir())
-        engine.execute()
+        with targets_mod.held_exclusively(outside, confirm=confirm):
+            engine.execute()
     except KeyboardInterrupt as exc:
         how = "SIGTERM" if isinstance(exc, Terminated) else "the user (Ctrl-C)"
         run_.interrupt(f"interrupted by {how}; results so far are kept")

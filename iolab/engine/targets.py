@@ -178,3 +178,17 @@ def opened(target: Target, *, run_id: str, size: int, filesystem: str | None, sc
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(target.test_file)
                 log.info("removed test file %s", target.test_file)
+
+
+@contextlib.contextmanager
+def held_exclusively(devices: list[str], *, confirm=None):
+    """Block devices a job writes besides the targets (``--allow-path``), checked again right before
+    the run acts and held with ``O_EXCL`` while it runs, as a written block target is: nobody mounts
+    or claims them meanwhile."""
+    from iolab.devices.safety import check_writable, open_exclusive
+    with contextlib.ExitStack() as stack:
+        for device in devices:
+            check_writable(device, confirm=confirm)
+            stack.enter_context(open_exclusive(device))
+            log.info("holding %s with O_EXCL while the run writes it (--allow-path)", device)
+        yield

@@ -5,14 +5,17 @@ the real CLI against loop devices over scratch files (never a real disk).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from cli_helpers import iolab_cli, needs_fio, needs_root
+from cli_helpers import IOLAB, ROOT, iolab_cli, live_processes, needs_fio, needs_root
 from device_fixtures import make_loop, requires, scratch, sh  # noqa: F401  (fixtures)
 from iolab.devices import blockdev
 from iolab.engine import jobgate
@@ -294,6 +297,30 @@ def test_allow_path_lets_a_job_write_outside_and_is_recorded(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads((last_line(proc) / "manifest.json").read_text())["safety"]["allow_paths"] == [str(logs)]
     assert list(logs.glob("bw*.log"))
+
+
+@needs_root
+def test_a_device_reached_through_allow_path_is_held_exclusively_while_the_job_writes_it(make_loop, tmp_path):
+    """As a written --target device is: nobody can mount or claim it (O_EXCL) while fio writes there."""
+    victim = make_loop("64M")
+    (tmp_path / "dir").mkdir()
+    job = tmp_path / "held-device.fio"
+    job.write_text(f"[w]\ndirectory=/dev\nfilename={Path(victim).name}\nrw=write\nbs=64k\nsize=8M\ndirect=1\ntime_based=1\nruntime=4\n")
+    argv = [*IOLAB, "run", str(job), "--target", str(tmp_path / "dir"), "--allow-path", victim, "--no-progress",
+            "--data", str(tmp_path / "data")]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not [p for p in live_processes(str(job.parent)) if "--output-format=" in p]:  # fio writing
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        with pytest.raises(OSError) as held:
+            os.close(os.open(victim, os.O_RDONLY | os.O_EXCL))
+        assert held.value.errno == errno.EBUSY
+    finally:
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    os.close(os.open(victim, os.O_RDONLY | os.O_EXCL))  # released when the run ends
 
 
 @needs_root
