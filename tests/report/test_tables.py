@@ -210,11 +210,11 @@ def test_an_articles_ratio_table_states_its_ratios_not_a_coverage_note(lang):
         assert text == (f"- **{system}**: from 3.3x (seq read) to 90x (4K QD32 random read/write) as fast, "
                         "as the article gives it; the table lists every test.")
     else:
-        assert text == (f"- **{system}**: seq read の 3.3 倍から 4K QD32 random read/write の 90 倍まで速い "
+        assert text == (f"- **{system}**: 3.3 倍 (シーケンシャル読み込み) から 90 倍 (4K QD32 ランダム読み書き) まで速い "
                         "(記事の数値。各テストは表のとおり)。")
     tpcc = articles.ratio_findings(nytro[nytro["benchmark"] == "tpc-c"], lang)
     assert ("9.0x as fast" if lang == "en" else "9.0 倍の速さ") in tpcc
     hyperv = reference.load(article="hyperv-tpcb")
     cost = articles.ratio_findings(hyperv[hyperv["metric"] == "overhead"], lang)
-    assert ("transactions: an overhead of 10%" if lang == "en" else "transactions: オーバーヘッド 10%") in cost
+    assert ("transactions: an overhead of 10%" if lang == "en" else "トランザクション: オーバーヘッド 10%") in cost
     assert articles.is_ratio(cdm) and not articles.is_ratio(reference.load(article="gigaexpress"))
