@@ -125,3 +125,10 @@ def test_every_articles_test_names_read_as_words(lang):
             assert "_" not in shown, (name, test, lang)
             if lang == "ja" and (" " in test or "_" in test):
                 assert shown != test, (name, test)
+
+
+def test_japanese_method_notes_have_no_space_between_sentences():
+    """A folded YAML block joined the 2013 article's Japanese sentences with spaces ('測定した。 キャッシュ')."""
+    for name in reference.articles():
+        ja = reference.method(reference.article_info(name), "ja")
+        assert ja and "。 " not in ja and "、 " not in ja, (name, ja)
