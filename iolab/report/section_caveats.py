@@ -19,6 +19,8 @@ NOT_CAVEATS = {"fleet_aggregate", "first_sample_dropped"}
 #: Flags that do not concern what a kind of section shows: hdparm shows no latency, so the
 #: emulated device's latency caveat would warn about a figure that is not there.
 NOT_SHOWN = {"hdparm": {"emulated_latency", "emulated_delay"}}
+#: Sections whose tables name a system by its host (a fleet's hosts ran in several fleet runs).
+BY_HOST = {"fleet"}
 
 
 def flagged_summary(rows: pd.DataFrame, ignore=frozenset()) -> pd.DataFrame:
@@ -41,6 +43,9 @@ def flagged_summary(rows: pd.DataFrame, ignore=frozenset()) -> pd.DataFrame:
 
 def caveat_lines(rows: pd.DataFrame, *, lang: str, kind: str = "") -> list[str]:
     """The caveat sentences for the flags of ``rows`` shown in a section of ``kind`` (empty when none)."""
+    if kind in BY_HOST and "host" in rows.columns:
+        # a fleet section's tables name each host once (web1), not each run it was in (web1 @ web1 (run id))
+        rows = rows.assign(system=rows["host"].astype(str))
     summary = flagged_summary(rows, NOT_SHOWN.get(kind, frozenset()))
     if summary.empty or not (summary["flags"] != "").any():
         return []
