@@ -21,6 +21,9 @@ a file backing a loop device           treated like that device, and it needs
                                        ``--confirm FILE`` as well; a swap file
                                        is never written
 ``allow_mounted_write``                never
+``ioscheduler``, ``cgroup*`` (machine  never (:data:`OUTSIDE_OPTIONS` says what
+state outside the targets, fio out of  to do instead)
+iolab's cgroup), network ioengines
 ``exec_prerun``/``exec_postrun``,      ``--allow-exec`` (checked by
 ``ioengine=exec``, external engines,   :mod:`iolab.engine.jobcheck`)
 ``trigger*`` options
@@ -172,14 +175,31 @@ def devices_outside_targets(accesses: list[Access], targets) -> list[str]:
     return list(dict.fromkeys(path for path in written if path not in roots))
 
 
+#: Options that change the machine outside the targets, or take fio out of what iolab measures: refused.
+OUTSIDE_OPTIONS = {
+    "ioscheduler": ("switches the I/O scheduler of the disk holding the file, machine-wide, and fio does not "
+                    "switch it back", "set it yourself before the run (/sys/block/DISK/queue/scheduler): "
+                                      "the run records each target's scheduler"),
+    "cgroup": ("moves fio out of the cgroup iolab runs it in (cache isolation and its proof)",
+               "iolab places fio in its own memory-limited cgroup: choose the limit with --mem-limit"),
+    "cgroup_weight": ("moves fio out of the cgroup iolab runs it in", "leave cgroups to iolab (--mem-limit)"),
+    "cgroup_nodelete": ("leaves a cgroup fio made behind", "leave cgroups to iolab (--mem-limit)"),
+}
+#: ioengines that send I/O to another machine or service, not to a file or device here.
+REMOTE_ENGINES = frozenset({"net", "netsplice", "rdma", "rados", "rbd", "nbd", "gfapi", "gfapi_async", "http",
+                            "libiscsi", "nfs", "dfs"})
+
+
 def _check_options(text: str, source: str, allow: Allowances) -> None:
-    """allow_mounted_write is never accepted; exec hooks and triggers need ``--allow-exec``."""
+    """allow_mounted_write, options that change the machine outside the targets and network engines are
+    never accepted; exec hooks and triggers need ``--allow-exec``."""
     from iolab.engine import jobcheck
     lines = []
     for job in parse(text, source):
         if str(job.options.get("allow_mounted_write", "0")).strip() not in ("0", "", "false"):
             raise IolabError("allow_mounted_write: refused: iolab never writes to a mounted file system's device",
                              context=f"{source}: [{job.name}]")
+        _check_outside(job, source)
         lines.append(f"[{job.name}]")
         lines += [f"{k}={v}" if v is not None else k for k, v in job.options.items()]
     refused = [p for p in jobcheck.problems("\n".join(lines), source) if p.category in ("exec", "trigger")]
@@ -187,6 +207,18 @@ def _check_options(text: str, source: str, allow: Allowances) -> None:
         first = refused[0]
         raise IolabError(f"[{first.section}] {first.option}: refused: {first.reason.replace('on the server', 'here')}",
                          context=source, hint="run programs from a job on purpose with --allow-exec")
+
+
+def _check_outside(job: Job, source: str) -> None:
+    for option, (why, hint) in OUTSIDE_OPTIONS.items():
+        if option in job.options:
+            raise IolabError(f"{option}={job.options[option]}: refused: it {why}", context=f"{source}: [{job.name}]",
+                             hint=hint)
+    engine = str(job.options.get("ioengine") or "").strip().strip("'\"").lower()
+    if engine in REMOTE_ENGINES:
+        raise IolabError(f"ioengine={engine}: refused: it sends I/O to another machine or service, not to the "
+                         "targets iolab checked", context=f"{source}: [{job.name}]",
+                         hint="benchmark other machines with iolab run --hosts (a fio server on each)")
 
 
 def _destructive_problem(access: Access, confirms: list[str]) -> tuple[str, str] | None:

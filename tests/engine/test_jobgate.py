@@ -339,3 +339,22 @@ def test_an_active_swap_file_is_never_written(tmp_path):
         assert proc.returncode == 2 and "active swap file" in proc.stderr
     finally:
         sh("swapoff", swap)
+
+
+@pytest.mark.parametrize("line, refusal, hint", [
+    ("ioscheduler=none", "ioscheduler=none: refused: it switches the I/O scheduler", "/sys/block/DISK/queue/scheduler"),
+    ("cgroup=mine", "cgroup=mine: refused: it moves fio out of the cgroup iolab runs it in", "--mem-limit"),
+    ("cgroup_nodelete=1", "cgroup_nodelete=1: refused: it leaves a cgroup", "--mem-limit"),
+    ("ioengine=net\nhostname=192.0.2.1\nport=8888", "ioengine=net: refused: it sends I/O to another machine",
+     "--hosts"),
+    ("ioengine=RBD", "ioengine=rbd: refused", "--hosts"),
+])
+def test_options_that_reach_beyond_the_targets_are_refused_naming_the_job(tmp_path, line, refusal, hint):
+    from iolab.engine import runner
+    (tmp_path / "dir").mkdir()
+    job = tmp_path / "outside.fio"
+    job.write_text(f"[global]\nrw=read\nbs=64k\nsize=1M\n[reader]\n{line}\n")
+    with pytest.raises(IolabError) as refused:
+        runner.plan(str(job), [str(tmp_path / "dir")])
+    assert refusal in refused.value.message and "outside: [reader]" in str(refused.value)  # the job file, the job
+    assert hint in (refused.value.hint or "")
