@@ -21,6 +21,8 @@ file it will send with :func:`check`, from the *server's* point of view:
 * the bandwidth/latency/IOPS/histogram logs (``write_bw_log`` and friends)
   are written by fio's *client*, on this machine, into the fleet's ``logs/``
   directory: their names must be plain names, without ``/``;
+* ``ioscheduler``, ``cgroup*`` and network ioengines, as the local gate refuses them
+  (:data:`iolab.engine.jobgate.OUTSIDE_OPTIONS`);
 * ``${VAR}`` in any of these values is refused: it would be expanded from the
   server's environment, so the path that runs is not the one checked.
 
@@ -148,6 +150,12 @@ def _job_refusals(job: jobgate.Job, source: str, root: str, local: bool) -> list
         if any(name != "-" and not os.path.isabs(name) for name in names):
             refuse(option, value, f"without directory= a relative name is opened in the fio server's working "
                                   f"directory, not in the target {root}")
+    for option, (why, _) in jobgate.OUTSIDE_OPTIONS.items():
+        if option in options:
+            refuse(option, options[option], f"it {why} on the fio server")
+    engine = str(options.get("ioengine") or "").strip().strip("'\"").lower()
+    if engine in jobgate.REMOTE_ENGINES:
+        refuse("ioengine", engine, "it sends I/O from the fio server to another machine or service")
     if not options.get("filename") and ".." in job.name.split("/"):
         refuse("filename_format", f"[{job.name}]", "the job name becomes the file name and has a '..' component")
     for option in CLIENT_LOGS:

@@ -85,6 +85,9 @@ def _dir_job(root, body):
     ("write_bw_log=/root/.bashrc", "write_bw_log", "fio's client writes this log on this machine"),
     ("write_iops_log=../up", "write_iops_log", "fio's client writes this log on this machine"),
     ("directory=${{HOME}}", "directory", "expanded from the fio server's environment"),
+    ("ioscheduler=none", "ioscheduler", "switches the I/O scheduler of the disk holding the file"),
+    ("cgroup=elsewhere", "cgroup", "moves fio out of the cgroup"),
+    ("ioengine=net\nhostname=192.0.2.1", "ioengine", "sends I/O from the fio server to another machine"),
 ])
 def test_paths_outside_the_target_are_refused(tmp_path, body, option, words):
     root = tmp_path / "t"
