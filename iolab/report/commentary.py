@@ -309,19 +309,25 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
 
 
 def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules()) -> list[str]:
-    out = []
+    """One sentence per flag and set of tests, naming every system it concerns once ("**A** and **B**")."""
+    merged: dict[tuple, list[str]] = {}
     for _, row in found.iterrows():
         flag = row["flag"]
         tests = (_t("all_tests", lang) if row.get("all_tests", False)
                  else i18n.join([_test(t, d, lang) for t, d in row["tests"]], lang))
         key = f"flags.{flag}" if i18n.has(f"flags.{flag}", lang) else "flags.other"
         cov = row.get("cov", math.nan)
-        if flag == "high_variance" and cov is not None and not pd.isna(cov) and cov > rules.severe_cov:
+        cov = "" if cov is None or pd.isna(cov) else cov
+        if flag == "high_variance" and cov != "" and cov > rules.severe_cov:
             key = "flags.high_variance_severe"
-        out.append(i18n.text(key, lang, system=row["system"], tests=tests, flag=flag,
-                             threshold=i18n.percent(rules.max_cov),
-                             cov=i18n.percent(cov) if cov is not None and not pd.isna(cov) else ""))
-    return out
+        else:
+            cov = ""  # only the graded sentence states a CoV: systems with the same sentence share it
+        merged.setdefault((key, flag, tests, cov), []).append(str(row["system"]))
+    # the templates bold {system} ("**{system}**"): each name bold, the template's outer ** kept
+    return [i18n.text(key, lang, system=i18n.join([f"**{name}**" for name in systems], lang)[2:-2],
+                      tests=tests, flag=flag, threshold=i18n.percent(rules.max_cov),
+                      cov=i18n.percent(cov) if cov != "" else "")
+            for (key, flag, tests, cov), systems in merged.items()]
 
 
 def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = None,

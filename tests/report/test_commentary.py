@@ -158,7 +158,9 @@ def test_caveats_from_flags_and_variance():
     assert set(zip(found["flag"], found["system"])) == {
         ("cpu_bound", "A"), ("cache_suspect", "B"), ("cpu_bound", "B"), ("high_variance", "C")}
     text = commentary.describe(s, lang="en")
-    assert "**A** (RND4K-Q32T1 read): the benchmark process (fio, or iolab timing the test itself) used nearly" in text
+    # A and B share the flag on the same test: one sentence names both
+    assert ("**A** and **B** (RND4K-Q32T1 read): the benchmark process (fio, or iolab timing the test itself) "
+            "used nearly") in text
     assert "(cache_suspect)" in text and "(high_variance)" in text
     ja = commentary.describe(s, lang="ja")
     assert "**注意点**" in ja and "CPU" in ja
@@ -331,3 +333,19 @@ def test_lower_is_better_against_a_baseline_never_says_n_times_lower():
     assert "SSD is 3.0x as high" in text  # 300/100
     ja = commentary.describe(s, lang="ja", baseline="HDD", groups=groups)
     assert "SSD は 2.5–28 分の1" in ja
+
+
+def test_one_caveat_names_every_system_it_concerns_once():
+    """The demo: both emulated devices carry emulated_latency on all tests; two identical sentences but for the
+    name read as padding. Different tests or a graded variance keep their own sentences."""
+    s = summary([("hdd", "T1", "read", 1.0, 1, math.nan, math.nan, "emulated_latency"),
+                 ("hdd", "T2", "read", 2.0, 1, math.nan, math.nan, "emulated_latency"),
+                 ("ssd", "T1", "read", 5.0, 1, math.nan, math.nan, "emulated_latency"),
+                 ("ssd", "T2", "read", 9.0, 1, math.nan, math.nan, "emulated_latency;cpu_bound"),
+                 ("nvme", "T1", "read", 50.0, 1, math.nan, math.nan, "cpu_bound")])
+    lines = commentary.caveat_sentences(commentary.caveats(s), lang="en")
+    assert len(lines) == 3, lines
+    assert lines[0].startswith("**hdd** and **ssd** (all tests): an emulated device")
+    assert sum("(cpu_bound)" in line for line in lines) == 2  # ssd's T2 and nvme's T1: not the same tests
+    ja = commentary.caveat_sentences(commentary.caveats(s), lang="ja")
+    assert len(ja) == 3 and "**hdd**" in ja[0] and "**ssd**" in ja[0]

@@ -96,7 +96,9 @@ def reports(tmp_path_factory):
 
 @pytest.mark.parametrize("name, images, captions", [
     ("compare", 6, ["Test environment", "Throughput (MB/s)", "IOPS"]),
+    ("compare-ja", 6, ["テスト環境", "スループット (MB/秒)", "IOPS"]),
     ("article", 7, ["Bonnie++: スループット", "tiobench: 最大レイテンシ"]),
+    ("article-en", 7, ["Bonnie++: throughput", "tiobench: maximum latency"]),
 ])
 def test_report_loads_offline_with_images_and_tables(reports, name, images, captions):
     out, files = reports
