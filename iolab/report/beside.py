@@ -16,7 +16,7 @@ import math
 
 import pandas as pd
 
-from iolab.report import sections
+from iolab.report import i18n, sections
 from iolab.analysis import reference
 from iolab.analysis.reference import REFERENCE_COLUMNS
 from iolab.analysis.stats import split_flags
@@ -118,3 +118,27 @@ def as_summary(part: pd.DataFrame) -> pd.DataFrame:
     if "flags" in part.columns:
         summary["flags"] = [";".join(split_flags(v)) for v in part["flags"]]
     return summary
+
+
+def left_out(published: pd.DataFrame, results: pd.DataFrame, *, article: str) -> list[str]:
+    """The measured systems none of whose results has a place in the article's tables (a quick or fio run beside
+    the 2013 article): the report says so instead of dropping them silently."""
+    if results.empty:
+        return []
+    results = results if "system" in results.columns else results.assign(system=results["label"].astype(str))
+    shown = set(beside(published, results, article=article)["system"].astype(str)) - set(published["system"])
+    return [s for s in dict.fromkeys(results["system"].astype(str))
+            if not any(k == s or k.startswith(f"{s} (") for k in shown)]
+
+
+def left_out_note(published: pd.DataFrame, results: pd.DataFrame, *, article: str, lang: str = "en") -> str:
+    """One sentence naming the runs left out of the article's tables, and why ('' when every run is shown)."""
+    missing = left_out(published, results, article=article)
+    if not missing:
+        return ""
+    results = results if "system" in results.columns else results.assign(system=results["label"].astype(str))
+    recipes = results.loc[results["system"].astype(str).isin(missing), "recipe"].astype(str) \
+        if "recipe" in results.columns else pd.Series(dtype=str)
+    return i18n.text("text.beside_left_out", lang, systems=i18n.join(missing, lang),
+                     recipes=i18n.join(list(dict.fromkeys(recipes)), lang),
+                     benchmarks=i18n.join(list(dict.fromkeys(published["benchmark"].astype(str))), lang))

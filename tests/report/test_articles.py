@@ -104,10 +104,14 @@ def test_runs_beside_an_article_keep_their_flags(tmp_path):
     summary = beside.as_summary(beside.beside(reference.load(article=ARTICLE), sel.results, article=ARTICLE))
     assert set(summary.loc[summary["system"] == "SATA HDD (mem=512M)", "flags"]) == {""}  # the article: none
 
+    # a quick run has no place in the article's tables: named under the citation, not dropped silently
+    quick = FIXTURES / "sections" / "ssd-node" / "20261120T230919Z-quick-aa01"
     for lang, sentences in {"en": ["buffered writes on an emulated device under cgroup v1", "(cache_suspect)",
-                                   "HDD (emulated) was not isolated from the page cache, and no isolated run"],
-                            "ja": ["v1_writeback", "cache_suspect", "HDD (emulated) はページキャッシュから隔離されておらず"]}.items():
-        md = report.report([bonnie, tio], reference=ARTICLE, lang=lang, out=tmp_path / lang) \
+                                   "HDD (emulated) was not isolated from the page cache, and no isolated run",
+                                   "Not put beside the article: SATA SSD (emulated) (quick)"],
+                            "ja": ["v1_writeback", "cache_suspect", "HDD (emulated) はページキャッシュから隔離されておらず",
+                                   "記事の表に並べていないもの: SATA SSD (emulated) (quick)"]}.items():
+        md = report.report([bonnie, tio, quick], reference=ARTICLE, lang=lang, out=tmp_path / lang) \
             .markdown.read_text(encoding="utf-8")
         bonnie_part = [p for p in md.split("\n## ") if p.startswith("Bonnie++")][0]  # its throughput table
         assert "HDD (emulated)" in bonnie_part and "v1_writeback" in bonnie_part
@@ -132,3 +136,18 @@ def test_japanese_method_notes_have_no_space_between_sentences():
     for name in reference.articles():
         ja = reference.method(reference.article_info(name), "ja")
         assert ja and "。 " not in ja and "、 " not in ja, (name, ja)
+
+
+def test_runs_with_no_place_in_the_article_are_named_not_dropped():
+    """A quick run given with --reference dedicated-server-2013 vanished without a word."""
+    quick = FIXTURES / "sections" / "hdd-node" / "20261120T230919Z-quick-8cbf"
+    bonnie = FIXTURES / "sections" / "nvme-node" / "20261120T230919Z-bonnie-16e4"
+    sel = report.select(None, [quick, bonnie], with_results=True)
+    published = reference.load(article=ARTICLE)
+    assert beside.left_out(published, sel.results, article=ARTICLE) == ["HDD (emulated)"]
+    assert beside.left_out_note(published, sel.results, article=ARTICLE, lang="en") == (
+        "Not put beside the article: HDD (emulated) (quick): the article's tables have no place for those tests "
+        "(they show bonnie++, tiobench and sql-bench).")
+    assert "HDD (emulated) (quick)" in beside.left_out_note(published, sel.results, article=ARTICLE, lang="ja")
+    only_bonnie = report.select(None, [bonnie], with_results=True).results
+    assert beside.left_out_note(published, only_bonnie, article=ARTICLE) == ""
