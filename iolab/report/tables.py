@@ -131,6 +131,7 @@ def summarize(data: pd.DataFrame, *, value: str = "bw_mbps", system: str = "syst
         return pd.DataFrame(columns=columns)
     frame = split_variants(data)
     frame[value] = pd.to_numeric(frame[value], errors="coerce")
+    frame = pool_samples(frame, value, keys)
     out = stats.summarize(frame, by=keys, metrics=[value], keep=())
     unit, scale = METRICS.get(value, ("", 1.0))
     for column in ("mean", "median", "std", "ci_low", "ci_high", "best"):
@@ -166,15 +167,37 @@ def summarize(data: pd.DataFrame, *, value: str = "bw_mbps", system: str = "syst
 
 #: Job parameters that make different measurements under one test name (qd-sweep, pgbench clients).
 VARIANT_COLUMNS = ("bs", "iodepth", "numjobs")
+#: Original programs whose figures iolab shows beside its own equivalent's.
+ORIGINAL_TOOLS = ("bonnie++", "hdparm", "tiotest")
+
+
+def pool_samples(frame: pd.DataFrame, value: str, keys: Sequence[str]) -> pd.DataFrame:
+    """Samples of one repetition (GNOME Disks' reads at positions along a device) are one measurement: their
+    mean, so n, the CI and the CoV count repetitions, not positions (an HDD's decline is no variance)."""
+    if "sample" not in frame.columns or not frame["sample"].notna().any():
+        return frame
+    sampled = frame["sample"].notna()
+    group = [c for c in dict.fromkeys(list(keys) + ["run_id", "rep"]) if c in frame.columns]
+    parts = frame[sampled].groupby(group, dropna=False, sort=False)
+    pooled = parts.first().reset_index()
+    pooled[value] = parts[value].mean().values
+    if "flags" in frame.columns:
+        pooled["flags"] = parts["flags"].agg(lambda v: ";".join(dict.fromkeys(
+            f for x in v for f in stats.split_flags(x)))).values
+    return pd.concat([frame[~sampled], pooled[frame.columns]], ignore_index=True)
 
 
 def split_variants(data: pd.DataFrame) -> pd.DataFrame:
     """A copy where a test run with several block sizes, queue depths or job counts
     becomes one test per variant (``"clients (numjobs=8)"``), so that different
-    measurements are never pooled as if they were repetitions."""
+    measurements are never pooled as if they were repetitions; the original tool's
+    rows beside iolab's equivalent (bonnie++, hdparm) are their own test (``"putc (bonnie++)"``)."""
     frame = data.copy()
     if "test" not in frame.columns or frame.empty:
         return frame
+    if "tool" in frame.columns and (frame.groupby("test")["tool"].nunique() > 1).any():
+        original = frame["tool"].astype(str).isin(ORIGINAL_TOOLS)
+        frame.loc[original, "test"] = frame.loc[original, "test"].astype(str) + " (" + frame.loc[original, "tool"] + ")"
     varying = [c for c in VARIANT_COLUMNS if c in frame.columns
                and (frame.groupby("test")[c].nunique(dropna=True) > 1).any()]
     if not varying:

@@ -5,9 +5,10 @@ import pandas as pd
 import pytest
 
 from iolab.analysis import reference
-from iolab.report import articles, notebooks as report, tables
+from iolab.report import articles, commentary, notebooks as report, tables
 from iolab.core.errors import IolabError
 import cli_helpers
+from cli_helpers import ROOT
 
 FIXTURES = cli_helpers.FIXTURES / "data"
 
@@ -218,3 +219,26 @@ def test_an_articles_ratio_table_states_its_ratios_not_a_coverage_note(lang):
     cost = articles.ratio_findings(hyperv[hyperv["metric"] == "overhead"], lang)
     assert ("transactions: an overhead of 10%" if lang == "en" else "トランザクション: オーバーヘッド 10%") in cost
     assert articles.is_ratio(cdm) and not articles.is_ratio(reference.load(article="gigaexpress"))
+
+
+def test_the_original_tools_figures_are_not_pooled_with_iolabs_as_repetitions():
+    """Bonnie++ itself beside iolab's equivalent (one repetition each): the plain report averaged 0.48 and 1.24 MB/s
+    as two repetitions and said 'CoV up to 65%'."""
+    rows = report.select(ROOT / "tests" / "fixtures" / "sections", host=["nvme-node"], recipe=["bonnie"],
+                         with_results=True).results
+    s = tables.summarize(rows).set_index("test")
+    assert s.loc["putc", "n"] == 1 and s.loc["putc", "value"] == pytest.approx(0.479232)
+    assert s.loc["putc (bonnie++)", "n"] == 1 and s.loc["putc (bonnie++)", "value"] == pytest.approx(1.24416)
+    assert s["cov"].isna().all()
+
+
+def test_samples_along_a_device_are_one_measurement_not_repetitions():
+    """GNOME Disks' 100 reads at positions along the disk (one repetition): their mean is the run's figure; the
+    plain report said 'mean of 100 repetitions' with a 95% CI and flagged the HDD's outer-to-inner decline as
+    high variance."""
+    rows = report.select(ROOT / "tests" / "fixtures" / "sections", host=["disk-node"], with_results=True).results
+    s = tables.summarize(rows).set_index("test")
+    read = rows[rows["test"] == "read-rate"]
+    assert s.loc["read-rate", "n"] == 1 and s.loc["read-rate", "value"] == pytest.approx(read["bw_mbps"].mean())
+    assert pd.isna(s.loc["read-rate", "ci_low"]) and pd.isna(s.loc["read-rate", "cov"])
+    assert "high_variance" not in set(commentary.caveats(tables.summarize(rows))["flag"])
