@@ -158,9 +158,11 @@ class Server(ServerLifecycle):
                              data=str(self.data))
         os.chown(self.root, self.account.uid, self.account.gid)
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # --tmpdir: the bootstrap server's temporary files go beside its data, not in the caller's $TMPDIR,
+        # which the server's account may not write (the lab VM's /var/tmp/tmp, made by root: InnoDB aborts)
         argv = self.account.wrap([self.binaries["install_db"], "--no-defaults", f"--datadir={self.data}",
                                   "--auth-root-authentication-method=normal", "--skip-test-db",
-                                  "--skip-name-resolve"])
+                                  "--skip-name-resolve", f"--tmpdir={self.root}"])
         proc = _run_group(argv, cwd=self.root)
         (self.log_dir / "install-db.txt").write_text(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}"
                                                      f"[exit {proc.returncode}]\n")
