@@ -70,8 +70,8 @@ def test_japanese_page_shows_the_remarks_in_japanese_with_the_citation(tmp_path)
     assert "**出典**: 雑誌記事" in ja and "data/reference/other-articles.csv" in ja
 
 
-def test_english_article_page_cites_its_source_under_the_title(tmp_path):
-    md = report.report(reference=ARTICLE, lang="en", out=tmp_path).markdown.read_text(encoding="utf-8")
+def test_english_article_page_cites_its_source_under_the_title(render_once):
+    md = render_once(reference=ARTICLE, lang="en").markdown.read_text(encoding="utf-8")
     head = md.split("\n## ")[0]  # before the first section: the reader sees where the figures come from first
     assert "**Source**: a magazine article" in head and "Recorded: date 2013." in head
 

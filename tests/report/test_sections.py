@@ -576,12 +576,17 @@ def test_section_markdown_show_and_errors():
 # =========================================================================== the compare notebook
 
 
+#: The recipes of the Japanese render: all of the store's but bonnie (whose Japanese section test_bonnie_tables_...
+#: checks), so the render also shows that a recipe filter leaves a recipe out.
+JA_RECIPES = ["crystaldiskmark", "hdparm", "gnome-disks", "pgbench", "quick", "tiobench", "sqlbench", "qd-sweep"]
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     out = tmp_path_factory.mktemp("sections")
     en = report.report(data=STORE, notebook="compare", lang="en", out=out / "en")
-    # Japanese, two recipes chosen: pgbench still finds the quick runs' latency outside the selection
-    ja = report.report(data=STORE, notebook="compare", lang="ja", out=out / "ja", recipe=["pgbench", "gnome-disks"])
+    # Japanese, every recipe but bonnie chosen: pgbench still finds the quick runs' latency outside the selection
+    ja = report.report(data=STORE, notebook="compare", lang="ja", out=out / "ja", recipe=JA_RECIPES)
     return en, ja
 
 
@@ -600,6 +605,10 @@ def test_compare_notebook_renders_every_section(rendered):
     jmd = ja.markdown.read_text(encoding="utf-8")
     assert f"### {i18n.text('sections.gnome.heading', 'ja')}" in jmd
     assert f"### {i18n.text('sections.pg.heading', 'ja')}" in jmd
+    # every recipe's section in Japanese too, and the generic shape (quick) with its Japanese table and findings
+    for key in ("qd", "scaling", "tio", "hdparm", "sql", "fleet"):
+        assert f"### {i18n.text(f'sections.{key}.heading', 'ja')}" in jmd, key
+    assert "## レシピ: quick" in jmd and "**スループット (MB/秒): 3 回中の最良値" in jmd and "**所見**" in jmd
     assert "整合する" in jmd and "Bonnie++" not in jmd
 
 
@@ -614,22 +623,27 @@ CAVEAT_FLAGS = ["v1_writeback", "emulated_latency", "emulated_delay", "cache_sus
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
 def test_every_section_shows_the_caveats_of_its_rows(store, lang):
-    """Each recipe's section, from the fixture runs with one flag per system: the flag's sentence is there
-    (the compare notebook's Bonnie++ and hdparm sections dropped v1_writeback & co.)."""
+    """Each recipe's section, from the fixture runs with each flag on one system (the flags spread over the
+    systems, one build per recipe): the flag's sentence is there (the compare notebook's Bonnie++ and hdparm
+    sections dropped v1_writeback & co.)."""
     seen = set()
     for name in store.recipes:
-        rows = recipe_rows(store, name).copy()
-        for i, flag in enumerate(CAVEAT_FLAGS):
-            flagged = rows.copy()
-            flagged["flags"] = flagged["flags"].fillna("").astype(str) if "flags" in flagged else ""
-            system = sorted(set(flagged["system"]))[i % flagged["system"].nunique()]
+        flagged = recipe_rows(store, name).copy()
+        flagged["flags"] = flagged["flags"].fillna("").astype(str) if "flags" in flagged else ""
+        systems = sorted(set(flagged["system"]))
+        owners = {flag: systems[i % len(systems)] for i, flag in enumerate(CAVEAT_FLAGS)}
+        for flag, system in owners.items():
             mine = flagged["system"] == system
             flagged.loc[mine, "flags"] = flagged.loc[mine, "flags"].map(lambda v: f"{v};{flag}" if v else flag)
-            found, _ = sections.build(flagged, lang=lang)
-            for section in found:
+        found, _ = sections.build(flagged, lang=lang)
+        measured = set(sections.measured_systems(flagged))
+        for section in found:
+            markdown = section.markdown()
+            for flag, system in owners.items():
                 # a fleet section names each host once, whichever of the fleet's runs (1, 2, 3 hosts) it was in
+                mine = flagged["system"] == system
                 shown = flagged.loc[mine, "host"].iloc[0] if section.kind == "fleet" else system
-                if not set(sections.measured_systems(flagged)) & {shown}:
+                if shown not in measured:
                     continue
                 if flag in section_caveats.NOT_SHOWN.get(section.kind, ()):
                     # hdparm shows no latency: the emulated-latency caveat would warn about nothing shown
@@ -640,7 +654,7 @@ def test_every_section_shows_the_caveats_of_its_rows(store, lang):
                 tail = sentence.split("):", 1)[1].strip() if "):" in sentence else sentence[-30:]
                 assert any(f"**{shown}**" in c and tail in c for c in section.caveats), (name, section.kind, flag,
                                                                                           section.caveats)
-                assert tail in section.markdown()
+                assert tail in markdown
                 seen.add(section.kind)
     # every kind of section the store has (flash-cache has its own store: tests/report/test_flashcache.py)
     assert seen == {"bonnie", "hdparm", "tiobench", "gnome-disks", "qd-sweep", "concurrency", "pgbench", "sqlbench",

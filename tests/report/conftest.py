@@ -1,0 +1,18 @@
+"""Pages several report test files read, rendered once per session (a render is 5-15 s of papermill)."""
+import pytest
+
+from iolab.report import notebooks as report
+
+
+@pytest.fixture(scope="session")
+def render_once(tmp_path_factory):
+    """``render_once(**kwargs)``: :func:`iolab.report.notebooks.report` with ``kwargs``, rendered the first time
+    and shared after (the 2013 rebuild is read by the article tests and by the headless-Chromium tests)."""
+    pages = {}
+
+    def render(**kwargs):
+        key = repr(sorted(kwargs.items()))
+        if key not in pages:
+            pages[key] = report.report(out=tmp_path_factory.mktemp("shared-page"), **kwargs)
+        return pages[key]
+    return render
