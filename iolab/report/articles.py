@@ -110,7 +110,7 @@ def is_ratio(part: pd.DataFrame) -> bool:
 
 def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
     """The findings of a ratio table, one bullet per column: the published speed-up (or overhead) per test,
-    as a range from the smallest to the largest where a column has several tests."""
+    as a range from the smallest to the largest where a column has several tests, printed as published (9, not 9.0)."""
     items = []
     for system in dict.fromkeys(part["system"]):
         rows = part[(part["system"] == system) & pd.to_numeric(part["value"], errors="coerce").notna()]
@@ -122,12 +122,12 @@ def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
         if str(low["metric"]) == "overhead":
             for _, r in rows.iterrows():
                 items.append(i18n.text("commentary.ratio_overhead", lang, system=system, test=label(r),
-                                       value=i18n.factor(float(r["value"]))))
+                                       value=i18n.as_published(r["value"])))
         elif len(rows) == 1:
             items.append(i18n.text("commentary.ratio_one", lang, system=system, test=label(low),
-                                   factor=i18n.factor(float(low["value"]))))
+                                   factor=i18n.as_published(low["value"])))
         else:
             items.append(i18n.text("commentary.ratio_range", lang, system=system, low_test=label(low),
-                                   high_test=label(high), low=i18n.factor(float(low["value"])),
-                                   high=i18n.factor(float(high["value"]))))
+                                   high_test=label(high), low=i18n.as_published(low["value"]),
+                                   high=i18n.as_published(high["value"])))
     return "\n".join(f"- {item}" for item in items)
