@@ -11,7 +11,7 @@ import nbformat
 import pandas as pd
 import pytest
 
-from iolab.report import notebooks as report
+from iolab.report import i18n, notebooks as report, tables
 from iolab.core.errors import IolabError
 from cli_helpers import ROOT
 
@@ -216,24 +216,29 @@ def test_many_servers_render_through_the_speed_benchmark(tmp_path, capsys):
     assert capsys.readouterr().out.strip().splitlines()[-1].endswith("compare.html")
 
 
-def test_plain_report_on_every_recipe_kind_leaves_fleet_sums_out(tmp_path):
-    """The first report on a store with pgbench (no MB/s) and fleet runs (host "all")."""
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_plain_report_on_every_recipe_kind_leaves_fleet_sums_out(tmp_path, lang):
+    """The first report on a store with every recipe kind, pgbench (no MB/s) and fleet runs (host "all"), in en and ja."""
     sections = ROOT / "tests" / "fixtures" / "sections"
-    proc = cli("--data", sections, "--out", tmp_path)
+    proc = cli("--data", sections, "--lang", lang, "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     nb = nbformat.read(str(tmp_path / "report.ipynb"), as_version=4)
-    text = " ".join(str(o.get("text", "")) + json.dumps(o.get("data", {})) for c in nb.cells
+    text = " ".join(str(o.get("text", "")) + json.dumps(o.get("data", {}), ensure_ascii=False) for c in nb.cells
                     for o in c.get("outputs", []))
-    assert "This recipe measures no MB/s" in text  # pgbench: transactions, not throughput
+    T = lambda key, **fields: i18n.text(key, lang, **fields)  # noqa: E731
+    assert T("text.no_throughput") in text  # pgbench: transactions, not throughput
     assert len(report.select(sections, host="all").manifests) >= 1  # the store has fleet sums...
     html = (tmp_path / "report.html").read_text()
     assert ">all<" not in html  # ...and no table shows one as a host of its own
-    assert "single repetition" in text or "repetitions" in text
-    # sql-bench's rows have seconds, no MB/s, IOPS or latency: no empty table claiming there were no runs
-    assert "No runs with results were found" not in text
-    # CrystalDiskMark's own figure (best of the passes) beside the mean, as the README promises, and charted
     md = (tmp_path / "report.md").read_text()
-    cdm = md.split("### Recipe: crystaldiskmark", 1)[1].split("### Recipe:", 1)[0]
-    assert "Throughput (MB/s): best of 3, the statistic CrystalDiskMark 8 reports" in cdm
-    assert "Values are the mean of 3 repetitions" in cdm
-    assert "error bars" not in cdm  # the chart plots the best pass: no confidence interval drawn or promised
+    for name in report.select(sections).recipes:  # every recipe has its part of the report
+        assert "### " + T("headings.recipe", recipe=name) in md, name
+    # sql-bench's rows have seconds, no MB/s, IOPS or latency: no empty table claiming there were no runs
+    assert T("text.no_runs") not in text
+    # CrystalDiskMark's own figure (best of the passes) beside the mean, as the README promises, and charted
+    cdm = md.split("### " + T("headings.recipe", recipe="crystaldiskmark"), 1)[1].split("### ", 1)[0]
+    assert T("labels.best_of", caption=tables.caption_for("bw_mbps", "MB/s", lang), n=3, tool="CrystalDiskMark 8") in cdm
+    assert T("labels.ci_note", statistic=T("labels.mean"), n=3) in cdm
+    # the chart plots the best pass: no confidence interval drawn or promised
+    assert T("text.chart_caption_ci", metric=i18n.label("bw_mbps", lang, section="metrics"),
+             unit=i18n.unit("MB/s", lang)) not in cdm
