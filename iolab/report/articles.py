@@ -131,3 +131,11 @@ def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
                                    high_test=label(high), low=i18n.as_published(low["value"]),
                                    high=i18n.as_published(high["value"])))
     return "\n".join(f"- {item}" for item in items)
+
+
+def remarks_without_a_table(frame: pd.DataFrame, specs: list[dict], lang: str = "en") -> str:
+    """The article's remarks on what it printed no figure for (x25v's WD HDD: the shape of its curve only),
+    which no table's remarks would show, as a Markdown list ('' when none)."""
+    shown = {(spec["benchmark"], spec["metric"]) for spec in specs}
+    rows = frame[[(b, m) not in shown for b, m in zip(frame["benchmark"], frame["metric"])]]
+    return notes(rows, lang)

@@ -151,3 +151,16 @@ def test_runs_with_no_place_in_the_article_are_named_not_dropped():
     assert "HDD (emulated) (quick)" in beside.left_out_note(published, sel.results, article=ARTICLE, lang="ja")
     only_bonnie = report.select(None, [bonnie], with_results=True).results
     assert beside.left_out_note(published, only_bonnie, article=ARTICLE) == ""
+
+
+def test_a_remark_on_a_system_with_no_figure_is_shown_not_lost():
+    """x25v-raid0 describes a WD HDD's curve without a figure: no table carries it, so its remark went nowhere."""
+    frame = reference.load(article="x25v-raid0")
+    specs = reference.table_specs(reference.article_info("x25v-raid0"), frame)
+    en = articles.remarks_without_a_table(frame, specs, "en")
+    assert en == ("**The article's remarks**\n\n- WD 1TB HDD, Read rate by position: typical HDD: throughput falls "
+                  "from the outer (start) to the inner (end) of the disk")
+    assert "典型的な HDD の形" in articles.remarks_without_a_table(frame, specs, "ja")
+    two013 = reference.load(article=ARTICLE)
+    assert articles.remarks_without_a_table(two013, reference.table_specs(reference.article_info(ARTICLE), two013),
+                                            "en") == ""
