@@ -3,7 +3,7 @@
 Found in the lab VM, whose $TMPDIR (/var/tmp/tmp) is made by root, 0755:
 mariadb-install-db's bootstrap server, running as the mysql account, put
 InnoDB's temporary files in $TMPDIR, could not, and the sqlbench recipe
-failed before its first test (tests/lab/test_lab_sqlbench.py). Here the same
+failed before its first test (an sqlbench run in the lab VM). Here the same
 on the host, with a $TMPDIR only root may write.
 """
 import shutil
