@@ -242,3 +242,22 @@ def test_plain_report_on_every_recipe_kind_leaves_fleet_sums_out(tmp_path, lang)
     # the chart plots the best pass: no confidence interval drawn or promised
     assert T("text.chart_caption_ci", metric=i18n.label("bw_mbps", lang, section="metrics"),
              unit=i18n.unit("MB/s", lang)) not in cdm
+
+
+def test_emulated_latency_percentiles_are_not_plotted_as_a_disks(tmp_path):
+    """The demo's page plotted a throttled loop device's latency percentiles right after saying they are not a
+    disk's: runs flagged emulated_latency get the caveat and no percentile plot; unflagged copies get both plots."""
+    sections = ROOT / "tests" / "fixtures" / "sections"
+    for flags, name in (("emulated_latency", "flagged"), ("", "plain")):
+        for host in ("hdd-node", "ssd-node"):
+            source = next((sections / host).glob("*-quick-*"))
+            target = tmp_path / name / host / source.name
+            shutil.copytree(source, target)
+            frame = pd.read_csv(target / "results.csv")
+            frame["flags"] = flags
+            frame.to_csv(target / "results.csv", index=False)
+    flagged = report.report(data=tmp_path / "flagged", notebook="compare", out=tmp_path / "out-flagged")
+    md = flagged.markdown.read_text(encoding="utf-8")
+    assert "(emulated_latency)" in md and "Latency percentiles" not in md and len(flagged.figures) == 1
+    plain = report.report(data=tmp_path / "plain", notebook="compare", out=tmp_path / "out-plain")
+    assert plain.markdown.read_text(encoding="utf-8").count("Latency percentiles") == 2
