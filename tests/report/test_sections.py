@@ -622,7 +622,7 @@ CAVEAT_FLAGS = ["v1_writeback", "emulated_latency", "emulated_delay", "cache_sus
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
-def test_every_section_shows_the_caveats_of_its_rows(store, lang):
+def test_every_section_shows_the_caveats_of_its_rows(store, lang, japanese):
     """Each recipe's section, from the fixture runs with each flag on one system (the flags spread over the
     systems, one build per recipe): the flag's sentence is there (the compare notebook's Bonnie++ and hdparm
     sections dropped v1_writeback & co.)."""
