@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -164,12 +165,11 @@ class Server(ServerLifecycle):
                                   "--auth-root-authentication-method=normal", "--skip-test-db",
                                   "--skip-name-resolve", f"--tmpdir={self.root}"])
         proc = _run_group(argv, cwd=self.root)
-        (self.log_dir / "install-db.txt").write_text(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}"
-                                                     f"[exit {proc.returncode}]\n")
+        output = self.log_dir / "install-db.txt"
+        output.write_text(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}[exit {proc.returncode}]\n")
         if proc.returncode != 0:
-            lines = [x.strip() for x in (proc.stderr + proc.stdout).splitlines() if x.strip()]
-            raise IolabError(f"mariadb-install-db exited with {proc.returncode}: {' | '.join(lines[-3:])}",
-                             context=str(self.data), hint=f"its output is {self.log_dir / 'install-db.txt'}")
+            raise IolabError(f"mariadb-install-db exited with {proc.returncode}: {_first_errors(output)}",
+                             context=str(self.data), hint=f"its output is {output}")
 
     def argv(self, port: int) -> list[str]:
         options = {"datadir": self.data, "socket": self.socket, "pid-file": self.root / "mariadbd.pid",
@@ -310,6 +310,17 @@ class Server(ServerLifecycle):
                 "user": self.account.name,
                 "buffer_pool_bytes": self.buffer_pool, "server": self.binaries["server"],
                 "version": self.binaries["version"], "argv": self.argv(self.port or 0)}
+
+
+def _first_errors(output: Path, count: int = 2) -> str:
+    """What made ``mariadb-install-db`` fail: the first ERROR lines of its output (the cause, e.g. InnoDB's
+    "failed with error 28"; the last ones are consequences and its last lines boilerplate), else its end."""
+    lines = [line.strip() for line in output.read_text(errors="replace").splitlines()[1:-1] if line.strip()]
+    errors = [line for line in lines if re.search(r"\[(ERROR|FATAL)\]", line)]
+    if not errors:  # (the file's first line is the command, its last the exit status)
+        return " | ".join(lines[-3:]) or "no output"
+    more = f" (and {len(errors) - count} more ERROR lines)" if len(errors) > count else ""
+    return " | ".join(errors[:count]) + more
 
 
 def undo_stale(root: str, details: dict, *, dry_run: bool) -> str | None:
