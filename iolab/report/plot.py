@@ -295,14 +295,20 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
 def latency_percentiles(data: pd.DataFrame, *, x: str = "percentile", y: str = "latency_ms",
                         hue: str | None = "system", ax=None, xlabel: str | None = None,
                         ylabel: str | None = None, title: str | None = None, palette: str = "deep"):
-    """Latency by percentile (p50, p99, p99.9, max), one line per ``hue``; log y axis."""
+    """Latency by percentile (p50, p99, p99.9, max), one line per ``hue``; a log y axis only when the latencies
+    span more than 100x (:func:`wants_log`), then said on the axis; ticks as plain numbers either way."""
     import seaborn as sns
+    from matplotlib.ticker import FuncFormatter, NullFormatter
     _, plt = _mpl()
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.6))
     sns.lineplot(data=data, x=x, y=y, hue=hue, marker="o", ax=ax, palette=palette, sort=False,
                  errorbar=None)
-    ax.set_yscale("log")
+    if wants_log(data[y]):
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ylabel = f"{ylabel or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
     _texts(ax, xlabel, ylabel, title)
     if ax.get_legend() is not None:
         ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))

@@ -81,13 +81,22 @@ def test_english_setup_still_falls_back_to_japanese_glyphs(summary):
 
 def test_percentiles_and_latency_plot():
     data = pd.DataFrame({"system": ["A", "A", "B"], "test": ["R", "R", "R"], "direction": ["read"] * 3,
-                         "lat_p50_us": [100.0, 300.0, 50.0], "lat_p99_us": [1000.0, 1000.0, 80.0],
+                         "lat_p50_us": [100.0, 300.0, 40.0], "lat_p99_us": [1000.0, 1000.0, 80.0],
                          "lat_p999_us": [2000.0, 2000.0, 90.0], "lat_max_us": [5000.0, 5000.0, 100.0]})
     frame = plot.percentile_frame(data)
     a = frame[frame["system"] == "A"].set_index("percentile")["latency_ms"]
     assert a["p50"] == pytest.approx(0.2) and a["max"] == pytest.approx(5.0)  # median over repetitions, in ms
     ax = plot.latency_percentiles(frame, ylabel="Latency (ms)")
-    assert ax.get_yscale() == "log" and len(ax.get_lines()) >= 2
+    assert ax.get_yscale() == "log" and len(ax.get_lines()) >= 2  # 0.04 to 5 ms: more than 100x
+    # a log axis says so and its ticks are plain numbers (the ja page showed 10^-1 ... 10^2)
+    assert ax.get_ylabel() == "Latency (ms) (log scale)"
+    ax.figure.canvas.draw()
+    ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert ticks and not any("10^" in t or "$" in t or "e-" in t for t in ticks), ticks
+    assert "0.1" in ticks and "1" in ticks
+    # within 100x the axis is linear, as the bar charts'
+    narrow = plot.latency_percentiles(frame[frame["system"] == "A"], ylabel="Latency (ms)")
+    assert narrow.get_yscale() == "linear" and narrow.get_ylabel() == "Latency (ms)"
     image = plot.to_image(ax.figure, alt="latency")
     assert image.data[:8] == b"\x89PNG\r\n\x1a\n"
     assert image.alt == "latency"
