@@ -277,8 +277,12 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
     ax.set_xticks(range(len(xs)))
     long = max((len(s) for s in xs), default=0) > 12
     ax.set_xticklabels(xs, rotation=30 if long else 0, ha="right" if long else "center")
-    if log == "auto" and wants_log(pos["dot_y"]) or log is True:
+    if log == "auto" and wants_log(pos["dot_y"]) or log is True:  # said on the axis, ticks as plain numbers
+        from matplotlib.ticker import FuncFormatter, NullFormatter
         ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
+        ylabel = f"{ylabel or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
     if label and annotate:
         for _, part in pos.groupby(x, sort=False):
             part = part.dropna(subset=["dot_y"]).sort_values("dot_y", ascending=False)

@@ -109,9 +109,14 @@ def test_dots_for_dozens_of_systems():
     seq = pos[pos["test"] == "SEQ"].sort_values("dot_rank")
     assert seq["dot_y"].iloc[0] == 30.0 and seq["dot_pos"].iloc[0] == pytest.approx(-0.3)
     assert seq["dot_pos"].iloc[-1] == pytest.approx(0.3)
-    ax = plot.dots(data, x="test", y="value", label="system", annotate=1)
+    ax = plot.dots(data, x="test", y="value", label="system", annotate=1, ylabel="MB/s")
     try:
         assert ax.get_yscale() == "log"
+        # the log axis says so, with plain tick numbers (1,000 not 10^3), as the bar charts
+        assert ax.get_ylabel() == "MB/s (log scale)"
+        ax.figure.canvas.draw()
+        ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert "1,000" in ticks and not any("$" in t for t in ticks), ticks
         assert len(ax.collections[0].get_offsets()) == 60
         assert sorted(t.get_text() for t in ax.texts) == ["s0", "s0", "s29", "s29"]  # best and worst per test
     finally:
