@@ -14,6 +14,7 @@ import pandas as pd
 
 from iolab.core import optional
 from iolab.core.errors import IolabError
+from iolab.report import barlabels, i18n, plot
 
 SCALING_LABELS = {
     "x": "Hosts running at once",
@@ -100,14 +101,20 @@ def tail_latency_plot(data: pd.DataFrame, *, x: str = "host", y: str = "latency_
     positions = np.arange(len(categories))
     for i, (key, group) in enumerate(groups):
         values = group.set_index(group[x].astype(str))[y].reindex(categories).to_numpy(dtype=float)
-        ax.bar(positions - 0.4 + width * (i + 0.5), values, width=width,
-               label=None if key is None else str(key))
+        bars = ax.bar(positions - 0.4 + width * (i + 0.5), values, width=width,
+                      label=None if key is None else str(key))
+        ax.bar_label(bars, labels=[plot.bar_label(v) for v in values], fontsize="x-small", padding=1)
     ax.set_xticks(positions)
     ax.set_xticklabels(categories)
     ax.set_xlabel(texts["x"])
     ax.set_ylabel(texts["y"])
-    if log:
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    if log:  # bars from a decade below the smallest, the axis says it is log, ticks as plain numbers
         ax.set_yscale("log")
+        ax.set_ylim(bottom=barlabels.log_baseline(data[y]))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylabel(f"{texts['y']} ({i18n.text('labels.log_scale', plot.language())})")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: plot.tick_label(v)))
     if hue is not None:
         ax.legend()
     return ax

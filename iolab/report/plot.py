@@ -117,6 +117,11 @@ def bar_positions(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None,
     return pd.DataFrame(rows, columns=["x", "hue", "y", "pos", "width", "err_low", "err_high"])
 
 
+def language() -> str:
+    """The report language :func:`setup` set (axis notes such as "log scale" are written in it)."""
+    return _STATE["lang"]
+
+
 def wants_log(values: Sequence[float], *, ratio: float = 100.0) -> bool:
     """A log axis when the positive values span more than ``ratio``."""
     positive = [v for v in values if v is not None and not pd.isna(v) and v > 0]

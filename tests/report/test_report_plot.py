@@ -223,3 +223,26 @@ def test_bars_on_a_bare_figure_fit_their_labels_and_keep_its_canvas():
     plot.bars(frame, x="test", y="value", hue="system", ax=ax)
     assert fig.canvas is canvas
     assert {t.get_rotation() for t in ax.texts if t.get_text()} == {90.0}  # 24 six-digit labels in 4 inches: upright
+
+
+def test_fleet_tail_chart_labels_its_bars_and_its_log_axis():
+    """The fleet section's per-host tail chart: 10^2 ticks, no log note, no value labels and an arbitrary baseline."""
+    from iolab.report import barlabels, fleetplots
+    one = pd.DataFrame({"host": ["web1"] * 4 + ["web2"] * 4, "percentile": ["p50", "p99", "p99.9", "max"] * 2,
+                        "latency_ms": [2.5, 114.0, 210.0, 640.0, 2.6, 128.0, 230.0, 700.0]})
+    ax = fleetplots.tail_latency_plot(one, y="latency_ms", labels={"y": "Latency (ms)"})
+    try:
+        assert ax.get_yscale() == "log" and ax.get_ylabel() == "Latency (ms) (log scale)"
+        assert ax.get_ylim()[0] == barlabels.log_baseline(one["latency_ms"]) == 0.1  # a decade below 2.5
+        assert sorted(t.get_text() for t in ax.texts) == sorted(plot.bar_label(v) for v in one["latency_ms"])
+        ax.figure.canvas.draw()
+        ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert "100" in ticks and not any("$" in t for t in ticks), ticks
+    finally:
+        plt.close(ax.figure)
+    linear = fleetplots.tail_latency_plot(one[one["percentile"] != "p50"], y="latency_ms", log=False,
+                                          labels={"y": "Latency (ms)"})
+    try:
+        assert linear.get_yscale() == "linear" and linear.get_ylabel() == "Latency (ms)"
+    finally:
+        plt.close(linear.figure)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iolab.report import i18n, tables
+from iolab.report import i18n, plot, tables
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
     Figure, Section, _t, _pyplot, _labels, _num, _usable, _system, _order, _about, _ms, _fmt, without_aggregates,
@@ -111,7 +111,9 @@ def _add_tails(section: Section, tails: pd.DataFrame, largest: int, lang: str) -
                 & (tails["direction"] == worst["direction"])]
     one = one.assign(latency_ms=one["latency_us"] / 1000.0)
     fig, ax = _pyplot().subplots(figsize=(7.0, 3.8))
-    fleetplots.tail_latency_plot(one, y="latency_ms", ax=ax, labels=_labels("fleet_tail", lang))
+    # a log axis only where the tail spans more than 100x, as every other chart
+    fleetplots.tail_latency_plot(one, y="latency_ms", ax=ax, labels=_labels("fleet_tail", lang),
+                                 log=plot.wants_log(one["latency_ms"]))
     what = i18n.test_label(worst["test"], worst["direction"], lang)
     ax.set_title(_t("fleet.tail_title", lang, test=what, n=largest))
     section.figures.append(Figure(fig, alt=_t("fleet.tail_alt", lang, test=what, n=largest)))
