@@ -92,6 +92,12 @@ def _hue_groups(data: pd.DataFrame, hue: str | None):
 
 
 def _legend(ax, twin) -> None:
+    """The legend of both Axes in one box; and both y axes' ticks as plain numbers (500,000, not 500000)."""
+    from matplotlib.ticker import FuncFormatter
+    from iolab.report.plot import tick_label
+    for axes in (ax, twin):
+        if axes is not None and axes.get_yscale() == "linear":
+            axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
     handles, texts = [], []
     for axes in (ax, twin):
         if axes is None:

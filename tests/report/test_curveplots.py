@@ -95,6 +95,10 @@ def test_qd_plot_marks_the_knee(ax):
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "Queue depth"
     assert ax.get_ylabel() == "IOPS" and "p99" in twin.get_ylabel()
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["IOPS", "knee (QD 8)", "p99"]
+    # IOPS ticks with thousands separators, as the tables print them (the report showed 500000)
+    ax.figure.canvas.draw()
+    ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert any("," in t for t in ticks) and not any(t.replace(".", "").isdigit() and len(t) > 4 for t in ticks), ticks
 
 
 def test_qd_plot_hue_and_jobs_use_outstanding_io(ax):
