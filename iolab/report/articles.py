@@ -32,8 +32,8 @@ def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: s
     return tables.pivot(summary, lang=lang, caption=caption, published=True, notes=[note])
 
 
-def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en") -> Table:
-    """The article's columns: system, device, memory, cache isolated."""
+def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en", caption: str | None = None) -> Table:
+    """The article's columns: system, device, memory, cache isolated (``caption=""``: none, under a heading)."""
     systems = frame[["system", "device", "memory", "cache_isolated"]].drop_duplicates("system")
     out = pd.DataFrame({
         i18n.text("labels.device", lang): systems["device"].values,
@@ -43,7 +43,7 @@ def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en") -> Table:
     }, index=pd.Index(systems["system"].values, name=i18n.text("labels.system", lang)))
     # an article that names no device, memory or cache set-up: no column of dashes
     out = out.loc[:, [not all(pd.isna(v) or str(v) in ("", DASH) for v in out[c]) for c in out.columns]]
-    return Table(out, caption=i18n.text("headings.environment", lang))
+    return Table(out, caption=i18n.text("headings.environment", lang) if caption is None else caption)
 
 
 def notes(frame: pd.DataFrame, lang: str) -> str:

@@ -453,7 +453,7 @@ def environment_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "
     i18n.check_lang(lang)
     records = manifests.to_dict("records") if isinstance(manifests, pd.DataFrame) else list(manifests)
     if not records:
-        return Table(pd.DataFrame(), caption=caption or i18n.text("headings.environment", lang),
+        return Table(pd.DataFrame(), caption=_environment_caption(caption, lang),
                      notes=[i18n.text("text.no_runs", lang)])
     names = list(names) if names is not None else [r.get("label") or r.get("host") or "?" for r in records]
     # one column per run: a name used by runs of several recipes gets the recipe added
@@ -469,7 +469,12 @@ def environment_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "
     frame.index.name = i18n.text("labels.system", lang) if frame.index.name is None else frame.index.name
     if frame.columns.name:
         frame.columns.name = None
-    return Table(frame, caption=caption or i18n.text("headings.environment", lang))
+    return Table(frame, caption=_environment_caption(caption, lang))
+
+
+def _environment_caption(caption: str | None, lang: str) -> str:
+    """None: "Test environment"; "" (under a heading that says so already): no caption."""
+    return i18n.text("headings.environment", lang) if caption is None else caption
 
 
 def provenance_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",

@@ -149,6 +149,7 @@ def test_every_article_renders_in_both_languages(name, lang, tmp_path):
     info = reference.article_info(name)
     assert markdown.startswith("# " + info["title"][lang])
     assert reference.method(info, lang) in markdown.replace("\n", " ")
+    assert markdown.count(i18n.text("headings.environment", lang)) == 1  # a heading, not also its table's caption
     frame = reference.load(article=name)
     for value in frame["value"].dropna():
         text = f"{int(value):,}" if float(value).is_integer() else format(value, ",")
