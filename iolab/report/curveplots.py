@@ -22,6 +22,7 @@ import pandas as pd
 from iolab.analysis import curves
 from iolab.core import optional
 from iolab.core.errors import IolabError
+from iolab.report import plot
 
 #: Default texts of :func:`position_plot`.
 POSITION_LABELS = {
@@ -91,13 +92,15 @@ def _hue_groups(data: pd.DataFrame, hue: str | None):
         yield value, sub
 
 
-def _legend(ax, twin) -> None:
-    """The legend of both Axes in one box; and both y axes' ticks as plain numbers (500,000, not 500000)."""
-    from matplotlib.ticker import FuncFormatter
-    from iolab.report.plot import tick_label
+def _y_axes(ax, twin) -> None:
+    """Both y axes' ticks as plain numbers (500,000, not 500000), as every iolab chart's (:func:`plot.y_axis`)."""
     for axes in (ax, twin):
         if axes is not None and axes.get_yscale() == "linear":
-            axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
+            plot.y_axis(axes, log=False)
+
+
+def _legend(ax, twin) -> None:
+    """The legend of both Axes in one box."""
     handles, texts = [], []
     for axes in (ax, twin):
         if axes is None:
@@ -168,6 +171,7 @@ def position_plot(data: pd.DataFrame, *, x: str = "position", y: str = "bw_mbps"
                      label=texts["access"], zorder=1)
         twin.set_ylim(bottom=0)
         twin.set_ylabel(texts["y2"])
+    _y_axes(ax, twin)
     _legend(ax, twin)
     return ax
 
@@ -217,6 +221,7 @@ def qd_plot(data: pd.DataFrame, *, x: str = "iodepth", y: str = "iops", p99: str
     ax.set_xlabel(texts["x_oio"] if oio or x == curves.OIO else texts["x_qd"] if x == "iodepth" else x)
     ax.set_ylabel(texts["y"])
     twin.set_ylabel(texts["y2"])
+    _y_axes(ax, twin)
     _legend(ax, twin)
     return ax
 
@@ -256,5 +261,6 @@ def scaling_plot(data: pd.DataFrame, *, x: str = "numjobs", y: str = "bw_mbps", 
     if twin is not None:
         twin.set_ylim(bottom=0)
         twin.set_ylabel(texts["y2"])
+    _y_axes(ax, twin)
     _legend(ax, twin)
     return ax

@@ -14,7 +14,7 @@ import pandas as pd
 
 from iolab.core import optional
 from iolab.core.errors import IolabError
-from iolab.report import barlabels, i18n, plot
+from iolab.report import plot
 
 SCALING_LABELS = {
     "x": "Hosts running at once",
@@ -107,14 +107,7 @@ def tail_latency_plot(data: pd.DataFrame, *, x: str = "host", y: str = "latency_
     ax.set_xticks(positions)
     ax.set_xticklabels(categories)
     ax.set_xlabel(texts["x"])
-    ax.set_ylabel(texts["y"])
-    from matplotlib.ticker import FuncFormatter, NullFormatter
-    if log:  # bars from a decade below the smallest, the axis says it is log, ticks as plain numbers
-        ax.set_yscale("log")
-        ax.set_ylim(bottom=barlabels.log_baseline(data[y]))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_ylabel(f"{texts['y']} ({i18n.text('labels.log_scale', plot.language())})")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: plot.tick_label(v)))
+    plot.y_axis(ax, log=log, label=texts["y"], bars=data[y])  # as every bar chart's
     if hue is not None:
         ax.legend()
     return ax

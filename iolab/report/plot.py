@@ -169,6 +169,26 @@ def tick_label(value: float) -> str:
     return f"{value:,.6g}" if abs(value) >= 1 else f"{value:g}"
 
 
+def y_axis(ax, *, log: bool, label: str | None = None, bars: Sequence[float] | None = None) -> None:
+    """The value axis of every iolab chart: ticks as plain numbers (:func:`tick_label`: 1,000 not 10^3)
+    and, when ``log``, no minor tick labels and "(log scale)" after ``label`` in the report's language.
+
+    ``label`` None keeps the axis' label where linear (what seaborn set), "" clears it. ``bars``: the values
+    of bars drawn from the axis' bottom; a log axis then starts at :func:`barlabels.log_baseline` of them
+    (a decade below the smallest), so that every bar has a length.
+    """
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    if log:
+        ax.set_yscale("log")
+        if bars is not None:
+            ax.set_ylim(bottom=barlabels.log_baseline(bars))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        label = f"{label or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
+    if label is not None:
+        ax.set_ylabel(label)
+
+
 def bar_label(value) -> str:
     """A bar's value label: three significant digits with thousands separators, '' when missing."""
     if value is None or pd.isna(value):
@@ -205,8 +225,6 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     use_log = wants_log(pos["y"]) if log == "auto" else bool(log)
     # a log axis starts a decade below the smallest value: every bar is visible and drawn from there
     base = barlabels.log_baseline(pos["y"]) if use_log else 0.0
-    if use_log:
-        ax.set_yscale("log")
     labels = []
     for color, name in zip(colors, hues):
         part = pos[pos["hue"] == name]
@@ -228,15 +246,8 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     ax.set_xticks(range(len(xs)))
     ax.set_xticklabels(xs, rotation=30 if max((len(s) for s in xs), default=0) > 12 else 0,
                        ha="right" if max((len(s) for s in xs), default=0) > 12 else "center")
-    if use_log:  # only when the values span more than 100x; said on the axis, ticks as plain numbers
-        ax.set_ylim(bottom=base)
-        from matplotlib.ticker import FuncFormatter
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
-        ylabel = f"{ylabel or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
-    else:
-        from matplotlib.ticker import FuncFormatter
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
-    _texts(ax, xlabel, ylabel, title)
+    y_axis(ax, log=use_log, label=ylabel, bars=pos["y"])
+    _texts(ax, xlabel, None, title)
     if hue and len(hues) > 1:
         ax.legend(title=legend_title, fontsize="small", title_fontsize="small", frameon=False,
                   loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -282,12 +293,9 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
     ax.set_xticks(range(len(xs)))
     long = max((len(s) for s in xs), default=0) > 12
     ax.set_xticklabels(xs, rotation=30 if long else 0, ha="right" if long else "center")
-    if log == "auto" and wants_log(pos["dot_y"]) or log is True:  # said on the axis, ticks as plain numbers
-        from matplotlib.ticker import FuncFormatter, NullFormatter
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
-        ylabel = f"{ylabel or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
+    use_log = log == "auto" and wants_log(pos["dot_y"]) or log is True
+    if use_log:  # a linear dot chart keeps matplotlib's own ticks
+        y_axis(ax, log=True, label=ylabel)
     if label and annotate:
         for _, part in pos.groupby(x, sort=False):
             part = part.dropna(subset=["dot_y"]).sort_values("dot_y", ascending=False)
@@ -296,7 +304,7 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
             for _, row in picks.iterrows():
                 ax.annotate(str(row[label]), (row["dot_pos"], row["dot_y"]), fontsize="x-small",
                             xytext=(3, 0), textcoords="offset points", va="center")
-    _texts(ax, xlabel, ylabel, title)
+    _texts(ax, xlabel, None if use_log else ylabel, title)
     ax.grid(axis="x", visible=False)
     return ax
 
@@ -307,18 +315,13 @@ def latency_percentiles(data: pd.DataFrame, *, x: str = "percentile", y: str = "
     """Latency by percentile (p50, p99, p99.9, max), one line per ``hue``; a log y axis only when the latencies
     span more than 100x (:func:`wants_log`), then said on the axis; ticks as plain numbers either way."""
     import seaborn as sns
-    from matplotlib.ticker import FuncFormatter, NullFormatter
     _, plt = _mpl()
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.6))
     sns.lineplot(data=data, x=x, y=y, hue=hue, marker="o", ax=ax, palette=palette, sort=False,
                  errorbar=None)
-    if wants_log(data[y]):
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ylabel = f"{ylabel or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
-    _texts(ax, xlabel, ylabel, title)
+    y_axis(ax, log=wants_log(data[y]), label=ylabel)
+    _texts(ax, xlabel, None, title)
     if ax.get_legend() is not None:
         ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax

@@ -246,3 +246,41 @@ def test_fleet_tail_chart_labels_its_bars_and_its_log_axis():
         assert linear.get_yscale() == "linear" and linear.get_ylabel() == "Latency (ms)"
     finally:
         plt.close(linear.figure)
+
+
+def test_one_value_axis_rule_for_every_chart():
+    """:func:`plot.y_axis`, the axis rule bars, dots, latency percentiles, the fleet tail chart and the curve
+    plots share: plain tick numbers; where log, '(log scale)' in the report's language after the label, no minor
+    tick labels, and bars from a decade below the smallest."""
+    from iolab.report import i18n
+    fig, ax = plt.subplots()
+    try:
+        ax.bar([0, 1], [250.0, 90000.0])
+        plot.y_axis(ax, log=True, label="Latency (µs)", bars=[250.0, 90000.0])
+        fig.canvas.draw()
+        assert ax.get_yscale() == "log" and ax.get_ylabel() == "Latency (µs) (log scale)"
+        assert ax.get_ylim()[0] == pytest.approx(10)  # a decade below 250: the short bar still has a length
+        major = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert {"100", "1,000", "10,000"} <= set(major), major
+        assert not [t.get_text() for t in ax.get_yticklabels(minor=True) if t.get_text()]
+    finally:
+        plt.close(fig)
+    fig, ax = plt.subplots()
+    try:  # linear: the label seaborn (or the caller) set stays, ticks still carry thousands separators
+        ax.plot([0, 1], [0, 500000])
+        ax.set_ylabel("IOPS")
+        plot.y_axis(ax, log=False)
+        fig.canvas.draw()
+        assert ax.get_yscale() == "linear" and ax.get_ylabel() == "IOPS"
+        assert "500,000" in [t.get_text() for t in ax.get_yticklabels()]
+    finally:
+        plt.close(fig)
+    plot.setup("ja")
+    fig, ax = plt.subplots()
+    try:  # the note is in the report's language; no label: the note alone
+        ax.plot([0, 1], [1, 1000])
+        plot.y_axis(ax, log=True, label=None)
+        assert ax.get_ylabel() == f"({i18n.text('labels.log_scale', 'ja')})" != "(log scale)"
+    finally:
+        plt.close(fig)
+        plot.setup("en")
