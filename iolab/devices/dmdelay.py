@@ -1,9 +1,13 @@
-"""dm-delay devices: a fixed delay per read (and per write) in front of another block device.
+"""dm-delay devices: a fixed delay per read, per write and per cache flush in front of another block device.
 
 :func:`create` maps a whole device through the ``delay`` target of the device
 mapper (``dmsetup create``): every read bio waits ``read_ms`` before it reaches
-the device below, every write ``write_ms``. It is what makes an emulated ``hdd``
-latency-true (:mod:`iolab.devices.latency`).
+the device below, every write ``write_ms``, and, with ``flush_ms``, every cache
+flush (a bio with REQ_PREFLUSH: what fsync and a journal commit end with)
+``flush_ms`` -- dm-delay's third class, ``delay <dev> <off> <read_ms> <dev> <off>
+<write_ms> <dev> <off> <flush_ms>`` (Debian 6.1's dm-delay v1.3.0 has it). Without
+it a flush is a write and waits ``write_ms``. It is what makes an emulated
+``hdd`` latency-true (:mod:`iolab.devices.latency`).
 
 Names carry the owner, ``iolab-delay-<pid>-<hex>``, and each device gets an
 ownership record (kind ``dm``), so what a killed process left is removed by
@@ -79,25 +83,34 @@ def path_of(name: str) -> str:
     return str(MAPPER / name)
 
 
-def table(lower: str, sectors: int, *, read_ms: int, write_ms: int) -> str:
-    """The dm table line: reads from ``lower`` after ``read_ms``, writes (and flushes) after ``write_ms``."""
-    return f"0 {sectors} delay {lower} 0 {int(read_ms)} {lower} 0 {int(write_ms)}"
+def table(lower: str, sectors: int, *, read_ms: int, write_ms: int, flush_ms: int | None = None) -> str:
+    """The dm table line: reads from ``lower`` after ``read_ms``, writes after ``write_ms``, cache flushes
+    after ``flush_ms`` (None: no flush class, flushes wait ``write_ms`` as writes)."""
+    line = f"0 {sectors} delay {lower} 0 {int(read_ms)} {lower} 0 {int(write_ms)}"
+    return line if flush_ms is None else f"{line} {lower} 0 {int(flush_ms)}"
 
 
-def create(lower: str, *, read_ms: int, write_ms: int, name: str | None = None, **details) -> str:
-    """Map ``lower`` through dm-delay; returns ``/dev/mapper/<name>`` (recorded in the ledger)."""
+def create(lower: str, *, read_ms: int, write_ms: int, flush_ms: int | None = None, name: str | None = None,
+           **details) -> str:
+    """Map ``lower`` through dm-delay; returns ``/dev/mapper/<name>`` (recorded in the ledger).
+
+    ``flush_ms`` needs dm-delay's flush class: a kernel without it refuses the
+    table, and the IolabError says so (:func:`iolab.devices.latency.stack` falls back).
+    """
     name = name or new_name()
     sectors = int(commands.run(["blockdev", "--getsz", lower]).stdout.strip())
     # recorded before it exists: a crash right after the create still leaves its owner behind
     ownership.record("dm", name, undo=f"dmsetup remove {name}", lower=lower, **details)
     try:
-        commands.run(["dmsetup", "create", name], input=table(lower, sectors, read_ms=read_ms, write_ms=write_ms))
+        commands.run(["dmsetup", "create", name],
+                     input=table(lower, sectors, read_ms=read_ms, write_ms=write_ms, flush_ms=flush_ms))
     except IolabError:
         remove(name)  # a half-made device (created but not loaded) must go too
         raise
     device = path_of(name)
     _wait_for_node(device)
-    log.info("dm-delay %s over %s: reads +%d ms, writes +%d ms", device, lower, read_ms, write_ms)
+    log.info("dm-delay %s over %s: reads +%d ms, writes +%d ms, flushes +%s ms", device, lower, read_ms, write_ms,
+             write_ms if flush_ms is None else flush_ms)
     return device
 
 

@@ -78,7 +78,7 @@ FILESYSTEMS = {
     "xfs": ["mkfs.xfs", "-q", "-f", "-K", "-L", "iolab"],
 }
 LIMIT_FIELDS = ("read_bps", "write_bps", "read_iops", "write_iops")
-DELAY_FIELDS = ("read_delay_ms", "write_delay_ms")
+DELAY_FIELDS = ("read_delay_ms", "write_delay_ms", "flush_delay_ms")
 #: fio options for jobs on emulated devices: I/O buffers in (hugetlb) huge pages,
 #: physically contiguous, so the loop device does not split a 1 MiB request in
 #: two and blk-throttle counts it once. The pages come from the sandbox
@@ -101,6 +101,7 @@ class Profile:
     #: per-I/O service time where the kernel has dm-delay (:mod:`iolab.devices.latency`); None: none
     read_delay_ms: int | None = None
     write_delay_ms: int | None = None
+    flush_delay_ms: int | None = None  # a cache flush (fsync's REQ_PREFLUSH), dm-delay's third class
 
     @property
     def limits(self) -> dict:

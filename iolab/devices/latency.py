@@ -28,7 +28,14 @@ small sequential reads are slower than a disk's; at depth the ceilings are
 reached); the delay is rounded up to the kernel's timer tick (dm-delay up to
 Linux 6.8 uses jiffies: 4 ms at HZ=250), so the configured delay is a lower
 bound; writes use ``write_delay_ms`` (0 for the ``hdd``: a disk's write cache
-absorbs them, the throttle paces them).
+absorbs them, the throttle paces them) and cache flushes ``flush_delay_ms``
+(8 ms for the ``hdd``: a flush -- what fsync and every journal commit end with,
+REQ_PREFLUSH -- waits until the cache is on the platter, a seek plus rotation),
+dm-delay's third class. So fsync-bound work (a database's commits, sql-bench's
+``create``) is paced by the flushes, as on a disk, not by the write throttle
+alone. Where the kernel's dm-delay has no flush class (it refuses the 9-argument
+table) the device keeps the read and write classes, a flush waits the write
+delay, and ``reason`` says so. A FUA write without a preflush is a write.
 
 Where dm-delay is missing (no device-mapper, no ``dm_delay`` module, no
 ``dmsetup``) the device is the throttled loop device alone, exactly as before,
@@ -40,6 +47,7 @@ import contextlib
 import dataclasses
 import logging
 
+from iolab.core.errors import IolabError
 from iolab.devices import dmdelay
 
 log = logging.getLogger(__name__)
@@ -56,6 +64,7 @@ class Emulation:
     reason: str                    # why this one (what was missing, for the fallback)
     read_delay_ms: int | None = None
     write_delay_ms: int | None = None
+    flush_delay_ms: int | None = None  # None: no flush class (a flush waits write_delay_ms)
     dm_device: str | None = None   # /dev/mapper/iolab-delay-... (dm-delay only)
     lower_device: str | None = None  # the loop device under it
 
@@ -66,28 +75,43 @@ class Emulation:
     def describe(self) -> dict:
         return {"kind": self.kind, "latency_true": self.latency_true, "reason": self.reason,
                 "read_delay_ms": self.read_delay_ms, "write_delay_ms": self.write_delay_ms,
-                "dm_device": self.dm_device, "lower_device": self.lower_device}
+                "flush_delay_ms": self.flush_delay_ms, "dm_device": self.dm_device, "lower_device": self.lower_device}
 
 
 def choose(profile, *, unavailable=dmdelay.unavailable) -> Emulation:
     """The emulation ``profile`` gets on this machine (``unavailable``: why dm-delay cannot run, or None)."""
-    delay = getattr(profile, "read_delay_ms", None)
-    if not delay and not getattr(profile, "write_delay_ms", None):
+    delays = {f: getattr(profile, f, None) for f in ("read_delay_ms", "write_delay_ms", "flush_delay_ms")}
+    if not any(delays.values()):
         return Emulation(THROTTLE, f"profile {profile.name} declares no per-I/O delay")
     missing = unavailable()
     if missing:
         log.info("emulated %s: dm-delay unavailable (%s): blk-throttle limits only, latency is the throttle's",
                  profile.name, missing)
         return Emulation(THROTTLE, f"dm-delay unavailable: {missing}")
+    flush = delays["flush_delay_ms"]
     return Emulation(DM_DELAY, f"profile {profile.name} declares a per-I/O delay and the kernel has dm-delay",
-                     read_delay_ms=int(delay or 0), write_delay_ms=int(profile.write_delay_ms or 0))
+                     read_delay_ms=int(delays["read_delay_ms"] or 0), write_delay_ms=int(delays["write_delay_ms"] or 0),
+                     flush_delay_ms=None if flush is None else int(flush))
 
 
 def stack(emulation: Emulation, lower: str, undo: contextlib.ExitStack, **details) -> Emulation:
     """Put the dm-delay device of ``emulation`` over ``lower`` (removed by ``undo``); the throttle-only
-    emulation is returned as it is."""
+    emulation is returned as it is. A kernel whose dm-delay refuses the flush class gets the read and
+    write classes, and the returned emulation says so (``flush_delay_ms`` None, ``reason``)."""
     if not emulation.latency_true:
         return emulation
-    device = dmdelay.create(lower, read_ms=emulation.read_delay_ms, write_ms=emulation.write_delay_ms, **details)
+    delays = {"read_ms": emulation.read_delay_ms, "write_ms": emulation.write_delay_ms}
+    try:
+        device = dmdelay.create(lower, **delays, flush_ms=emulation.flush_delay_ms, **details)
+    except IolabError as exc:
+        if emulation.flush_delay_ms is None:
+            raise
+        log.warning("dm-delay refused a flush class over %s (%s): flushes wait the write delay", lower, exc)
+        device = dmdelay.create(lower, **delays, **details)
+        emulation = dataclasses.replace(
+            emulation, flush_delay_ms=None,
+            reason=f"{emulation.reason}; its dm-delay has no flush class (the 9-argument table was refused: "
+                   f"{exc}): a cache flush waits the write delay ({emulation.write_delay_ms} ms), "
+                   f"not {emulation.flush_delay_ms} ms")
     undo.callback(dmdelay.remove, device.rsplit("/", 1)[-1])
     return dataclasses.replace(emulation, dm_device=device, lower_device=lower)

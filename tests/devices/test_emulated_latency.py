@@ -5,6 +5,7 @@ The dm-delay side itself runs on a real kernel in tests/lab/test_lab_latency.py.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -18,10 +19,11 @@ from kernel_fixtures import machine_clean, module_clean, mounted, needs_root, sc
 pytestmark = pytest.mark.usefixtures("module_clean", "machine_clean")
 
 
-def test_the_hdd_declares_a_read_delay_and_the_ssd_none():
+def test_the_hdd_declares_a_read_and_a_flush_delay_and_the_ssd_none():
     hdd, ssd = get_profile("hdd"), get_profile("sata-ssd")
-    assert (hdd.read_delay_ms, hdd.write_delay_ms) == (8, 0)
-    assert (ssd.read_delay_ms, ssd.write_delay_ms) == (None, None)
+    assert (hdd.read_delay_ms, hdd.write_delay_ms, hdd.flush_delay_ms) == (8, 0, 8)
+    assert (ssd.read_delay_ms, ssd.write_delay_ms, ssd.flush_delay_ms) == (None, None, None)
+    assert any("every cache flush waits at least 8 ms" in note for note in hdd.notes)
 
 
 @pytest.mark.parametrize("value", [-1, 2.5, "8ms", True])
@@ -35,7 +37,9 @@ def test_a_bad_delay_names_the_field(tmp_path, value):
 def test_choice_dm_delay_where_the_kernel_has_it_else_the_throttle():
     hdd, ssd = get_profile("hdd"), get_profile("sata-ssd")
     chosen = latency.choose(hdd, unavailable=lambda: None)
-    assert (chosen.kind, chosen.latency_true, chosen.read_delay_ms, chosen.write_delay_ms) == ("dm-delay", True, 8, 0)
+    assert (chosen.kind, chosen.latency_true, chosen.read_delay_ms, chosen.write_delay_ms, chosen.flush_delay_ms) == \
+        ("dm-delay", True, 8, 0, 8)
+    assert chosen.describe()["flush_delay_ms"] == 8
     fallback = latency.choose(hdd, unavailable=lambda: "the kernel has no dm-delay target (module dm_delay)")
     assert (fallback.kind, fallback.latency_true, fallback.read_delay_ms) == ("blk-throttle", False, None)
     assert fallback.reason == "dm-delay unavailable: the kernel has no dm-delay target (module dm_delay)"
@@ -48,9 +52,38 @@ def test_choice_dm_delay_where_the_kernel_has_it_else_the_throttle():
 def test_dm_delay_table_and_names():
     assert dmdelay.table("/dev/loop3", 2048, read_ms=8, write_ms=0) == \
         "0 2048 delay /dev/loop3 0 8 /dev/loop3 0 0"
+    assert dmdelay.table("/dev/loop3", 2048, read_ms=8, write_ms=0, flush_ms=8) == \
+        "0 2048 delay /dev/loop3 0 8 /dev/loop3 0 0 /dev/loop3 0 8"
     assert dmdelay.owner_of(f"{dmdelay.PREFIX}4711-ab12cd") == 4711
     assert dmdelay.owner_of("vg0-root") is None
     assert dmdelay.new_name().startswith(f"{dmdelay.PREFIX}{os.getpid()}-")
+
+
+def test_a_dm_delay_without_the_flush_class_keeps_reads_and_writes_and_says_so(monkeypatch):
+    """An older kernel refuses the 9-argument table: the device is made with read and write classes.
+
+    No kernel here lacks the flush class (the host has no device-mapper, the lab's has it), so
+    dmsetup is stood in for by a function that refuses the flush class as such a kernel's would.
+    """
+    made, removed = [], []
+
+    def create(lower, *, read_ms, write_ms, flush_ms=None, **details):
+        if flush_ms is not None:
+            raise IolabError("exited with 1: device-mapper: reload ioctl failed: Invalid argument",
+                             context="dmsetup create iolab-delay-1-abc")
+        made.append((lower, read_ms, write_ms))
+        return "/dev/mapper/iolab-delay-1-abc"
+
+    monkeypatch.setattr(dmdelay, "create", create)
+    monkeypatch.setattr(dmdelay, "remove", removed.append)
+    chosen = latency.choose(get_profile("hdd"), unavailable=lambda: None)
+    with contextlib.ExitStack() as undo:
+        stacked = latency.stack(chosen, "/dev/loop7", undo)
+    assert made == [("/dev/loop7", 8, 0)] and removed == ["iolab-delay-1-abc"]
+    assert (stacked.kind, stacked.read_delay_ms, stacked.write_delay_ms, stacked.flush_delay_ms) == \
+        ("dm-delay", 8, 0, None)
+    assert "no flush class" in stacked.reason and "Invalid argument" in stacked.reason
+    assert "a cache flush waits the write delay (0 ms), not 8 ms" in stacked.reason
 
 
 def _host_has_dm_delay() -> bool:
@@ -70,7 +103,7 @@ def test_without_dm_delay_the_hdd_is_the_throttled_loop_device_as_before(scratch
         assert dev.fio_options == {"iomem": "mmaphuge"} and info["dio"] is True
         assert info["emulation"] == {"kind": "blk-throttle", "latency_true": False,
                                      "reason": f"dm-delay unavailable: {reason}", "read_delay_ms": None,
-                                     "write_delay_ms": None, "dm_device": None, "lower_device": None}
+                                     "write_delay_ms": None, "flush_delay_ms": None, "dm_device": None, "lower_device": None}
         assert info["loop_device"] == dev.device
     assert dmdelay.leftovers() == [] and emulated.leftovers(owner=os.getpid()) == []
 
