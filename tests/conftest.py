@@ -54,6 +54,25 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"a stock_kernel test skipped in the lab VM, whose kernel must run it: {reason}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def iolab_cache_dir(tmp_path_factory):
+    """One $IOLAB_CACHE_DIR for the whole session, removed at its end: tests never write the user's
+    ~/.cache, and the sqlbench tests after the first copy its pristine MariaDB data directory instead of
+    running mariadb-install-db again. Under pytest's basetemp, which is writable in the lab VM too
+    (/var/tmp/pytest; the host root is read-only there). The iolab processes the tests start inherit it."""
+    path = tmp_path_factory.mktemp("iolab-cache")
+    before = os.environ.get("IOLAB_CACHE_DIR")
+    os.environ["IOLAB_CACHE_DIR"] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop("IOLAB_CACHE_DIR", None)
+        else:
+            os.environ["IOLAB_CACHE_DIR"] = before
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
 def iolab():
     return iolab_cli

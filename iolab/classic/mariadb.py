@@ -1,7 +1,9 @@
 """A throw-away MariaDB server on a target, for the sqlbench engine.
 
 ``Server(parent, log_dir=..., buffer_pool=...)`` lays out ``<parent>/iolab-sqlbench/``
-(``data/`` made by ``mariadb-install-db``, the socket and pid file beside it),
+(``data/`` made by ``mariadb-install-db``, or copied from the pristine one an earlier run's
+install-db made for the same version and options: :mod:`iolab.classic.mariadb_pristine`;
+the socket and pid file beside it),
 starts ``mariadbd`` through a caller's ``popen`` (the sandbox's: the server
 then runs inside the memory-limited cgroup and under the device throttles) on
 127.0.0.1 and a free TCP port (a port in use: another is picked), and stops
@@ -33,6 +35,7 @@ from pathlib import Path
 from iolab.core import ownership
 from iolab.core.errors import IolabError
 from iolab.classic import dbserver
+from iolab.classic import mariadb_pristine as pristine
 from iolab.classic.dbserver import Account, ServerLifecycle, tail
 
 log = logging.getLogger(__name__)
@@ -164,12 +167,48 @@ class Server(ServerLifecycle):
         argv = self.account.wrap([self.binaries["install_db"], "--no-defaults", f"--datadir={self.data}",
                                   "--auth-root-authentication-method=normal", "--skip-test-db",
                                   "--skip-name-resolve", f"--tmpdir={self.root}"])
-        proc = _run_group(argv, cwd=self.root)
+        key = pristine.Key.of(self.binaries["version"], argv)
+        if self._copy_pristine(key):
+            return
         output = self.log_dir / "install-db.txt"
+        started = time.monotonic()
+        proc = _run_group(argv, cwd=self.root)
         output.write_text(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}[exit {proc.returncode}]\n")
         if proc.returncode != 0:
             raise IolabError(f"mariadb-install-db exited with {proc.returncode}: {_first_errors(output)}",
                              context=str(self.data), hint=f"its output is {output}")
+        seconds = time.monotonic() - started
+        log.info("mariadb-install-db made %s in %.2f s", self.data, seconds)
+        entry = pristine.store(key, self.data, install_output=output, seconds=seconds, argv=argv)
+        if entry is not None:
+            with open(output, "a") as f:
+                f.write(f"# ran in {seconds:.2f} s; the data directory (before its server started) is the pristine "
+                        f"cache entry {entry.path} for later runs\n")
+
+    def _copy_pristine(self, key) -> bool:
+        """The data directory copied from the pristine cache (see :mod:`iolab.classic.mariadb_pristine`);
+        False (why logged at INFO) when there is no usable entry or the copy fails: install-db then runs."""
+        try:
+            entry = pristine.lookup(key)
+        except pristine.Unusable as exc:
+            log.info("not using the pristine cache entry %s: %s (remove it to have it made again)", key.path(), exc)
+            return False
+        if entry is None:
+            log.info("no pristine MariaDB data directory cached yet for this version (%s)", key.path())
+            return False
+        started = time.monotonic()
+        try:
+            pristine.copy_out(entry, self.data, uid=self.account.uid, gid=self.account.gid)
+        except OSError as exc:
+            log.info("copying the pristine data directory %s to %s failed (%s); running mariadb-install-db",
+                     entry.data, self.data, exc)
+            shutil.rmtree(self.data, ignore_errors=True)
+            return False
+        seconds = time.monotonic() - started
+        log.info("copied the pristine data directory %s to %s in %.2f s (mariadb-install-db not run)", entry.data,
+                 self.data, seconds)
+        (self.log_dir / "install-db.txt").write_text(pristine.describe(entry, seconds) + entry.output)
+        return True
 
     def argv(self, port: int) -> list[str]:
         options = {"datadir": self.data, "socket": self.socket, "pid-file": self.root / "mariadbd.pid",

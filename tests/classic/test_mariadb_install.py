@@ -5,7 +5,14 @@ mariadb-install-db's bootstrap server, running as the mysql account, put
 InnoDB's temporary files in $TMPDIR, could not, and the sqlbench recipe
 failed before its first test (an sqlbench run in the lab VM). Here the same
 on the host, with a $TMPDIR only root may write.
+
+The pristine cache (iolab.classic.mariadb_pristine): mariadb-install-db runs once per server version and
+install options; later servers get a copy of its data directory. Whether install-db ran is counted by a
+wrapper around the real one (``counting_install_db``), never judged by time. Each test has a cache of its
+own ($IOLAB_CACHE_DIR under tmp_path), not the session's.
 """
+import logging
+import os
 import shutil
 import subprocess
 import tempfile
@@ -13,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.classic import mariadb
+from iolab.classic import mariadb, mariadb_pristine
 from iolab.core.errors import IolabError
 
 from cli_helpers import database_server
@@ -22,31 +29,204 @@ from test_sqlbench import mariadbd_processes
 BINARIES, MISSING, needs_root, needs_mariadb = database_server(mariadb.find_binaries, account="mysql")
 
 
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A fresh, empty pristine cache for this test (root's, 0700 like tmp_path)."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("IOLAB_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def target():
+    """A directory the mysql account can reach; any server directory left in it is the test's failure."""
+    path = Path(tempfile.mkdtemp(prefix="iolab-sqltest-", dir="/var/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def counting_install_db():
+    """``binaries`` whose install_db is a wrapper that counts its runs, then execs the real one; ``.runs()``."""
+    where = Path(tempfile.mkdtemp(prefix="iolab-installdb-", dir="/var/tmp"))
+    where.chmod(0o755)
+    counter = where / "runs"
+    counter.touch(mode=0o666)
+    counter.chmod(0o666)  # the wrapper runs as the mysql account
+    wrapper = where / "install-db"
+    wrapper.write_text(f"#!/bin/sh\necho run >> {counter}\nexec {BINARIES['install_db']} \"$@\"\n")
+    wrapper.chmod(0o755)
+
+    class Counting(dict):
+        def runs(self) -> int:
+            return len(counter.read_text().splitlines())
+
+    try:
+        yield Counting(BINARIES, install_db=str(wrapper))
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def make(target, log_dir, binaries) -> mariadb.Server:
+    """A created server (its data directory made); destroyed by the caller."""
+    server = mariadb.Server(target, log_dir=log_dir, buffer_pool=16 * 1024**2, binaries=binaries)
+    try:
+        server.create()
+    except BaseException:
+        server.destroy()
+        raise
+    return server
+
+
+def entries(cache: Path) -> list[str]:
+    return sorted(p.name for p in (cache / "mariadb").iterdir()) if (cache / "mariadb").exists() else []
+
+
+def install_log(server) -> str:
+    return (server.log_dir / "install-db.txt").read_text()
+
+
+def serves_queries(server) -> None:
+    """The server starts on its data directory, root logs in, and an InnoDB table takes a row and gives it back."""
+    server.start()
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM mysql.global_priv WHERE User='root'")
+            assert cur.fetchone()[0] >= 1
+            cur.execute("CREATE DATABASE t")
+            cur.execute("CREATE TABLE t.x (a INT PRIMARY KEY, b VARCHAR(20)) ENGINE=InnoDB")
+            cur.execute("INSERT INTO t.x VALUES (1, 'pristine')")
+            cur.execute("SELECT b FROM t.x WHERE a=1")
+            assert cur.fetchone()[0] == "pristine"
+    finally:
+        conn.close()
+
+
 @needs_root
 @needs_mariadb
-def test_server_is_created_when_the_account_cannot_write_tmpdir(tmp_path, monkeypatch):
+def test_server_is_created_when_the_account_cannot_write_tmpdir(tmp_path, monkeypatch, cache, target):
     private = tmp_path / "root-only-tmp"
     private.mkdir(mode=0o700)
     monkeypatch.setenv("TMPDIR", str(private))
-    target = Path(tempfile.mkdtemp(prefix="iolab-sqltest-", dir="/var/tmp"))
-    target.chmod(0o755)
     server = mariadb.Server(target, log_dir=tmp_path / "log", buffer_pool=16 * 1024**2)
     assert server.account.uid != 0  # the server runs as the mysql account, which cannot write $TMPDIR
     try:
         server.create()
         assert (server.data / "mysql").is_dir()
+        assert install_log(server).startswith("$ ")  # install-db ran (an empty cache), with its --tmpdir
         assert list(private.iterdir()) == []
     finally:
         server.destroy()
-        shutil.rmtree(target, ignore_errors=True)
     assert not server.root.exists() and mariadbd_processes(target) == []
 
 
 @needs_root
 @needs_mariadb
-def test_a_failed_install_quotes_its_cause_not_its_boilerplate(tmp_path):
+def test_second_server_is_copied_from_the_cache_and_works_without_install_db(tmp_path, cache, target,
+                                                                             counting_install_db):
+    first = make(target, tmp_path / "log1", counting_install_db)
+    try:
+        assert counting_install_db.runs() == 1
+        installed = mariadb_pristine.manifest(first.data)
+        [key] = entries(cache)
+    finally:
+        first.destroy()
+    entry = cache / "mariadb" / key
+    # the root account's tables: nobody but root may enter any directory of the cache
+    for path in [cache / "mariadb", entry, *(p for p in entry.rglob("*") if p.is_dir())]:
+        assert path.stat().st_mode & 0o077 == 0 and path.stat().st_uid == 0, path
+    second = mariadb.Server(target, log_dir=tmp_path / "log2", buffer_pool=16 * 1024**2,
+                            binaries=counting_install_db)
+    try:
+        second.create()
+        assert counting_install_db.runs() == 1  # install-db did not run again
+        text = install_log(second)
+        assert text.startswith("# mariadb-install-db was not run") and str(entry) in text, text
+        assert "$ " in text and "[exit 0]" in text  # the install that made the entry, quoted
+        # install-db's files, sizes and modes, owned by the server's account as install-db leaves them
+        assert mariadb_pristine.manifest(second.data) == installed
+        assert {p.stat().st_uid for p in [second.data, *second.data.rglob("*")]} == {second.account.uid}
+        serves_queries(second)
+    finally:
+        second.destroy()
+    assert not second.root.exists() and mariadbd_processes(target) == []
+
+
+@needs_root
+@needs_mariadb
+def test_entries_are_keyed_by_server_version(tmp_path, cache, target, counting_install_db):
+    for n, version in enumerate(["MariaDB 10.11.19 as found", "MariaDB 11.4.2 after an upgrade",
+                                 "MariaDB 10.11.19 as found"]):
+        make(target, tmp_path / f"log{n}", dict(counting_install_db, version=version)).destroy()
+    assert counting_install_db.runs() == 2  # the third found the first's entry
+    assert len(entries(cache)) == 2
+    assert (tmp_path / "log2" / "install-db.txt").read_text().startswith("# mariadb-install-db was not run")
+
+
+@needs_root
+@needs_mariadb
+def test_unwritable_cache_falls_back_to_install_db(tmp_path, monkeypatch, target, counting_install_db, caplog):
+    readonly = tmp_path / "ro"
+    readonly.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1M", "tmpfs", str(readonly)], check=True)
+    monkeypatch.setenv("IOLAB_CACHE_DIR", str(readonly / "iolab"))
+    caplog.set_level(logging.INFO, logger="iolab.classic.mariadb_pristine")
+    try:
+        for n in range(2):
+            server = make(target, tmp_path / f"log{n}", counting_install_db)
+            try:
+                assert install_log(server).startswith("$ ")
+                serves_queries(server)
+            finally:
+                server.destroy()
+    finally:
+        subprocess.run(["umount", str(readonly)], check=True)
+    assert counting_install_db.runs() == 2
+    assert "is not cached (" in caplog.text and "Read-only file system" in caplog.text, caplog.text
+    assert mariadbd_processes(target) == []
+
+
+@needs_root
+@needs_mariadb
+@pytest.mark.parametrize("damage", ["marker removed", "table file truncated", "file missing"])
+def test_a_damaged_entry_is_not_used(tmp_path, cache, target, counting_install_db, caplog, damage):
+    make(target, tmp_path / "log0", counting_install_db).destroy()
+    [key] = entries(cache)
+    entry = cache / "mariadb" / key
+    if damage == "marker removed":
+        (entry / "entry.json").unlink()
+    elif damage == "table file truncated":
+        os.truncate(entry / "data" / "mysql" / "global_priv.MAD", 100)
+    else:
+        (entry / "data" / "ibdata1").unlink()
+    caplog.set_level(logging.INFO, logger="iolab.classic.mariadb")
+    server = make(target, tmp_path / "log1", counting_install_db)
+    try:
+        assert counting_install_db.runs() == 2
+        assert install_log(server).startswith("$ ")
+        serves_queries(server)
+    finally:
+        server.destroy()
+    assert f"not using the pristine cache entry {entry}" in caplog.text
+    assert mariadbd_processes(target) == []
+
+
+@needs_root
+@needs_mariadb
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_failed_install_quotes_its_cause_not_its_boilerplate(tmp_path, cache, cached):
     """A target with no room for InnoDB's 12 MiB ibdata1: the error quotes InnoDB's first ERROR lines (error 28),
-    not the consequences after it nor mariadb-install-db's closing 'Please check all of the above'."""
+    not the consequences after it nor mariadb-install-db's closing 'Please check all of the above'.
+    With a pristine entry cached, its copy fails for want of room too, and install-db says why as before."""
+    if cached:
+        with tempfile.TemporaryDirectory(prefix="iolab-sqltest-", dir="/var/tmp") as roomy:
+            os.chmod(roomy, 0o755)
+            make(roomy, tmp_path / "log0", BINARIES).destroy()
+        assert len(entries(cache)) == 1
     target = Path(tempfile.mkdtemp(prefix="iolab-sqltest-", dir="/var/tmp"))  # the mysql account reaches it
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3M,mode=755", "tmpfs", str(target)], check=True)
     server = mariadb.Server(target, log_dir=tmp_path / "log", buffer_pool=16 * 1024**2)
@@ -62,3 +242,4 @@ def test_a_failed_install_quotes_its_cause_not_its_boilerplate(tmp_path):
     assert "Please check" not in message and "more ERROR lines" in message
     assert failed.value.hint == f"its output is {tmp_path / 'log' / 'install-db.txt'}"
     assert mariadbd_processes(target) == []
+    assert len(entries(cache)) == int(cached)  # a failed install is never cached

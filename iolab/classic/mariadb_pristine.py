@@ -1,0 +1,235 @@
+"""A cache of pristine MariaDB data directories: ``mariadb-install-db`` once per server version and options.
+
+What ``mariadb-install-db`` writes depends on the server's version and the install options, not on where
+the data directory lives; it costs seconds on a host and a minute under the lab VM's emulated CPU, for every
+sqlbench run. So the first run's freshly installed data directory (before its server ever starts) is copied
+into ``<cache>/mariadb/<key>/data`` and later runs copy it from there onto their target instead.
+
+- ``<cache>``: ``$IOLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/iolab``, else ``~/.cache/iolab``.
+- ``<key>``: a hash of the version string and the install argv without its paths (``--datadir``,
+  ``--tmpdir``; the account it runs as stays in it, through ``setpriv``'s ids).
+- An entry is filled atomically: copied into a temporary sibling with its ``entry.json`` (what made it,
+  when, and a manifest of every file) written last, then renamed into place; a process that loses the race
+  uses the winner's entry and removes its own copy.
+- An entry is used only when its ``entry.json`` is there and the files match its manifest; otherwise, or
+  when the cache cannot be read or written (a read-only root, as in the lab VM), the caller runs
+  ``mariadb-install-db`` as before: the cache never fails a run (the reason is logged at INFO).
+- The entries hold the root account's tables: every directory in them is 0700 (root's); a copy taken out
+  gets the modes ``mariadb-install-db`` gave and the server's account as owner.
+
+Files are copied with their zero runs left unwritten but allocated (``posix_fallocate``), as InnoDB's
+own ``fallocate`` left its 96 MiB redo log: the copy writes what install-db wrote, not 100 MiB of zeros.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import hashlib
+import json
+import logging
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+ENTRY_FILE = "entry.json"
+FORMAT = 1
+PATH_OPTIONS = ("--datadir=", "--tmpdir=")
+CHUNK = 1 << 20
+
+
+def cache_root() -> Path:
+    """Where iolab keeps what it may recompute: ``$IOLAB_CACHE_DIR``, ``$XDG_CACHE_HOME/iolab``, ``~/.cache/iolab``."""
+    if os.environ.get("IOLAB_CACHE_DIR"):
+        return Path(os.environ["IOLAB_CACHE_DIR"])
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "iolab"
+    return Path.home() / ".cache" / "iolab"
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """What a pristine data directory depends on: the server's version string and the install argv sans paths."""
+    version: str
+    argv: tuple
+
+    @classmethod
+    def of(cls, version: str, argv) -> "Key":
+        return cls(version, tuple(a for a in argv if not str(a).startswith(PATH_OPTIONS)))
+
+    @property
+    def name(self) -> str:
+        text = json.dumps({"version": self.version, "argv": list(self.argv)}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    def path(self) -> Path:
+        return cache_root() / "mariadb" / self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    path: Path
+    meta: dict
+    output: str = ""  # the install-db.txt of the run that made it
+
+    @property
+    def data(self) -> Path:
+        return self.path / "data"
+
+
+class Unusable(Exception):
+    """An entry that is there but cannot be used (incomplete, corrupt, unreadable)."""
+
+
+def manifest(data: Path) -> list[list]:
+    """Every path under ``data``: [relative path, "d"/"f", mode, size] (sorted)."""
+    rows = []
+    for dirpath, dirnames, filenames in os.walk(data):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            kind = "d" if path.is_dir() and not path.is_symlink() else "f" if path.is_file() else None
+            if kind is None or path.is_symlink():
+                raise Unusable(f"{path} is neither a plain file nor a directory")
+            rows.append([str(path.relative_to(data)), kind, st.st_mode & 0o7777, st.st_size if kind == "f" else 0])
+    return sorted(rows)
+
+
+def lookup(key: Key) -> Entry | None:
+    """The usable entry for ``key``; None when there is none yet; :class:`Unusable` when it is broken."""
+    path = key.path()
+    if not path.exists():
+        return None
+    try:
+        meta = json.loads((path / ENTRY_FILE).read_text())
+        if meta.get("format") != FORMAT or meta.get("key") != key.name or not isinstance(meta.get("modes"), dict):
+            raise Unusable(f"its {ENTRY_FILE} is of another format or key")
+        found = manifest(path / "data")
+        output = (path / "install-db.txt").read_text(errors="replace")
+    except FileNotFoundError as exc:
+        raise Unusable(f"{exc.filename} is missing (an interrupted or damaged entry)") from None
+    except (OSError, ValueError) as exc:
+        raise Unusable(f"cannot read it: {exc}") from None
+    if found != meta.get("manifest"):
+        wanted = {row[0]: row for row in meta.get("manifest") or []}
+        have = {row[0]: row for row in found}
+        odd = sorted(set(wanted) ^ set(have)) or sorted(p for p in wanted if wanted[p] != have[p])
+        raise Unusable(f"its files differ from its manifest ({', '.join(odd[:3])})")
+    return Entry(path, meta, output)
+
+
+def copy_file(src: Path, dst: Path) -> None:
+    """``src`` to a new ``dst``: the whole size allocated, only the chunks that are not all zero written."""
+    with open(src, "rb") as fin, open(dst, "xb") as fout:
+        size = os.fstat(fin.fileno()).st_size
+        if size:
+            try:
+                os.posix_fallocate(fout.fileno(), 0, size)
+            except OSError as exc:
+                if exc.errno not in (95, 22):  # EOPNOTSUPP, EINVAL: no allocation then; ENOSPC etc. propagate
+                    raise
+                fout.truncate(size)
+        zero = bytes(CHUNK)
+        offset = 0
+        while chunk := fin.read(CHUNK):
+            if chunk != zero[:len(chunk)]:
+                fout.seek(offset)
+                fout.write(chunk)
+            offset += len(chunk)
+        fout.flush()
+
+
+def copy_tree(src: Path, dst: Path, *, uid: int | None = None, gid: int | None = None,
+              dir_mode: int | None = None, modes: dict | None = None) -> None:
+    """``src`` to a new ``dst`` (plain files and directories); modes from ``modes`` (relative path -> mode)
+    or the source, directories ``dir_mode`` when given; owner ``uid``/``gid`` when given."""
+    def finish(path: Path, rel: str, mode: int) -> None:
+        if uid is not None:
+            os.chown(path, uid, gid)
+        os.chmod(path, (modes or {}).get(rel, mode))
+
+    dst.mkdir(mode=0o700)
+    for dirpath, dirnames, filenames in os.walk(src):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(src)
+        for name in sorted(dirnames):
+            target = dst / rel_dir / name
+            target.mkdir(mode=0o700)
+        for name in sorted(filenames):
+            copy_file(here / name, dst / rel_dir / name)
+            finish(dst / rel_dir / name, str(rel_dir / name), (here / name).stat().st_mode & 0o7777)
+    for dirpath, dirnames, _ in os.walk(src):
+        for name in dirnames:
+            rel = Path(dirpath, name).relative_to(src)
+            finish(dst / rel, str(rel),
+                   dir_mode if dir_mode is not None else Path(dirpath, name).stat().st_mode & 0o7777)
+    finish(dst, ".", dir_mode if dir_mode is not None else src.stat().st_mode & 0o7777)
+
+
+def copy_out(entry: Entry, dest: Path, *, uid: int, gid: int) -> None:
+    """The entry's data directory to a new ``dest``, with install-db's modes and owned by ``uid``/``gid``."""
+    copy_tree(entry.data, dest, uid=uid, gid=gid, modes=entry.meta["modes"])
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, 0o700)
+
+
+def _remove_abandoned(parent: Path) -> None:
+    """Temporary siblings left by a process that died while filling an entry."""
+    for tmp in parent.glob(".tmp-*-*-*"):
+        pid = tmp.name.split("-")[-2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            log.info("removing %s, left by a run that died while filling the cache", tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def store(key: Key, data: Path, *, install_output: Path, seconds: float, argv) -> Entry | None:
+    """Keep the freshly installed ``data`` as the entry for ``key``; the entry in place (ours or the
+    race winner's), or None when the cache cannot take it (logged at INFO, never raised)."""
+    final = key.path()
+    tmp = final.with_name(f".tmp-{key.name}-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        _private_dir(final.parent)
+        _remove_abandoned(final.parent)
+        tmp.mkdir(mode=0o700)
+        copy_tree(data, tmp / "data", dir_mode=0o700)
+        shutil.copyfile(install_output, tmp / "install-db.txt")
+        meta = {"format": FORMAT, "key": key.name, "version": key.version, "argv": [str(a) for a in argv],
+                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "created_by": f"pid {os.getpid()} on {socket.gethostname()}", "install_seconds": round(seconds, 2),
+                "modes": {".": data.stat().st_mode & 0o7777, **{row[0]: row[2] for row in manifest(data)}},
+                "manifest": manifest(tmp / "data")}
+        (tmp / ENTRY_FILE).write_text(json.dumps(meta, indent=1) + "\n")
+        os.chmod(tmp / ENTRY_FILE, 0o600)
+    except (OSError, Unusable) as exc:
+        log.info("the pristine MariaDB data directory is not cached (%s); later runs install theirs too", exc)
+        with contextlib.suppress(OSError):
+            shutil.rmtree(tmp)
+        return None
+    try:
+        os.rename(tmp, final)
+        log.info("kept the pristine MariaDB data directory as %s for later runs", final)
+        return Entry(final, meta, install_output.read_text(errors="replace"))
+    except OSError as exc:  # another process won the race (ENOTEMPTY/EEXIST): theirs is used
+        shutil.rmtree(tmp, ignore_errors=True)
+        log.info("the pristine cache entry %s was made meanwhile by another run (%s); keeping it", final,
+                 exc.strerror)
+        with contextlib.suppress(Unusable):
+            return lookup(key)
+        return None
+
+
+def describe(entry: Entry, seconds: float) -> str:
+    """install-db.txt's header for a copied data directory: where it came from, and what made it."""
+    meta = entry.meta
+    return (f"# mariadb-install-db was not run: the data directory was copied in {seconds:.2f} s from the pristine "
+            f"cache entry {entry.path}\n"
+            f"# (key {meta['key']}, made {meta['created']} by {meta['created_by']} in {meta['install_seconds']} s, "
+            f"for {meta['version']}); that install's output:\n")
