@@ -69,8 +69,13 @@ def _norm(name: str) -> str:
     return name.strip().lower().replace("-", "_")
 
 
+def engine_name(value) -> str:
+    """An ``ioengine=`` value as fio matches it: spaces and quotes around it dropped, lower case ('' for None)."""
+    return str(value or "").strip().strip("'\"").lower()
+
+
 def _engine_problem(value: str) -> str | None:
-    engine = value.strip().strip("'\"").lower()
+    engine = engine_name(value)
     if engine == "exec":
         return "ioengine=exec runs a program on the server"
     if engine.startswith("external") or "/" in engine or engine.endswith(".so"):

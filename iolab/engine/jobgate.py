@@ -45,6 +45,7 @@ import dataclasses
 import os
 
 from iolab.core.errors import IolabError
+from iolab.engine import jobcheck
 from iolab.engine.jobaccess import (DEFAULT_FORMAT, FILE_ENGINES, LOG_OPTIONS, MAX_NAMES, Access, Job,  # noqa: F401
                                     accesses, canonical, effects, outside, parse, path_kind)
 
@@ -189,17 +190,23 @@ OUTSIDE_OPTIONS = {
 REMOTE_ENGINES = frozenset({"net", "netsplice", "rdma", "rados", "rbd", "nbd", "gfapi", "gfapi_async", "http",
                             "libiscsi", "nfs", "dfs"})
 
+#: Why a :data:`REMOTE_ENGINES` engine is refused, and what to do instead.
+REMOTE_WHY = "sends I/O to another machine or service, not to the targets iolab checked"
+REMOTE_HINT = "benchmark other machines with iolab run --hosts (a fio server on each)"
+
 
 def _check_options(text: str, source: str, allow: Allowances) -> None:
     """allow_mounted_write, options that change the machine outside the targets and network engines are
     never accepted; exec hooks and triggers need ``--allow-exec``."""
-    from iolab.engine import jobcheck
     lines = []
     for job in parse(text, source):
         if str(job.options.get("allow_mounted_write", "0")).strip() not in ("0", "", "false"):
             raise IolabError("allow_mounted_write: refused: iolab never writes to a mounted file system's device",
                              context=f"{source}: [{job.name}]")
-        _check_outside(job, source)
+        reaching_out = outside_problems(job)
+        if reaching_out:
+            option, value, why, hint = reaching_out[0]
+            raise IolabError(f"{option}={value}: refused: it {why}", context=f"{source}: [{job.name}]", hint=hint)
         lines.append(f"[{job.name}]")
         lines += [f"{k}={v}" if v is not None else k for k, v in job.options.items()]
     refused = [p for p in jobcheck.problems("\n".join(lines), source) if p.category in ("exec", "trigger")]
@@ -209,16 +216,17 @@ def _check_options(text: str, source: str, allow: Allowances) -> None:
                          context=source, hint="run programs from a job on purpose with --allow-exec")
 
 
-def _check_outside(job: Job, source: str) -> None:
-    for option, (why, hint) in OUTSIDE_OPTIONS.items():
-        if option in job.options:
-            raise IolabError(f"{option}={job.options[option]}: refused: it {why}", context=f"{source}: [{job.name}]",
-                             hint=hint)
-    engine = str(job.options.get("ioengine") or "").strip().strip("'\"").lower()
+def outside_problems(job: Job) -> list[tuple[str, str, str, str]]:
+    """(option, value, why, hint) of each option of ``job`` that reaches outside the targets: the
+    :data:`OUTSIDE_OPTIONS` it sets, then a network ioengine (:data:`REMOTE_ENGINES`). ``why`` reads after
+    "it": "it switches the I/O scheduler..."; the local gate and the fleet's (:mod:`iolab.fleet.gate`) word
+    their refusals from it."""
+    found = [(option, job.options[option], why, hint)
+             for option, (why, hint) in OUTSIDE_OPTIONS.items() if option in job.options]
+    engine = jobcheck.engine_name(job.options.get("ioengine"))
     if engine in REMOTE_ENGINES:
-        raise IolabError(f"ioengine={engine}: refused: it sends I/O to another machine or service, not to the "
-                         "targets iolab checked", context=f"{source}: [{job.name}]",
-                         hint="benchmark other machines with iolab run --hosts (a fio server on each)")
+        found.append(("ioengine", engine, REMOTE_WHY, REMOTE_HINT))
+    return found
 
 
 def _destructive_problem(access: Access, confirms: list[str]) -> tuple[str, str] | None:

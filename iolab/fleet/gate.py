@@ -150,12 +150,9 @@ def _job_refusals(job: jobgate.Job, source: str, root: str, local: bool) -> list
         if any(name != "-" and not os.path.isabs(name) for name in names):
             refuse(option, value, f"without directory= a relative name is opened in the fio server's working "
                                   f"directory, not in the target {root}")
-    for option, (why, _) in jobgate.OUTSIDE_OPTIONS.items():
-        if option in options:
-            refuse(option, options[option], f"it {why} on the fio server")
-    engine = str(options.get("ioengine") or "").strip().strip("'\"").lower()
-    if engine in jobgate.REMOTE_ENGINES:
-        refuse("ioengine", engine, "it sends I/O from the fio server to another machine or service")
+    for option, value, why, _ in jobgate.outside_problems(job):  # as the local gate, from the server's side
+        refuse(option, value, "it sends I/O from the fio server to another machine or service"
+               if option == "ioengine" else f"it {why} on the fio server")
     if not options.get("filename") and ".." in job.name.split("/"):
         refuse("filename_format", f"[{job.name}]", "the job name becomes the file name and has a '..' component")
     for option in CLIENT_LOGS:

@@ -358,3 +358,24 @@ def test_options_that_reach_beyond_the_targets_are_refused_naming_the_job(tmp_pa
         runner.plan(str(job), [str(tmp_path / "dir")])
     assert refusal in refused.value.message and "outside: [reader]" in str(refused.value)  # the job file, the job
     assert hint in (refused.value.hint or "")
+
+
+def test_one_list_of_options_reaching_outside_the_targets_for_the_local_and_the_fleet_gate(tmp_path):
+    """jobgate.outside_problems is the one reading of OUTSIDE_OPTIONS and the network ioengines: the local gate
+    refuses its first, the fleet's gate all of them, each in its own words; ioengine is read as fio reads it
+    (quotes, spaces and case dropped) by jobcheck.engine_name, which jobcheck's exec-engine check uses too."""
+    from iolab.engine import jobcheck
+    from iolab.fleet import gate
+    text = f"[reader]\ndirectory={tmp_path}\nrw=read\nsize=1M\nioscheduler=none\ncgroup=mine\nioengine= 'RBD' \n"
+    job, = jobgate.parse(text, "t.fio")
+    found = jobgate.outside_problems(job)
+    assert [(option, value) for option, value, _, _ in found] == [
+        ("ioscheduler", "none"), ("cgroup", "mine"), ("ioengine", "rbd")]
+    assert all(why and hint for _, _, why, hint in found)
+    assert jobgate.outside_problems(jobgate.parse("[plain]\nrw=read\nioengine=libaio\n", "t.fio")[0]) == []
+    fleet = {r.option: r.reason for r in gate.refusals(text, "t.fio", root=str(tmp_path))}
+    assert fleet["ioscheduler"].endswith("on the fio server") and fleet["cgroup"].startswith("it moves fio out")
+    assert fleet["ioengine"] == "it sends I/O from the fio server to another machine or service"
+    assert jobcheck.engine_name(" \"External:/opt/x.so\" ") == "external:/opt/x.so"
+    assert jobcheck.engine_name(None) == ""
+    assert [p.category for p in jobcheck.problems("[x]\nioengine= 'EXEC'\n")] == ["exec"]
