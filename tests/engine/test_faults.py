@@ -165,6 +165,8 @@ def test_the_watchdog_stops_a_hung_fio_and_the_run_goes_on(tmp_path, monkeypatch
         return proc
 
     monkeypatch.setattr(fio, "start", start)
+    # a stopped fio cannot act on SIGINT, however long it is given: SIGKILL follows after 2 s, not the usual 10
+    monkeypatch.setattr(runner, "STOP_GRACE_S", 2)
     recipe = _recipe(tmp_path, TWO.replace("runtime: 120", "runtime: 2"))
     try:
         result = runner.run(recipe, [str(tmp_path)], data_dir=data, progress=False)
@@ -181,7 +183,7 @@ def test_the_watchdog_stops_a_hung_fio_and_the_run_goes_on(tmp_path, monkeypatch
     assert tests["LONG"]["status"] == "failed" and error.startswith("watchdog: fio still ran after ")
     # the limit is made of the job: 2 s runtime + 16 MiB laid out at 10 MB/s + the recipe's 10 s margin
     assert "ramp 0 s + I/O 2 s + layout 2 s + margin 10 s" in error
-    assert "stopped with SIGKILL" in error  # a stopped fio ignores SIGINT
+    assert "stopped with SIGKILL" in error and "(2 s after SIGINT did not stop it)" in error  # stopped: no SIGINT
     assert tests["SHORT"]["status"] == "completed"
     assert result.manifest["status"] == "failed"
     assert not live_processes(str(result.path))  # fio and its job process are gone
