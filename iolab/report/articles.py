@@ -25,10 +25,10 @@ def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: s
     caption = caption or f"{benchmark}: {tables.caption_for(metric, unit, lang)}"
     if unit and i18n.unit(unit, lang) not in caption:
         caption = f"{caption} ({i18n.unit(unit, lang)})"
-    note = i18n.text("labels.published_note", lang)
     if reference.unmeasurable(part).any():  # explain +++++ only under a table that has some
-        note = note.rstrip(".") if lang == "en" else note
-        note += i18n.text("labels.published_unmeasurable", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
+        note = i18n.text("labels.published_note_unmeasurable", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
+    else:
+        note = i18n.text("labels.published_note", lang)
     return tables.pivot(summary, lang=lang, caption=caption, published=True, notes=[note])
 
 
@@ -111,6 +111,9 @@ def is_ratio(part: pd.DataFrame) -> bool:
 def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
     """The findings of a ratio table, one bullet per column: the published speed-up (or overhead) per test,
     as a range from the smallest to the largest where a column has several tests, printed as published (9, not 9.0)."""
+    def label(row) -> str:
+        return i18n.test_label(row["test"], "", lang)
+
     items = []
     for system in dict.fromkeys(part["system"]):
         rows = part[(part["system"] == system) & pd.to_numeric(part["value"], errors="coerce").notna()]
@@ -118,7 +121,6 @@ def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
             continue
         values = pd.to_numeric(rows["value"])
         low, high = rows.loc[values.idxmin()], rows.loc[values.idxmax()]
-        label = lambda r: i18n.test_label(r["test"], "", lang)  # noqa: E731
         if str(low["metric"]) == "overhead":
             for _, r in rows.iterrows():
                 items.append(i18n.text("commentary.ratio_overhead", lang, system=system, test=label(r),

@@ -164,3 +164,18 @@ def test_a_remark_on_a_system_with_no_figure_is_shown_not_lost():
     two013 = reference.load(article=ARTICLE)
     assert articles.remarks_without_a_table(two013, reference.table_specs(reference.article_info(ARTICLE), two013),
                                             "en") == ""
+
+
+@pytest.mark.parametrize("lang, with_plus, without", [
+    ("en", "Figures as published in the article; +++++ = too fast for the tool to time.",
+     "Figures as published in the article."),
+    ("ja", "記事に掲載された数値。+++++ は速すぎてツールが計測できなかったことを示す。", "記事に掲載された数値。"),
+])
+def test_the_note_under_a_published_table_is_one_whole_sentence_per_language(lang, with_plus, without):
+    """The +++++ explanation is written whole in each locale (published_note_unmeasurable), not glued to
+    published_note by cutting its full stop in English only."""
+    frame = reference.load(article=ARTICLE)
+    bonnie = articles.reference_table(frame, benchmark="bonnie++", metric="throughput", lang=lang)
+    assert bonnie.notes == [with_plus] == [i18n.text("labels.published_note_unmeasurable", lang, unmeasurable="+++++")]
+    tio = articles.reference_table(frame, benchmark="tiobench", metric="throughput", lang=lang)
+    assert tio.notes == [without]
