@@ -93,11 +93,18 @@ def _sqlbench(results: pd.DataFrame, article: str) -> list[dict]:
             for _, r in sections.sqlbench_results(results).iterrows()]
 
 
+def _with_system(results: pd.DataFrame) -> pd.DataFrame:
+    """``results`` with a ``system`` column: the run's label where the selection named none (no rows: as given)."""
+    if "system" in results.columns or results.empty:
+        return results
+    return results.assign(system=results["label"].astype(str))
+
+
 def as_reference(results: pd.DataFrame, *, article: str) -> pd.DataFrame:
     """Measured Bonnie++, tiobench and sql-bench results as article rows (other recipes have no column to join)."""
     if results.empty:
         return pd.DataFrame(columns=COLUMNS)
-    results = results if "system" in results.columns else results.assign(system=results["label"].astype(str))
+    results = _with_system(results)
     rows = _bonnie(results, article) + _tiobench(results, article) + _sqlbench(results, article)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype(float)
@@ -125,7 +132,7 @@ def left_out(published: pd.DataFrame, results: pd.DataFrame, *, article: str) ->
     the 2013 article): the report says so instead of dropping them silently."""
     if results.empty:
         return []
-    results = results if "system" in results.columns else results.assign(system=results["label"].astype(str))
+    results = _with_system(results)
     shown = set(beside(published, results, article=article)["system"].astype(str)) - set(published["system"])
     return [s for s in dict.fromkeys(results["system"].astype(str))
             if not any(k == s or k.startswith(f"{s} (") for k in shown)]
@@ -133,10 +140,10 @@ def left_out(published: pd.DataFrame, results: pd.DataFrame, *, article: str) ->
 
 def left_out_note(published: pd.DataFrame, results: pd.DataFrame, *, article: str, lang: str = "en") -> str:
     """One sentence naming the runs left out of the article's tables, and why ('' when every run is shown)."""
+    results = _with_system(results)  # once, for left_out and for the recipes named here
     missing = left_out(published, results, article=article)
     if not missing:
         return ""
-    results = results if "system" in results.columns else results.assign(system=results["label"].astype(str))
     recipes = results.loc[results["system"].astype(str).isin(missing), "recipe"].astype(str) \
         if "recipe" in results.columns else pd.Series(dtype=str)
     return i18n.text("text.beside_left_out", lang, systems=i18n.join(missing, lang),
