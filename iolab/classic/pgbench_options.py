@@ -155,7 +155,6 @@ def _check_test(test, ctx: str) -> None:
                          context=f"{ctx}.{ignored[0]}")
 
 
-
 def describe_tests(recipe) -> list[str]:
     """The recipe's tests as pgbench runs them (not fio jobs) for ``iolab recipes``: the load, then per
     test (mode) its server settings, the client counts and the duration of each."""

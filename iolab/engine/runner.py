@@ -73,7 +73,7 @@ def plan(recipe, target_specs, **options):
 
 
 def _checked_plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
-         preset=None, confirm=None, mem_limit=None, tests=None, allow=None, pause=None):
+                  preset=None, confirm=None, mem_limit=None, tests=None, allow=None, pause=None):
     """:func:`plan`, and the block devices the jobs write outside the targets (to hold while running)."""
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(recipe)
