@@ -4,7 +4,8 @@
   (Japanese: IPAexGothic from the ``matplotlib-fontja`` wheel, no network).
 * :func:`bar_positions`, :func:`dot_positions` and :func:`percentile_frame`
   compute; :func:`bars`, :func:`dots` (dozens of systems) and
-  :func:`latency_percentiles` draw.
+  :func:`latency_percentiles` draw; :func:`y_axis` is the value-axis rule they
+  and :mod:`~iolab.report.fleetplots`/:mod:`~iolab.report.curveplots` share.
 
 Plotting libraries are imported here and nowhere else in iolab.
 """
