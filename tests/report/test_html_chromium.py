@@ -94,15 +94,23 @@ def reports(tmp_path_factory, render_once):
     return out, files
 
 
+PAGES = ["compare", "compare-ja", "single", "single-ja", "article", "article-en"]
+
+
+@pytest.fixture(scope="module")
+def probed(reports):
+    out, files = reports
+    return {name: probe(files[name].html, out) for name in PAGES}
+
+
 @pytest.mark.parametrize("name, images, captions", [
     ("compare", 6, ["Throughput (MB/s)", "IOPS"]),  # the environment table: under its heading, no caption
     ("compare-ja", 6, ["スループット (MB/秒)", "IOPS"]),
     ("article", 7, ["Bonnie++: スループット", "tiobench: 最大レイテンシ"]),
     ("article-en", 7, ["Bonnie++: throughput", "tiobench: maximum latency"]),
 ])
-def test_report_loads_offline_with_images_and_tables(reports, name, images, captions):
-    out, files = reports
-    result = probe(files[name].html, out)
+def test_report_loads_offline_with_images_and_tables(probed, name, images, captions):
+    result = probed[name]  # the same probe of the same page as the reading tests below: one Chromium per page
     assert result["images"] == images
     assert result["broken"] == 0, result
     assert all(alt and alt != "No description has been provided for this image" for alt in result["alts"])
@@ -144,15 +152,6 @@ def test_screenshot(reports):
 #: templates, and plurals that a count of one breaks.
 RAW = re.compile(r"\bnan\b|\bNaN\b|\bNone\b|<NA>|\bNaT\b|dtype|[\[\]]|\{[a-z_|]+\}|\b1 (?:systems|runs|repetitions|tests)\b"
                  r"|\(s\)")
-
-PAGES = ["compare", "compare-ja", "single", "single-ja", "article", "article-en"]
-
-
-@pytest.fixture(scope="module")
-def probed(reports):
-    out, files = reports
-    return {name: probe(files[name].html, out) for name in PAGES}
-
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_reads_like_a_published_article(probed, name):
