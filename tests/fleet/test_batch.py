@@ -1,5 +1,6 @@
 """iolab batch: inventories checked on load, real papermill runs of measure.ipynb, failures kept apart."""
 import json
+import logging
 import subprocess
 import textwrap
 from pathlib import Path
@@ -19,6 +20,21 @@ TINY = {"recipe": "quick", "tests": ["SEQ1M-Q1T1"], "size": "16M", "runtime": 1}
 def write(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text))
     return path
+
+
+def cli_main(capsys, caplog, *args) -> tuple[int, str, str]:
+    """The CLI's main in-process (a new iolab process would only re-import it): exit code, stdout, stderr.
+    What a process would also print on stderr, a logged warning or error, is returned in stderr too."""
+    from iolab import cli
+    caplog.set_level(logging.WARNING)
+    try:
+        code = cli.main([str(a) for a in args])
+    except SystemExit as exc:  # argparse's own refusals exit
+        code = exc.code
+    out, err = capsys.readouterr()
+    logged = "".join(f"iolab: {r.levelname}: {r.getMessage()}\n" for r in caplog.records if r.levelno >= logging.WARNING)
+    caplog.clear()
+    return code, out, logged + err
 
 
 # ---------------------------------------------------------------------------
@@ -57,11 +73,12 @@ def test_bad_inventory_names_file_and_field(tmp_path, text, expected):
     assert expected in message, message
 
 
-def test_bad_inventory_is_one_line_and_exit_2(tmp_path):
+def test_bad_inventory_is_one_line_and_exit_2(tmp_path, capsys, caplog, monkeypatch):
+    monkeypatch.chdir(ROOT)
     path = write(tmp_path / "inv.yaml", "entries: [{name: a, recipe: quick}]\n")
-    proc = subprocess.run(IOLAB + ["batch", str(path)], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
+    returncode, _, stderr = cli_main(capsys, caplog, "batch", path)
+    assert returncode == 2
+    assert stderr.strip().splitlines() == [
         f"iolab: error: {path}: entries[0] (a): missing required field 'target'"]
     assert not (tmp_path / "data").exists()
 
@@ -235,22 +252,21 @@ def test_failed_run_inside_notebook_is_reported(tmp_path):
         assert (run_dir / "measure.ipynb").is_file()
 
 
-def test_dry_run_creates_nothing(tmp_path):
+def test_dry_run_creates_nothing(tmp_path, capsys, caplog, monkeypatch):
+    monkeypatch.chdir(ROOT)
     (tmp_path / "disk").mkdir()
     inventory = write(tmp_path / "inv.yaml", f"""\
         defaults: {json.dumps(TINY)}
         entries: [{{name: ok, target: disk}}, {{name: gone, target: nowhere}}]
     """)
-    proc = subprocess.run(IOLAB + ["batch", str(inventory), "--data", str(tmp_path / "data"), "--dry-run"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 1, proc.stderr
-    assert "# ===== entry ok" in proc.stdout and "rw=read" in proc.stdout and "bs=1m" in proc.stdout
-    assert "failed    gone --target" in proc.stdout
-    assert proc.stdout.strip().splitlines()[-1] == "dry run: nothing was created or run"
+    returncode, stdout, stderr = cli_main(capsys, caplog, "batch", inventory, "--data", tmp_path / "data", "--dry-run")
+    assert returncode == 1, stderr
+    assert "# ===== entry ok" in stdout and "rw=read" in stdout and "bs=1m" in stdout
+    assert "failed    gone --target" in stdout
+    assert stdout.strip().splitlines()[-1] == "dry run: nothing was created or run"
     assert not (tmp_path / "data").exists() and list((tmp_path / "disk").iterdir()) == []
-    only = subprocess.run(IOLAB + ["batch", str(inventory), "--dry-run", "--entry", "ok"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert only.returncode == 0 and "dry-run   ok" in only.stdout, only.stdout + only.stderr
+    returncode, stdout, stderr = cli_main(capsys, caplog, "batch", inventory, "--dry-run", "--entry", "ok")
+    assert returncode == 0 and "dry-run   ok" in stdout, stdout + stderr
 
 
 def test_example_inventory_is_valid():
