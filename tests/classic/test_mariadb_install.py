@@ -11,6 +11,7 @@ install options; later servers get a copy of its data directory. Whether install
 wrapper around the real one (``counting_install_db``), never judged by time. Each test has a cache of its
 own ($IOLAB_CACHE_DIR under tmp_path), not the session's.
 """
+import filecmp
 import logging
 import os
 import shutil
@@ -27,6 +28,26 @@ from cli_helpers import database_server
 from test_sqlbench import mariadbd_processes
 
 BINARIES, MISSING, needs_root, needs_mariadb = database_server(mariadb.find_binaries, account="mysql")
+
+
+def test_copy_writes_data_skips_holes_and_allocates_only_when_asked(tmp_path):
+    """The copy is byte for byte (data, explicit zeros, holes, a tail shorter than a chunk); onto a target
+    every block is allocated (as install-db's fallocate leaves InnoDB's files), into the cache holes stay."""
+    src = tmp_path / "src"
+    with open(src, "wb") as f:
+        f.write(b"head" * 1000)
+        f.seek(3 << 20)
+        f.write(bytes(2 << 20))  # zeros written out: data to SEEK_DATA, skipped by the copy
+        f.write(b"\x01" * 4096)
+        f.seek(9 << 20)  # a hole
+        f.write(b"tail" + bytes(100))
+    size = src.stat().st_size
+    for allocate in (True, False):
+        dst = tmp_path / f"dst-{allocate}"
+        mariadb_pristine.copy_file(src, dst, allocate=allocate)
+        assert dst.stat().st_size == size and dst.read_bytes() == src.read_bytes()
+        allocated = dst.stat().st_blocks * 512
+        assert allocated >= size if allocate else allocated < 1 << 20, (allocate, allocated)
 
 
 @pytest.fixture
@@ -149,6 +170,9 @@ def test_second_server_is_copied_from_the_cache_and_works_without_install_db(tmp
         assert "$ " in text and "[exit 0]" in text  # the install that made the entry, quoted
         # install-db's files, sizes and modes, owned by the server's account as install-db leaves them
         assert mariadb_pristine.manifest(second.data) == installed
+        for path in (entry / "data").rglob("*"):
+            if path.is_file():
+                assert filecmp.cmp(path, second.data / path.relative_to(entry / "data"), shallow=False), path
         assert {p.stat().st_uid for p in [second.data, *second.data.rglob("*")]} == {second.account.uid}
         serves_queries(second)
     finally:
