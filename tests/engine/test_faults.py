@@ -5,9 +5,11 @@ fio (the test controls it), and the watchdog's margin is set small in the
 recipe so the test needs no wall-clock bound tighter than "it ended".
 """
 import json
+import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -31,13 +33,23 @@ def _recipe(tmp_path, text: str) -> str:
     return str(path)
 
 
-def _cli(*args, timeout=300):
-    return subprocess.run(IOLAB + [str(a) for a in args] + ["--no-progress"], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout)
-
-
-def _run_dir(proc) -> Path:
-    return Path(proc.stdout.strip().splitlines()[-1])
+def _main(capsys, caplog, *args) -> tuple[int, str, str]:
+    """`_cli` with the CLI's main in-process (a new iolab process would only re-import it): exit code,
+    stdout, stderr. Warnings and errors are logged to stderr in order, as a process's logging prints them."""
+    from iolab import cli
+    caplog.set_level(logging.WARNING)
+    handler = logging.StreamHandler(sys.stderr)  # capsys's stderr, now
+    handler.setFormatter(logging.Formatter("iolab: %(levelname)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logging.getLogger().addHandler(handler)
+    try:
+        code = cli.main([str(a) for a in args] + ["--no-progress"])
+    except SystemExit as exc:  # argparse's own refusals exit
+        code = exc.code
+    finally:
+        logging.getLogger().removeHandler(handler)
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 REFUSED = """
@@ -57,16 +69,18 @@ tests:
 """
 
 
-def test_a_job_fio_refuses_fails_with_fios_reason(tmp_path):
-    proc = _cli("run", _recipe(tmp_path, REFUSED), "--target", tmp_path, "--data", tmp_path / "data")
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("iolab: run failed: REFUSED: ")
-    manifest = json.loads((_run_dir(proc) / "manifest.json").read_text())
+def test_a_job_fio_refuses_fails_with_fios_reason(tmp_path, capsys, caplog):
+    returncode, stdout, stderr = _main(capsys, caplog, "run", _recipe(tmp_path, REFUSED), "--target", tmp_path,
+                                       "--data", tmp_path / "data")
+    assert returncode == 1 and "Traceback" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1].startswith("iolab: run failed: REFUSED: ")
+    run_dir = Path(stdout.strip().splitlines()[-1])
+    manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "failed"
     tests = {t["name"]: t for t in manifest["tests"]}
     assert tests["REFUSED"]["status"] == "failed" and tests["FINE"]["status"] == "completed"
     assert "fio: size too small" in tests["REFUSED"]["error"]  # fio's own words
-    table = iolab.load(_run_dir(proc)).set_index("test")
+    table = iolab.load(run_dir).set_index("test")
     assert not table.loc["REFUSED", "valid"] and pd.isna(table.loc["REFUSED", "bw_mbps"])
     assert table.loc["FINE", "valid"] and table.loc["FINE", "bw_mbps"] > 0
 
@@ -191,20 +205,15 @@ def test_the_watchdog_stops_a_hung_fio_and_the_run_goes_on(tmp_path, monkeypatch
     assert not table.loc["LONG", "valid"]
 
 
-def test_mem_limit_has_a_floor_and_bad_input_makes_no_run_directory(tmp_path, capsys):
-    """The CLI's main in-process (a new iolab process per case only re-imports): an uncaught exception
-    would fail the test here as a Traceback would print from a process."""
-    from iolab import cli
+def test_mem_limit_has_a_floor_and_bad_input_makes_no_run_directory(tmp_path, capsys, caplog):
+    """The CLI's main in-process: an uncaught exception would fail the test here as a Traceback would
+    print from a process."""
     data = tmp_path / "data"
     for args, expected in [(["--mem-limit", "10M"], "--mem-limit: 10M is below the minimum of 32.0 MiB"),
                            (["--size", "1"], "--size: 1 B is smaller than"),
                            (["--target", "emulated:nope"], "unknown emulated device profile 'nope'")]:
         target = [] if "--target" in args else ["--target", tmp_path]
-        try:
-            returncode = cli.main([str(a) for a in ["run", "quick", *target, *args, "--data", data, "--no-progress"]])
-        except SystemExit as exc:  # argparse's own refusals exit
-            returncode = exc.code
-        stderr = capsys.readouterr().err
+        returncode, _, stderr = _main(capsys, caplog, "run", "quick", *target, *args, "--data", data)
         assert returncode == 2, stderr
         last = stderr.strip().splitlines()[-1]  # (a line before it may say what the reaper removed)
         assert last.startswith("iolab: error:") and expected in last, stderr
