@@ -2,6 +2,7 @@
 import json
 import logging
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -24,17 +25,21 @@ def write(path: Path, text: str) -> Path:
 
 def cli_main(capsys, caplog, *args) -> tuple[int, str, str]:
     """The CLI's main in-process (a new iolab process would only re-import it): exit code, stdout, stderr.
-    What a process would also print on stderr, a logged warning or error, is returned in stderr too."""
+    Warnings and errors are logged to stderr in order, as a process's logging prints them."""
     from iolab import cli
     caplog.set_level(logging.WARNING)
+    handler = logging.StreamHandler(sys.stderr)  # capsys's stderr, now
+    handler.setFormatter(logging.Formatter("iolab: %(levelname)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logging.getLogger().addHandler(handler)
     try:
         code = cli.main([str(a) for a in args])
     except SystemExit as exc:  # argparse's own refusals exit
         code = exc.code
+    finally:
+        logging.getLogger().removeHandler(handler)
     out, err = capsys.readouterr()
-    logged = "".join(f"iolab: {r.levelname}: {r.getMessage()}\n" for r in caplog.records if r.levelno >= logging.WARNING)
-    caplog.clear()
-    return code, out, logged + err
+    return code, out, err
 
 
 # ---------------------------------------------------------------------------
