@@ -1,7 +1,8 @@
 """Latency-true emulated hdd for real (the lab VM: Debian's kernel has dm-delay; the host has no device-mapper).
 
 On the lab kernel `emulated:hdd` is a dm-delay device over its throttled loop
-device (iolab.devices.latency): every read waits the profile's delay. The delay
+device (iolab.devices.latency): every read waits the profile's delay, every
+cache flush (fsync's preflush) its flush delay, a plain write nothing. The delay
 is the lower bound the test controls; the upper bound adds what dm-delay may
 add by design (rounding up to the kernel's timer tick, at most two ticks: the
 tick it was queued in and the one its timer fires on), what the loop device
@@ -95,6 +96,51 @@ def test_hdd_random_reads_take_the_delay_at_qd1_and_queue_at_qd32(tmp_path):
     # QD32: the reads overlap, the throttle's ceiling binds (never above it), latency grows with the queue
     assert under_throttle(qd32["iops"], dev.profile.read_iops, RUNTIME)
     assert qd32["iops"] > qd1["iops"] and qd32["p50"] > 4 * qd1["p50"]
+    assert emulated.leftovers() == [] and dmdelay.leftovers() == [] and cgroups.leftovers() == []
+
+
+def writes(device: str, *, fsync: bool, popen=subprocess.Popen, options: dict | None = None,
+           runtime: int = RUNTIME) -> dict:
+    """QD1 4 KiB O_DIRECT random writes over the first 8 MiB (with ``fsync``: an fsync after each one)."""
+    job = fio_json(["--name=w", f"--filename={device}", "--direct=1", "--rw=randwrite", "--bs=4k",
+                    "--ioengine=psync", f"--runtime={runtime}", "--time_based", "--size=8M",
+                    f"--fsync={int(fsync)}", *[f"--{k}={v}" for k, v in (options or {}).items()]],
+                   popen=popen, timeout=120)
+    found = {**clat_ms(job, "write"), "min": job["write"]["clat_ns"]["min"] / 1e6}
+    if fsync:
+        sync = job["sync"]["lat_ns"]
+        found.update(sync_min=sync["min"] / 1e6, sync_p50=sync["percentile"]["50.000000"] / 1e6)
+    return found
+
+
+def test_hdd_cache_flushes_wait_the_delay_and_plain_writes_do_not(tmp_path):
+    """fsync ends with a cache flush (REQ_PREFLUSH): the hdd's flush class holds each one >= the delay
+    (a disk's cache reaching the platter), while a write alone lands in the write cache (0 ms)."""
+    with emulated_device("hdd", size="64M", scratch_dir=tmp_path) as dev:
+        emulation = dev.describe()["emulation"]
+        delay = dev.profile.flush_delay_ms
+        # the region fio writes, allocated first: a sparse backing file's first writes allocate ext4 extents
+        fio_json(["--name=fill", f"--filename={dev.loop_device}", "--direct=1", "--rw=write", "--bs=1M", "--size=8M"])
+        # the loop device alone (no delay, no throttle): what a write and an fsync cost this machine
+        base = writes(dev.loop_device, fsync=True, runtime=1)
+        late = wakeup_lateness_ms()
+        with open_sandbox("direct", buffered=False, throttles=dev.throttles) as box:
+            synced = writes(dev.device, fsync=True, popen=box.popen, options=dev.fio_options, runtime=1)
+            plain = writes(dev.device, fsync=False, popen=box.popen, options=dev.fio_options, runtime=1)
+    upper = delay + 2 * tick_ms() + base["sync_p50"] + 4 * late
+    print(f"\nemulated hdd ({emulation['kind']}, flush delay {delay} ms, write delay {emulation['write_delay_ms']} ms, "
+          f"tick {tick_ms():.0f} ms): loop alone write p50 {base['p50']:.2f} ms, fsync p50 {base['sync_p50']:.2f} ms, "
+          f"wake-up {late:.2f} ms late; write+fsync {synced['iops']:.1f} IOPS, fsync min {synced['sync_min']:.2f} ms, "
+          f"p50 {synced['sync_p50']:.2f} ms (bound {delay}-{upper:.1f} ms); plain writes {plain['iops']:.1f} IOPS, "
+          f"min {plain['min']:.2f} ms, p50 {plain['p50']:.2f} ms")
+    assert emulation["kind"] == latency.DM_DELAY and dev.device.startswith("/dev/mapper/iolab-delay-")
+    assert (emulation["flush_delay_ms"], emulation["write_delay_ms"]) == (delay, 0) and delay == 8
+    # every fsync waits the flush delay (the fastest too), so a QD1 write+fsync loop runs at most 1000/delay per s
+    assert delay <= synced["sync_min"] and synced["sync_p50"] <= upper
+    assert synced["iops"] <= 1000 / delay
+    # a write without a flush is not delayed: dm-delay would hold every one >= the delay, the fastest too.
+    # Not the median: under TCG on a busy host the loop device alone takes 4-11 ms per write (measured)
+    assert plain["min"] < delay
     assert emulated.leftovers() == [] and dmdelay.leftovers() == [] and cgroups.leftovers() == []
 
 
