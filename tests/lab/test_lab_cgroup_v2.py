@@ -3,7 +3,7 @@
 The host's kernel is cgroup v1 hybrid; these are the same promises on the unified
 hierarchy that iolab's users have. TCG's CPU is slow: a new iolab process
 costs ~20 s of imports there, so the runs go through the CLI's own ``main`` in
-this process (tests/lab/test_lab_devices.py runs the CLI as a user does); sizes
+this process (a real `iolab` process runs in the tier itself: iolab/lab/tier.py); sizes
 and runtimes are small, the throttled rates are ones the guest can reach, and
 the `cpu_bound` flag is checked where the CLI computes it.
 """
