@@ -84,3 +84,16 @@ def test_console_output_appends_to_a_redirected_log(tmp_path):
     first, *rest = log.read_text().splitlines()
     assert first == "host tests: 786 passed"
     assert sorted(rest) == ["guest console", "guest stderr"]  # two pipes: their order is the threads'
+
+
+@pytest.mark.parametrize("scratch", ["4G", None])
+def test_only_the_scratch_disk_ignores_the_guests_cache_flushes(tmp_path, scratch):
+    """The scratch disk (the guest's /var/tmp, thrown away with the VM) drops flushes, so the emulated devices
+    built on it are told apart by their profiles, not by the host's fdatasync; test disks keep every flush."""
+    config = vm.LabConfig(scratch=scratch, disks=["64M", "64M"], python_images=False)
+    disks = [tmp_path / f"disk{i}.img" for i in range(len(config.disks) + bool(scratch))]
+    options = " ".join(vm.vng_argv(config, disks, tmp_path / "script.sh"))
+    drives = [word for word in options.split() if word.startswith("if=none,id=iolab") and "iolabpy" not in word]
+    assert len(drives) == len(disks)
+    expected = ["cache.direct=on,cache.no-flush=on"] * bool(scratch) + ["cache=none"] * len(config.disks)
+    assert [",".join(part for part in drive.split(",") if part.startswith("cache")) for drive in drives] == expected
