@@ -1,5 +1,6 @@
 """Shared by the tests: how to run this checkout's iolab, and markers for what the machine lacks."""
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -26,6 +27,25 @@ def iolab_cli(*args, env=None, timeout=600, cwd=None):
     return subprocess.run(IOLAB + [str(a) for a in args], capture_output=True, text=True,
                           env=env, timeout=timeout, cwd=cwd or ROOT)
 
+
+
+def cli_main(capsys, caplog, *args) -> tuple[int, str, str]:
+    """The CLI's main in-process (a new iolab process would only re-import it): exit code, stdout, stderr.
+    Warnings and errors are logged to stderr in order, as a process's logging prints them."""
+    from iolab import cli
+    caplog.set_level(logging.WARNING)
+    handler = logging.StreamHandler(sys.stderr)  # capsys's stderr, now
+    handler.setFormatter(logging.Formatter("iolab: %(levelname)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logging.getLogger().addHandler(handler)
+    try:
+        code = cli.main([str(a) for a in args])
+    except SystemExit as exc:  # argparse's own refusals exit
+        code = exc.code
+    finally:
+        logging.getLogger().removeHandler(handler)
+    out, err = capsys.readouterr()
+    return code, out, err
 
 def live_processes(marker: str) -> list[str]:
     """Live (not zombie) processes whose command line holds ``marker``: what a test left running."""

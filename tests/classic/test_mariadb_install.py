@@ -59,17 +59,6 @@ def cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def target():
-    """A directory the mysql account can reach; any server directory left in it is the test's failure."""
-    path = Path(tempfile.mkdtemp(prefix="iolab-sqltest-", dir="/var/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
 def counting_install_db():
     """``binaries`` whose install_db is a wrapper that counts its runs, then execs the real one; ``.runs()``."""
     where = Path(tempfile.mkdtemp(prefix="iolab-installdb-", dir="/var/tmp"))

@@ -81,16 +81,6 @@ def assert_cleaned_up(target: Path, data: Path | None = None) -> None:
         assert cgroups and not any(os.path.exists(p) for p in cgroups), cgroups
 
 
-@pytest.fixture
-def target():
-    path = Path(tempfile.mkdtemp(prefix="iolab-sqltest-", dir="/var/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 # --------------------------------------------------------------------------- options (no server)
 
 def load(text: str, tmp_path: Path, **kwargs):
@@ -148,7 +138,6 @@ def test_recipes_lists_sqlbench_tests_with_their_sizes_not_fio_options(preset, c
     assert f"tests at scale {preset or 'quick'}" in out and "MyISAM tables" in out
     assert f"create {create}" in out and f"select {select}" in out
     assert "stresses: creating, syncing and removing table files" in out
-
 
 
 # --------------------------------------------------------------------------- a real run

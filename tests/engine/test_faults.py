@@ -5,11 +5,9 @@ fio (the test controls it), and the watchdog's margin is set small in the
 recipe so the test needs no wall-clock bound tighter than "it ended".
 """
 import json
-import logging
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,7 +19,7 @@ import iolab
 from iolab.engine import fio, fiooutcome, runner
 from iolab.core.errors import IolabError
 
-from cli_helpers import IOLAB, ROOT, live_processes, needs_fio, needs_root
+from cli_helpers import IOLAB, ROOT, cli_main, live_processes, needs_fio, needs_root
 from device_fixtures import make_loop, scratch, sh  # noqa: F401  (fixtures)
 
 pytestmark = needs_fio
@@ -34,22 +32,8 @@ def _recipe(tmp_path, text: str) -> str:
 
 
 def _main(capsys, caplog, *args) -> tuple[int, str, str]:
-    """`_cli` with the CLI's main in-process (a new iolab process would only re-import it): exit code,
-    stdout, stderr. Warnings and errors are logged to stderr in order, as a process's logging prints them."""
-    from iolab import cli
-    caplog.set_level(logging.WARNING)
-    handler = logging.StreamHandler(sys.stderr)  # capsys's stderr, now
-    handler.setFormatter(logging.Formatter("iolab: %(levelname)s: %(message)s"))
-    handler.setLevel(logging.WARNING)
-    logging.getLogger().addHandler(handler)
-    try:
-        code = cli.main([str(a) for a in args] + ["--no-progress"])
-    except SystemExit as exc:  # argparse's own refusals exit
-        code = exc.code
-    finally:
-        logging.getLogger().removeHandler(handler)
-    out, err = capsys.readouterr()
-    return code, out, err
+    """The CLI's main in-process, without progress bars: exit code, stdout, stderr (cli_helpers.cli_main)."""
+    return cli_main(capsys, caplog, *args, "--no-progress")
 
 
 REFUSED = """

@@ -1,8 +1,6 @@
 """iolab batch: inventories checked on load, real papermill runs of measure.ipynb, failures kept apart."""
 import json
-import logging
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -12,7 +10,7 @@ import pytest
 from iolab.fleet import batch
 from iolab.core.errors import IolabError
 
-from cli_helpers import IOLAB, ROOT, needs_fio
+from cli_helpers import IOLAB, ROOT, cli_main, needs_fio
 
 #: One test of `quick` per entry, tiny: each entry is a papermill run of a few seconds.
 TINY = {"recipe": "quick", "tests": ["SEQ1M-Q1T1"], "size": "16M", "runtime": 1}
@@ -21,25 +19,6 @@ TINY = {"recipe": "quick", "tests": ["SEQ1M-Q1T1"], "size": "16M", "runtime": 1}
 def write(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text))
     return path
-
-
-def cli_main(capsys, caplog, *args) -> tuple[int, str, str]:
-    """The CLI's main in-process (a new iolab process would only re-import it): exit code, stdout, stderr.
-    Warnings and errors are logged to stderr in order, as a process's logging prints them."""
-    from iolab import cli
-    caplog.set_level(logging.WARNING)
-    handler = logging.StreamHandler(sys.stderr)  # capsys's stderr, now
-    handler.setFormatter(logging.Formatter("iolab: %(levelname)s: %(message)s"))
-    handler.setLevel(logging.WARNING)
-    logging.getLogger().addHandler(handler)
-    try:
-        code = cli.main([str(a) for a in args])
-    except SystemExit as exc:  # argparse's own refusals exit
-        code = exc.code
-    finally:
-        logging.getLogger().removeHandler(handler)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ---------------------------------------------------------------------------
