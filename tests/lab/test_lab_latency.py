@@ -131,12 +131,15 @@ def test_hdd_cache_flushes_wait_the_delay_and_plain_writes_do_not(tmp_path):
     print(f"\nemulated hdd ({emulation['kind']}, flush delay {delay} ms, write delay {emulation['write_delay_ms']} ms, "
           f"tick {tick_ms():.0f} ms): loop alone write p50 {base['p50']:.2f} ms, fsync p50 {base['sync_p50']:.2f} ms, "
           f"wake-up {late:.2f} ms late; write+fsync {synced['iops']:.1f} IOPS, fsync min {synced['sync_min']:.2f} ms, "
-          f"p50 {synced['sync_p50']:.2f} ms (bound {delay}-{upper:.1f} ms); plain writes {plain['iops']:.1f} IOPS, "
+          f"p50 {synced['sync_p50']:.2f} ms (at least {delay}, about {upper:.1f} ms without throttling); plain writes {plain['iops']:.1f} IOPS, "
           f"min {plain['min']:.2f} ms, p50 {plain['p50']:.2f} ms")
     assert emulation["kind"] == latency.DM_DELAY and dev.device.startswith("/dev/mapper/iolab-delay-")
     assert (emulation["flush_delay_ms"], emulation["write_delay_ms"]) == (delay, 0) and delay == 8
-    # every fsync waits the flush delay (the fastest too), so a QD1 write+fsync loop runs at most 1000/delay per s
-    assert delay <= synced["sync_min"] and synced["sync_p50"] <= upper
+    # every fsync waits the flush delay (the fastest too), so a QD1 write+fsync loop runs at most 1000/delay per s.
+    # Only the lower bound is the test's: above it the flush also waits the loop's own fsync and blk-throttle's
+    # pacing (the write and its flush both count against the 150 write IOPS): p50 30.3 ms against an estimate
+    # of 28.3 in one fresh-clone run, so the estimate is printed, not asserted
+    assert delay <= synced["sync_min"]
     assert synced["iops"] <= 1000 / delay
     # a write without a flush is not delayed: dm-delay would hold every one >= the delay, the fastest too.
     # Not the median: under TCG on a busy host the loop device alone takes 4-11 ms per write (measured)
