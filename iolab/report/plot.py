@@ -295,8 +295,7 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
     long = max((len(s) for s in xs), default=0) > 12
     ax.set_xticklabels(xs, rotation=30 if long else 0, ha="right" if long else "center")
     use_log = log == "auto" and wants_log(pos["dot_y"]) or log is True
-    if use_log:  # a linear dot chart keeps matplotlib's own ticks
-        y_axis(ax, log=True, label=ylabel)
+    y_axis(ax, log=use_log, label=ylabel)  # plain tick numbers (1,000) on either scale, as every chart
     if label and annotate:
         for _, part in pos.groupby(x, sort=False):
             part = part.dropna(subset=["dot_y"]).sort_values("dot_y", ascending=False)
@@ -305,7 +304,7 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
             for _, row in picks.iterrows():
                 ax.annotate(str(row[label]), (row["dot_pos"], row["dot_y"]), fontsize="x-small",
                             xytext=(3, 0), textcoords="offset points", va="center")
-    _texts(ax, xlabel, None if use_log else ylabel, title)
+    _texts(ax, xlabel, None, title)
     ax.grid(axis="x", visible=False)
     return ax
 

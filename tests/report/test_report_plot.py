@@ -123,6 +123,23 @@ def test_dots_for_dozens_of_systems():
         plt.close(ax.figure)
 
 
+def test_dots_on_a_linear_axis_write_thousands_as_the_other_charts():
+    """A linear dot chart goes through :func:`plot.y_axis` too: 2,000 not matplotlib's 2000; its label stays."""
+    data = pd.DataFrame({"test": ["RND4K"] * 12, "system": [f"s{i}" for i in range(12)],
+                         "value": [1000.0 + 500.0 * i for i in range(12)]})  # 1,000..6,500 IOPS: 6.5x, linear
+    ax = plot.dots(data, x="test", y="value", label="system", ylabel="IOPS")
+    try:
+        ax.figure.canvas.draw()
+        assert ax.get_yscale() == "linear" and ax.get_ylabel() == "IOPS"
+        ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert any(float(t.replace(",", "")) >= 1000 for t in ticks), ticks
+        for text in ticks:
+            assert text == plot.tick_label(float(text.replace(",", ""))), ticks
+        assert "2,000" in ticks and "2000" not in ticks, ticks
+    finally:
+        plt.close(ax.figure)
+
+
 def test_not_isolated_systems_are_hatched(summary):
     ax = plot.bars(summary, x="test", y="value", hue="system", hatched=["SSD"])
     try:
