@@ -5,9 +5,22 @@ mapper (``dmsetup create``): every read bio waits ``read_ms`` before it reaches
 the device below, every write ``write_ms``, and, with ``flush_ms``, every cache
 flush (a bio with REQ_PREFLUSH: what fsync and a journal commit end with)
 ``flush_ms`` -- dm-delay's third class, ``delay <dev> <off> <read_ms> <dev> <off>
-<write_ms> <dev> <off> <flush_ms>`` (Debian 6.1's dm-delay v1.3.0 has it). Without
-it a flush is a write and waits ``write_ms``. It is what makes an emulated
-``hdd`` latency-true (:mod:`iolab.devices.latency`).
+<write_ms> <dev> <off> <flush_ms>``. Without it a flush is a write and waits
+``write_ms``. It is what makes an emulated ``hdd`` latency-true
+(:mod:`iolab.devices.latency`).
+
+Whether the kernel's dm-delay has the flush class is asked up front
+(:func:`has_flush_class`), from what the kernel says about itself: the
+``delay`` target's version in ``dmsetup targets`` and the kernel's release.
+The class came with Linux 4.19 (commit cda6b5ab7f59 "dm delay: add flush as a
+third class of IO") *without* a version bump: 4.19 to 5.x kernels print
+``delay v1.2.1`` as the 4.x kernels before them did (the 5.15-era source has
+the 9-argument table at 1.2.1); later kernels print v1.3.0 or more (Debian's
+6.1.0 in the lab VM: ``tests/fixtures/dmsetup/``). So v1.3.0 or later has it,
+an older version has it where the kernel is 4.19 or later. A distribution
+kernel older than 4.19 with the class backported (RHEL 8's 4.18, say) is
+taken for one without it: its devices get the read and write classes, which
+such a kernel accepts, and ``reason`` says why.
 
 Names carry the owner, ``iolab-delay-<pid>-<hex>``, and each device gets an
 ownership record (kind ``dm``), so what a killed process left is removed by
@@ -22,6 +35,8 @@ from __future__ import annotations
 
 import logging
 import os
+import platform
+import re
 import secrets
 import time
 from pathlib import Path
@@ -34,6 +49,10 @@ log = logging.getLogger(__name__)
 PREFIX = "iolab-delay-"
 MAPPER = Path("/dev/mapper")
 SECTOR = 512
+FLUSH_CLASS_VERSION = (1, 3, 0)  # a dm-delay this recent has the flush class, whatever the kernel release
+FLUSH_CLASS_KERNEL = (4, 19)     # the release that added it (its dm-delay still said v1.2.1)
+_TARGET_LINE = re.compile(r"^(\S+)\s+v(\d+)\.(\d+)\.(\d+)\s*$")
+_RELEASE = re.compile(r"^(\d+)\.(\d+)")
 
 
 def unavailable() -> str | None:
@@ -64,15 +83,53 @@ def unavailable() -> str | None:
     return None
 
 
-def _targets() -> set | None:
-    """The device-mapper targets the kernel knows (None: no device-mapper at all)."""
+def _targets() -> dict | None:
+    """The device-mapper targets the kernel knows, name -> version (None: no device-mapper at all)."""
     try:
         proc = commands.run(["dmsetup", "targets"], check=False, timeout=30)
     except IolabError:
         return None
     if proc.returncode != 0:
         return None
-    return {line.split()[0] for line in proc.stdout.splitlines() if line.split()}
+    return parse_targets(proc.stdout)
+
+
+def parse_targets(text: str) -> dict:
+    """``dmsetup targets`` output (``delay            v1.3.0`` a line) as name -> (major, minor, patch);
+    a line whose version is not ``vX.Y.Z`` keeps its name with version None."""
+    found = {}
+    for line in text.splitlines():
+        if not line.split():
+            continue
+        match = _TARGET_LINE.match(line.strip())
+        found[line.split()[0]] = tuple(int(part) for part in match.groups()[1:]) if match else None
+    return found
+
+
+def delay_version() -> tuple | None:
+    """The kernel's dm-delay version as (major, minor, patch); None where it lists no ``delay`` target
+    (or no version for it). Does not load the module: :func:`unavailable` does."""
+    return (_targets() or {}).get("delay")
+
+
+def flush_class_missing(version: tuple | None, release: str) -> str | None:
+    """Why a dm-delay of ``version`` on kernel ``release`` (``uname -r``) has no flush class; None: it has it."""
+    if version is None:
+        return "the kernel lists no dm-delay version (dmsetup targets)"
+    shown = "v" + ".".join(str(part) for part in version)
+    if tuple(version) >= FLUSH_CLASS_VERSION:
+        return None
+    match = _RELEASE.match(release)
+    if match is None:
+        return f"dm-delay {shown} predates v1.3.0 and the kernel release {release!r} is not a version"
+    if tuple(int(part) for part in match.groups()) >= FLUSH_CLASS_KERNEL:
+        return None
+    return f"dm-delay {shown} on Linux {release}: the flush class came with Linux 4.19"
+
+
+def has_flush_class() -> bool:
+    """Whether this kernel's dm-delay takes a flush delay (the 9-argument table), from its own word."""
+    return flush_class_missing(delay_version(), platform.release()) is None
 
 
 def new_name() -> str:
@@ -94,8 +151,8 @@ def create(lower: str, *, read_ms: int, write_ms: int, flush_ms: int | None = No
            **details) -> str:
     """Map ``lower`` through dm-delay; returns ``/dev/mapper/<name>`` (recorded in the ledger).
 
-    ``flush_ms`` needs dm-delay's flush class: a kernel without it refuses the
-    table, and the IolabError says so (:func:`iolab.devices.latency.stack` falls back).
+    ``flush_ms`` needs dm-delay's flush class (:func:`has_flush_class`): a kernel
+    without it refuses the table, and the IolabError says so.
     """
     name = name or new_name()
     sectors = int(commands.run(["blockdev", "--getsz", lower]).stdout.strip())

@@ -33,9 +33,11 @@ absorbs them, the throttle paces them) and cache flushes ``flush_delay_ms``
 REQ_PREFLUSH -- waits until the cache is on the platter, a seek plus rotation),
 dm-delay's third class. So fsync-bound work (a database's commits, sql-bench's
 ``create``) is paced by the flushes, as on a disk, not by the write throttle
-alone. Where the kernel's dm-delay has no flush class (it refuses the 9-argument
-table) the device keeps the read and write classes, a flush waits the write
-delay, and ``reason`` says so. A FUA write without a preflush is a write.
+alone. Where the kernel's dm-delay has no flush class (asked before the device is
+made: its version in ``dmsetup targets`` and the kernel's release, see
+:mod:`iolab.devices.dmdelay`) the device keeps the read and write classes, a
+flush waits the write delay, and ``reason`` says so. A FUA write without a
+preflush is a write.
 
 Where dm-delay is missing (no device-mapper, no ``dm_delay`` module, no
 ``dmsetup``) the device is the throttled loop device alone, exactly as before,
@@ -46,8 +48,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import platform
 
-from iolab.core.errors import IolabError
 from iolab.devices import dmdelay
 
 log = logging.getLogger(__name__)
@@ -96,22 +98,22 @@ def choose(profile, *, unavailable=dmdelay.unavailable) -> Emulation:
 
 def stack(emulation: Emulation, lower: str, undo: contextlib.ExitStack, **details) -> Emulation:
     """Put the dm-delay device of ``emulation`` over ``lower`` (removed by ``undo``); the throttle-only
-    emulation is returned as it is. A kernel whose dm-delay refuses the flush class gets the read and
-    write classes, and the returned emulation says so (``flush_delay_ms`` None, ``reason``)."""
+    emulation is returned as it is. Whether the flush class is used is the kernel's word, asked before the
+    device is made (:func:`iolab.devices.dmdelay.flush_class_missing`): a kernel without it gets the read
+    and write classes, and the returned emulation says so (``flush_delay_ms`` None, ``reason``). A refused
+    ``dmsetup create`` is raised as it is: it is never taken for a missing flush class."""
     if not emulation.latency_true:
         return emulation
-    delays = {"read_ms": emulation.read_delay_ms, "write_ms": emulation.write_delay_ms}
-    try:
-        device = dmdelay.create(lower, **delays, flush_ms=emulation.flush_delay_ms, **details)
-    except IolabError as exc:
-        if emulation.flush_delay_ms is None:
-            raise
-        log.warning("dm-delay refused a flush class over %s (%s): flushes wait the write delay", lower, exc)
-        device = dmdelay.create(lower, **delays, **details)
-        emulation = dataclasses.replace(
-            emulation, flush_delay_ms=None,
-            reason=f"{emulation.reason}; its dm-delay has no flush class (the 9-argument table was refused: "
-                   f"{exc}): a cache flush waits the write delay ({emulation.write_delay_ms} ms), "
-                   f"not {emulation.flush_delay_ms} ms")
+    if emulation.flush_delay_ms is not None:
+        missing = dmdelay.flush_class_missing(dmdelay.delay_version(), platform.release())
+        if missing:
+            log.warning("dm-delay over %s without a flush class (%s): flushes wait the write delay, %d ms, "
+                        "not %d ms", lower, missing, emulation.write_delay_ms, emulation.flush_delay_ms)
+            emulation = dataclasses.replace(
+                emulation, flush_delay_ms=None,
+                reason=f"{emulation.reason}; its dm-delay has no flush class ({missing}): a cache flush waits "
+                       f"the write delay ({emulation.write_delay_ms} ms), not {emulation.flush_delay_ms} ms")
+    device = dmdelay.create(lower, read_ms=emulation.read_delay_ms, write_ms=emulation.write_delay_ms,
+                            flush_ms=emulation.flush_delay_ms, **details)
     undo.callback(dmdelay.remove, device.rsplit("/", 1)[-1])
     return dataclasses.replace(emulation, dm_device=device, lower_device=lower)

@@ -5,7 +5,6 @@ The dm-delay side itself runs on a real kernel in tests/lab/test_lab_latency.py.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 
 import pytest
@@ -57,33 +56,6 @@ def test_dm_delay_table_and_names():
     assert dmdelay.owner_of(f"{dmdelay.PREFIX}4711-ab12cd") == 4711
     assert dmdelay.owner_of("vg0-root") is None
     assert dmdelay.new_name().startswith(f"{dmdelay.PREFIX}{os.getpid()}-")
-
-
-def test_a_dm_delay_without_the_flush_class_keeps_reads_and_writes_and_says_so(monkeypatch):
-    """An older kernel refuses the 9-argument table: the device is made with read and write classes.
-
-    No kernel here lacks the flush class (the host has no device-mapper, the lab's has it), so
-    dmsetup is stood in for by a function that refuses the flush class as such a kernel's would.
-    """
-    made, removed = [], []
-
-    def create(lower, *, read_ms, write_ms, flush_ms=None, **details):
-        if flush_ms is not None:
-            raise IolabError("exited with 1: device-mapper: reload ioctl failed: Invalid argument",
-                             context="dmsetup create iolab-delay-1-abc")
-        made.append((lower, read_ms, write_ms))
-        return "/dev/mapper/iolab-delay-1-abc"
-
-    monkeypatch.setattr(dmdelay, "create", create)
-    monkeypatch.setattr(dmdelay, "remove", removed.append)
-    chosen = latency.choose(get_profile("hdd"), unavailable=lambda: None)
-    with contextlib.ExitStack() as undo:
-        stacked = latency.stack(chosen, "/dev/loop7", undo)
-    assert made == [("/dev/loop7", 8, 0)] and removed == ["iolab-delay-1-abc"]
-    assert (stacked.kind, stacked.read_delay_ms, stacked.write_delay_ms, stacked.flush_delay_ms) == \
-        ("dm-delay", 8, 0, None)
-    assert "no flush class" in stacked.reason and "Invalid argument" in stacked.reason
-    assert "a cache flush waits the write delay (0 ms), not 8 ms" in stacked.reason
 
 
 def _host_has_dm_delay() -> bool:
