@@ -168,9 +168,9 @@ class Server(ServerLifecycle):
                                   "--auth-root-authentication-method=normal", "--skip-test-db",
                                   "--skip-name-resolve", f"--tmpdir={self.root}"])
         key = pristine.Key.of(self.binaries["version"], argv)
-        if self._copy_pristine(key):
-            return
         output = self.log_dir / "install-db.txt"
+        if self._copy_pristine(key, output):
+            return
         started = time.monotonic()
         proc = _run_group(argv, cwd=self.root)
         output.write_text(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}[exit {proc.returncode}]\n")
@@ -185,9 +185,10 @@ class Server(ServerLifecycle):
                 f.write(f"# ran in {seconds:.2f} s; the data directory (before its server started) is the pristine "
                         f"cache entry {entry.path} for later runs\n")
 
-    def _copy_pristine(self, key) -> bool:
-        """The data directory copied from the pristine cache (see :mod:`iolab.classic.mariadb_pristine`);
-        False (why logged at INFO) when there is no usable entry or the copy fails: install-db then runs."""
+    def _copy_pristine(self, key, output: Path) -> bool:
+        """The data directory copied from the pristine cache (see :mod:`iolab.classic.mariadb_pristine`),
+        ``output`` saying so; False (why logged at INFO) when there is no usable entry or the copy fails:
+        install-db then runs."""
         try:
             entry = pristine.lookup(key)
         except pristine.Unusable as exc:
@@ -199,7 +200,7 @@ class Server(ServerLifecycle):
         started = time.monotonic()
         try:
             pristine.copy_out(entry, self.data, uid=self.account.uid, gid=self.account.gid)
-        except OSError as exc:
+        except (OSError, pristine.Unusable) as exc:  # Unusable: the entry changed since its lookup
             log.info("copying the pristine data directory %s to %s failed (%s); running mariadb-install-db",
                      entry.data, self.data, exc)
             shutil.rmtree(self.data, ignore_errors=True)
@@ -207,7 +208,7 @@ class Server(ServerLifecycle):
         seconds = time.monotonic() - started
         log.info("copied the pristine data directory %s to %s in %.2f s (mariadb-install-db not run)", entry.data,
                  self.data, seconds)
-        (self.log_dir / "install-db.txt").write_text(pristine.describe(entry, seconds) + entry.output)
+        output.write_text(pristine.describe(entry, seconds) + entry.output)
         return True
 
     def argv(self, port: int) -> list[str]:

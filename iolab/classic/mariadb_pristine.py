@@ -34,6 +34,7 @@ import logging
 import os
 import shutil
 import socket
+import stat
 import time
 from pathlib import Path
 
@@ -89,14 +90,14 @@ class Unusable(Exception):
 
 
 def manifest(data: Path) -> list[list]:
-    """Every path under ``data``: [relative path, "d"/"f", mode, size] (sorted)."""
+    """Every path under ``data``: [relative path, "d"/"f", mode, size] (sorted: a directory before what it holds)."""
     rows = []
     for dirpath, dirnames, filenames in os.walk(data):
         for name in dirnames + filenames:
             path = Path(dirpath) / name
             st = path.lstat()
-            kind = "d" if path.is_dir() and not path.is_symlink() else "f" if path.is_file() else None
-            if kind is None or path.is_symlink():
+            kind = "d" if stat.S_ISDIR(st.st_mode) else "f" if stat.S_ISREG(st.st_mode) else None
+            if kind is None:
                 raise Unusable(f"{path} is neither a plain file nor a directory")
             rows.append([str(path.relative_to(data)), kind, st.st_mode & 0o7777, st.st_size if kind == "f" else 0])
     return sorted(rows)
@@ -167,30 +168,28 @@ def copy_file(src: Path, dst: Path, *, allocate: bool) -> None:
 
 
 def copy_tree(src: Path, dst: Path, *, allocate: bool, uid: int | None = None, gid: int | None = None,
-              dir_mode: int | None = None, modes: dict | None = None) -> None:
+              dir_mode: int | None = None, modes: dict | None = None) -> list[list]:
     """``src`` to a new ``dst`` (plain files and directories, :func:`copy_file`); modes from ``modes``
-    (relative path -> mode) or the source, directories ``dir_mode`` when given; owner ``uid``/``gid`` when given."""
+    (relative path -> mode) or the source, directories ``dir_mode`` when given; owner ``uid``/``gid`` when given.
+    Returns the source's :func:`manifest`, its one walk (anything else in it: :class:`Unusable`, nothing copied)."""
     def finish(path: Path, rel: str, mode: int) -> None:
         if uid is not None:
             os.chown(path, uid, gid)
         os.chmod(path, (modes or {}).get(rel, mode))
 
+    rows = manifest(src)
     dst.mkdir(mode=0o700)
-    for dirpath, dirnames, filenames in os.walk(src):
-        here = Path(dirpath)
-        rel_dir = here.relative_to(src)
-        for name in sorted(dirnames):
-            target = dst / rel_dir / name
-            target.mkdir(mode=0o700)
-        for name in sorted(filenames):
-            copy_file(here / name, dst / rel_dir / name, allocate=allocate)
-            finish(dst / rel_dir / name, str(rel_dir / name), (here / name).stat().st_mode & 0o7777)
-    for dirpath, dirnames, _ in os.walk(src):
-        for name in dirnames:
-            rel = Path(dirpath, name).relative_to(src)
-            finish(dst / rel, str(rel),
-                   dir_mode if dir_mode is not None else Path(dirpath, name).stat().st_mode & 0o7777)
+    for rel, kind, mode, _ in rows:  # sorted: each directory is made before what it holds
+        if kind == "d":
+            (dst / rel).mkdir(mode=0o700)
+        else:
+            copy_file(src / rel, dst / rel, allocate=allocate)
+            finish(dst / rel, rel, mode)
+    for rel, kind, mode, _ in rows:  # a directory's mode once all it holds is in
+        if kind == "d":
+            finish(dst / rel, rel, dir_mode if dir_mode is not None else mode)
     finish(dst, ".", dir_mode if dir_mode is not None else src.stat().st_mode & 0o7777)
+    return rows
 
 
 def copy_out(entry: Entry, dest: Path, *, uid: int, gid: int) -> None:
@@ -214,7 +213,7 @@ def _remove_abandoned(parent: Path) -> None:
 
 
 def store(key: Key, data: Path, *, install_output: Path, seconds: float, argv) -> Entry | None:
-    """Keep the freshly installed ``data`` as the entry for ``key``; the entry in place (ours or the
+    """Keep the freshly installed ``data`` as the entry for ``key``; the entry in place (ours, or the
     race winner's), or None when the cache cannot take it (logged at INFO, never raised)."""
     final = key.path()
     tmp = final.with_name(f".tmp-{key.name}-{os.getpid()}-{time.monotonic_ns()}")
@@ -222,13 +221,14 @@ def store(key: Key, data: Path, *, install_output: Path, seconds: float, argv) -
         _private_dir(final.parent)
         _remove_abandoned(final.parent)
         tmp.mkdir(mode=0o700)
-        copy_tree(data, tmp / "data", allocate=False, dir_mode=0o700)  # sparse: 15 MiB of data, not 110
+        rows = copy_tree(data, tmp / "data", allocate=False, dir_mode=0o700)  # sparse: 15 MiB of data, not 110
         shutil.copyfile(install_output, tmp / "install-db.txt")
         meta = {"format": FORMAT, "key": key.name, "version": key.version, "argv": [str(a) for a in argv],
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "created_by": f"pid {os.getpid()} on {socket.gethostname()}", "install_seconds": round(seconds, 2),
-                "modes": {".": data.stat().st_mode & 0o7777, **{row[0]: row[2] for row in manifest(data)}},
-                "manifest": manifest(tmp / "data")}
+                "modes": {".": data.stat().st_mode & 0o7777, **{rel: mode for rel, _, mode, _ in rows}},
+                # what copy_tree made of the rows: the files' modes and sizes, every directory 0700
+                "manifest": [[rel, kind, 0o700 if kind == "d" else mode, size] for rel, kind, mode, size in rows]}
         (tmp / ENTRY_FILE).write_text(json.dumps(meta, indent=1) + "\n")
         os.chmod(tmp / ENTRY_FILE, 0o600)
     except (OSError, Unusable) as exc:
