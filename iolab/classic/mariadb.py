@@ -187,12 +187,16 @@ class Server(ServerLifecycle):
 
     def _copy_pristine(self, key, output: Path) -> bool:
         """The data directory copied from the pristine cache (see :mod:`iolab.classic.mariadb_pristine`),
-        ``output`` saying so; False (why logged at INFO) when there is no usable entry or the copy fails:
-        install-db then runs."""
+        ``output`` saying so; False (why logged at INFO) when there is no cache, no usable entry or the copy
+        fails: install-db then runs (and its copy replaces a damaged entry)."""
         try:
             entry = pristine.lookup(key)
+        except pristine.NoCache as exc:
+            log.info("no pristine MariaDB data directory to copy: %s", exc)
+            return False
         except pristine.Unusable as exc:
-            log.info("not using the pristine cache entry %s: %s (remove it to have it made again)", key.path(), exc)
+            log.info("not using the pristine cache entry %s: %s (this run's install-db replaces it)", key.path(),
+                     exc)
             return False
         if entry is None:
             log.info("no pristine MariaDB data directory cached yet for this version (%s)", key.path())

@@ -5,7 +5,8 @@ the data directory lives; it costs seconds on a host and a minute under the lab 
 sqlbench run. So the first run's freshly installed data directory (before its server ever starts) is copied
 into ``<cache>/mariadb/<key>/data`` and later runs copy it from there onto their target instead.
 
-- ``<cache>``: ``$IOLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/iolab``, else ``~/.cache/iolab``.
+- ``<cache>``: ``$IOLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/iolab``, else ``~/.cache/iolab``; none (no
+  ``$HOME`` and no passwd entry): :class:`NoCache`, and the caller installs as with an unwritable cache.
 - ``<key>``: a hash of the version string and the install argv without its paths (``--datadir``,
   ``--tmpdir``; the account it runs as stays in it, through ``setpriv``'s ids).
 - An entry is filled atomically: copied into a temporary sibling with its ``entry.json`` (what made it,
@@ -13,7 +14,9 @@ into ``<cache>/mariadb/<key>/data`` and later runs copy it from there onto their
   uses the winner's entry and removes its own copy.
 - An entry is used only when its ``entry.json`` is there and the files match its manifest; otherwise, or
   when the cache cannot be read or written (a read-only root, as in the lab VM), the caller runs
-  ``mariadb-install-db`` as before: the cache never fails a run (the reason is logged at INFO).
+  ``mariadb-install-db`` as before: the cache never fails a run (the reason is logged at INFO). A damaged
+  entry is then replaced by that install's copy (moved aside, the new one renamed into place, the old one
+  removed), so the run after copies again.
 - The entries hold the root account's tables: every directory in them is 0700 (root's); a copy taken out
   gets the modes ``mariadb-install-db`` gave and the server's account as owner.
 
@@ -52,7 +55,15 @@ def cache_root() -> Path:
         return Path(os.environ["IOLAB_CACHE_DIR"])
     if os.environ.get("XDG_CACHE_HOME"):
         return Path(os.environ["XDG_CACHE_HOME"]) / "iolab"
-    return Path.home() / ".cache" / "iolab"
+    try:
+        return Path.home() / ".cache" / "iolab"
+    except (RuntimeError, KeyError) as exc:  # no $HOME and no passwd entry for our uid
+        raise NoCache(f"IOLAB_CACHE_DIR and XDG_CACHE_HOME are unset and the home directory of uid {os.getuid()} "
+                      f"is unknown ({exc or type(exc).__name__})") from None
+
+
+class NoCache(Exception):
+    """No cache directory resolves (see :func:`cache_root`): nothing is looked up nor kept."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +115,8 @@ def manifest(data: Path) -> list[list]:
 
 
 def lookup(key: Key) -> Entry | None:
-    """The usable entry for ``key``; None when there is none yet; :class:`Unusable` when it is broken."""
+    """The usable entry for ``key``; None when there is none yet; :class:`Unusable` when it is broken;
+    :class:`NoCache` when no cache directory resolves."""
     path = key.path()
     if not path.exists():
         return None
@@ -214,10 +226,12 @@ def _remove_abandoned(parent: Path) -> None:
 
 def store(key: Key, data: Path, *, install_output: Path, seconds: float, argv) -> Entry | None:
     """Keep the freshly installed ``data`` as the entry for ``key``; the entry in place (ours, or the
-    race winner's), or None when the cache cannot take it (logged at INFO, never raised)."""
-    final = key.path()
-    tmp = final.with_name(f".tmp-{key.name}-{os.getpid()}-{time.monotonic_ns()}")
+    race winner's), or None when the cache cannot take it (logged at INFO, never raised). A damaged entry
+    in the way is replaced (:func:`_replace`)."""
+    tmp = None
     try:
+        final = key.path()
+        tmp = final.with_name(f".tmp-{key.name}-{os.getpid()}-{time.monotonic_ns()}")
         _private_dir(final.parent)
         _remove_abandoned(final.parent)
         tmp.mkdir(mode=0o700)
@@ -231,22 +245,60 @@ def store(key: Key, data: Path, *, install_output: Path, seconds: float, argv) -
                 "manifest": [[rel, kind, 0o700 if kind == "d" else mode, size] for rel, kind, mode, size in rows]}
         (tmp / ENTRY_FILE).write_text(json.dumps(meta, indent=1) + "\n")
         os.chmod(tmp / ENTRY_FILE, 0o600)
-    except (OSError, Unusable) as exc:
+        ours = Entry(final, meta, install_output.read_text(errors="replace"))
+    except (OSError, Unusable, NoCache) as exc:
         log.info("the pristine MariaDB data directory is not cached (%s); later runs install theirs too", exc)
-        with contextlib.suppress(OSError):
-            shutil.rmtree(tmp)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(tmp)
         return None
     try:
         os.rename(tmp, final)
         log.info("kept the pristine MariaDB data directory as %s for later runs", final)
-        return Entry(final, meta, install_output.read_text(errors="replace"))
-    except OSError as exc:  # another process won the race (ENOTEMPTY/EEXIST): theirs is used
+        return ours
+    except OSError as exc:  # an entry is there (ENOTEMPTY/EEXIST): another run's, or a damaged one
+        error = exc.strerror
+    try:
+        theirs = lookup(key)
+    except Unusable as exc:
+        return _replace(key, tmp, ours, exc)
+    shutil.rmtree(tmp, ignore_errors=True)
+    log.info("the pristine cache entry %s was made meanwhile by another run (%s); keeping it", final, error)
+    return theirs
+
+
+def _replace(key: Key, tmp: Path, ours: Entry, damage: Unusable) -> Entry | None:
+    """The damaged entry at ``ours.path`` moved aside, the complete ``tmp`` renamed into its place, the damaged
+    one removed: the path holds the damaged entry, nothing, or ours, never a part of one. A run that
+    put its own there meanwhile wins (ours is dropped, theirs returned)."""
+    final = ours.path
+    # a temporary sibling's name: _remove_abandoned removes it should this process die before it does
+    aside = final.with_name(f".tmp-{key.name}-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        try:
+            os.rename(final, aside)
+        except FileNotFoundError:  # another run moved it meanwhile
+            pass
+        os.rename(tmp, final)
+    except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        log.info("the pristine cache entry %s was made meanwhile by another run (%s); keeping it", final,
-                 exc.strerror)
+        log.info("the damaged pristine cache entry %s was not replaced (%s)", final, exc.strerror)
         with contextlib.suppress(Unusable):
             return lookup(key)
         return None
+    finally:
+        _discard(aside)
+    log.info("replaced the damaged pristine cache entry %s (%s) by this run's install for later runs", final, damage)
+    return ours
+
+
+def _discard(path: Path) -> None:
+    """Remove a directory tree, or whatever else is at ``path`` (nothing there: nothing done)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 def describe(entry: Entry, seconds: float) -> str:

@@ -12,6 +12,7 @@ wrapper around the real one (``counting_install_db``), never judged by time. Eac
 own ($IOLAB_CACHE_DIR under tmp_path), not the session's.
 """
 import filecmp
+import json
 import logging
 import os
 import shutil
@@ -256,3 +257,69 @@ def test_a_failed_install_quotes_its_cause_not_its_boilerplate(tmp_path, cache, 
     assert failed.value.hint == f"its output is {tmp_path / 'log' / 'install-db.txt'}"
     assert mariadbd_processes(target) == []
     assert len(entries(cache)) == int(cached)  # a failed install is never cached
+
+
+@needs_root
+@needs_mariadb
+def test_no_cache_directory_falls_back_to_install_db(tmp_path, monkeypatch, target, counting_install_db, caplog):
+    """No $IOLAB_CACHE_DIR, no $XDG_CACHE_HOME, no $HOME and no passwd entry (Path.home raising stands for
+    the latter, which root cannot be made into): every run installs, logged, and none fails."""
+    for name in ("IOLAB_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def homeless(cls=None):
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", classmethod(homeless))
+    monkeypatch.chdir(tmp_path)  # a cache made relative to the working directory would show here
+    caplog.set_level(logging.INFO, logger="iolab.classic")
+    for n in range(2):
+        server = make(target, tmp_path / f"log{n}", counting_install_db)
+        try:
+            assert counting_install_db.runs() == n + 1
+            assert install_log(server).startswith("$ ") and "pristine cache entry" not in install_log(server)
+            if n == 0:
+                serves_queries(server)
+        finally:
+            server.destroy()
+    assert "no pristine MariaDB data directory to copy: IOLAB_CACHE_DIR and XDG_CACHE_HOME are unset" in caplog.text
+    assert "is not cached (IOLAB_CACHE_DIR and XDG_CACHE_HOME are unset" in caplog.text, caplog.text
+    assert "Could not determine home directory" in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log0", "log1"]
+    assert mariadbd_processes(target) == []
+
+
+@needs_root
+@needs_mariadb
+@pytest.mark.parametrize("damage", ["table file truncated", "of another format"])
+def test_a_damaged_entry_is_replaced_by_the_next_install(tmp_path, cache, target, counting_install_db, caplog,
+                                                         damage):
+    """A damaged entry costs one install-db: its fresh copy takes the entry's place, and the run after copies."""
+    make(target, tmp_path / "log0", counting_install_db).destroy()
+    [key] = entries(cache)
+    entry = cache / "mariadb" / key
+    if damage == "table file truncated":
+        os.truncate(entry / "data" / "mysql" / "global_priv.MAD", 100)
+    else:  # as an older iolab's entry would be
+        meta = json.loads((entry / "entry.json").read_text())
+        (entry / "entry.json").write_text(json.dumps(dict(meta, format=0)))
+    caplog.set_level(logging.INFO, logger="iolab.classic")
+    second = make(target, tmp_path / "log1", counting_install_db)
+    try:
+        assert counting_install_db.runs() == 2
+        assert install_log(second).startswith("$ ") and f"is the pristine cache entry {entry}" in install_log(second)
+        installed = mariadb_pristine.manifest(second.data)
+    finally:
+        second.destroy()
+    assert f"not using the pristine cache entry {entry}" in caplog.text  # the damage was seen
+    assert f"replaced the damaged pristine cache entry {entry}" in caplog.text, caplog.text
+    assert entries(cache) == [key]  # the damaged one removed, no temporary sibling left
+    third = make(target, tmp_path / "log2", counting_install_db)
+    try:
+        assert counting_install_db.runs() == 2  # copied: install-db did not run again
+        assert install_log(third).startswith("# mariadb-install-db was not run") and str(entry) in install_log(third)
+        assert mariadb_pristine.manifest(third.data) == installed
+        serves_queries(third)
+    finally:
+        third.destroy()
+    assert mariadbd_processes(target) == []
