@@ -5,7 +5,8 @@ kernel hangs under this host's nested KVM) and ``-cpu Nehalem`` (no AVX: numpy's
 AVX2 paths crash under TCG's default CPU model). Scratch disks are sparse files
 in a temporary directory on disk (never tmpfs), attached with ``--disk`` and
 removed afterwards. The whole process group of ``vng`` (its ``virtme-run`` and
-qemu) is killed on timeout or Ctrl-C, so no qemu is left behind.
+qemu) is killed on timeout, Ctrl-C or SIGTERM, so no qemu is left behind; a
+:class:`~iolab.lab.guard.Guard` does both if iolab itself is killed (see there).
 """
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iolab.core.errors import IolabError
+from iolab.core.signals import sigterm_raises
 from iolab.core.units import parse_size
 from iolab.lab import guest, pyimage
+from iolab.lab.guard import Guard, held_signals
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +179,8 @@ def run_in_vm(command: str, config: LabConfig | None = None) -> int:
     """Boot the VM, run ``command`` (a shell command line) inside, return its exit status.
 
     Raises IolabError when the lab is not available here or the VM outlives
-    ``config.timeout``; Ctrl-C kills the VM and propagates.
+    ``config.timeout``; Ctrl-C and SIGTERM kill the VM and propagate (KeyboardInterrupt).
+    Every way out removes the VM's work directory and leaves no qemu.
     """
     config = config or LabConfig()
     why_not = availability()
@@ -184,21 +188,34 @@ def run_in_vm(command: str, config: LabConfig | None = None) -> int:
         raise IolabError(why_not, context="lab VM")
     disk_dir = Path(config.disk_dir or DEFAULT_DISK_DIR)
     _refuse_tmpfs(disk_dir.resolve())
-    workdir = Path(tempfile.mkdtemp(prefix="iolab-lab-", dir=disk_dir))
-    try:
-        disks = _make_disks(workdir, config)
-        control = workdir / "control"
-        control.mkdir()
-        script = control / "guest.sh"
-        py_images = _python_images(config, disk_dir)
-        script.write_text(guest.script(command, scratch=bool(config.scratch), n_disks=len(config.disks),
-                                       env=config.env, cwd=config.cwd, rwdirs=config.rwdirs,
-                                       py_mounts=[image.source for image in py_images],
-                                       overlay_cwd=config.overlay_cwd))
-        config = _with_rwdir(config, control)
-        return _boot(vng_argv(config, disks, script, py_images), config.timeout)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    workdir, guard = None, None
+    with sigterm_raises(lambda: KeyboardInterrupt("SIGTERM")):
+        try:
+            with held_signals():  # no interrupt between making the directory and its guard
+                workdir = Path(tempfile.mkdtemp(prefix="iolab-lab-", dir=disk_dir))
+                guard = Guard(workdir)
+            return _prepare_and_boot(command, config, workdir, disk_dir, guard)
+        finally:
+            with held_signals():  # a second Ctrl-C must not cut the removal short
+                if workdir is not None:
+                    shutil.rmtree(workdir, ignore_errors=True)
+                if guard is not None:
+                    guard.release()
+
+
+def _prepare_and_boot(command: str, config: LabConfig, workdir: Path, disk_dir: Path, guard: Guard) -> int:
+    """Disks, the guest's script and the Python images in ``workdir``, then the VM."""
+    disks = _make_disks(workdir, config)
+    control = workdir / "control"
+    control.mkdir()
+    script = control / "guest.sh"
+    py_images = _python_images(config, disk_dir)
+    script.write_text(guest.script(command, scratch=bool(config.scratch), n_disks=len(config.disks),
+                                   env=config.env, cwd=config.cwd, rwdirs=config.rwdirs,
+                                   py_mounts=[image.source for image in py_images],
+                                   overlay_cwd=config.overlay_cwd))
+    config = _with_rwdir(config, control)
+    return _boot(vng_argv(config, disks, script, py_images), config.timeout, guard)
 
 
 def _python_images(config: LabConfig, disk_dir: Path) -> list[pyimage.PyImage]:
@@ -216,22 +233,29 @@ def _with_rwdir(config: LabConfig, directory: Path) -> LabConfig:
     return replace(config, rwdirs=[*config.rwdirs, directory])
 
 
-def _boot(argv: list[str], timeout: float | None) -> int:
+def _boot(argv: list[str], timeout: float | None, guard: Guard | None = None) -> int:
     env = dict(os.environ, PATH=f"{Path(argv[0]).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
     log.info("lab: %s", " ".join(argv))
     started = time.monotonic()
-    # through pipes: virtme-ng reopens /proc/self/fd/1 for the guest's console, which on a file
-    # opens it anew at offset 0 (O_TRUNC): a log the caller redirected lost what came before
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=env, start_new_session=True)
-    relays = [_relay(process.stdout, sys.stdout), _relay(process.stderr, sys.stderr)]
+    process, relays = None, []
     try:
+        with held_signals():  # the VM is never running without a handle here and in its guard
+            # through pipes: virtme-ng reopens /proc/self/fd/1 for the guest's console, which on a file
+            # opens it anew at offset 0 (O_TRUNC): a log the caller redirected lost what came before
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, env=env, start_new_session=True)
+            if guard is not None:
+                guard.watch(process.pid)
+            relays = [_relay(process.stdout, sys.stdout), _relay(process.stderr, sys.stderr)]
         rc = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(process)
+        with held_signals():
+            _kill_group(process)
         raise IolabError(f"did not finish within {timeout:g} s and was killed", context="lab VM") from None
     except BaseException:
-        _kill_group(process)
+        if process is not None:
+            with held_signals():
+                _kill_group(process)
         raise
     finally:
         for relay in relays:

@@ -1,5 +1,7 @@
 """iolab.lab on the host: the guest prelude, and a VM that outlives its timeout is killed, leaving nothing."""
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +99,69 @@ def test_only_the_scratch_disk_ignores_the_guests_cache_flushes(tmp_path, scratc
     assert len(drives) == len(disks)
     expected = ["cache.direct=on,cache.no-flush=on"] * bool(scratch) + ["cache=none"] * len(config.disks)
     assert [",".join(part for part in drive.split(",") if part.startswith("cache")) for drive in drives] == expected
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.skipif(vm.availability() is not None, reason=f"lab VM not available: {vm.availability()}")
+def test_ctrl_c_to_the_group_removes_the_work_dir_and_leaves_no_qemu(tmp_path):
+    """Ctrl-C reaches the whole foreground group: `iolab lab` and the Python that started it (the lab tier's
+    subprocess.run, any wrapper), which SIGKILLs its child 0.25 s later, in the middle of iolab's cleanup.
+    The VM (its own session: no terminal signal reaches it) ran on and ~10 GB of disk images stayed."""
+    import re
+    import signal
+    import time
+    lab = [str(Path(sys.executable).with_name("iolab")), "lab", "--scratch", "256M", "--disk", "64M",
+           "--data", str(tmp_path / "data"), "--", "sleep", "600"]
+    wrapper = subprocess.Popen([sys.executable, "-c", f"import subprocess; subprocess.run({lab!r})"],
+                               cwd=vm.CHECKOUT, start_new_session=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    workdir, vng_group = None, None
+    try:
+        deadline = time.monotonic() + 180
+        while workdir is None and time.monotonic() < deadline and wrapper.poll() is None:
+            for pid in _descendants(wrapper.pid):
+                cmdline = _cmdline(pid)
+                if "qemu-system" in cmdline and (match := re.search(r"(/\S+/iolab-lab-[^/\s]+)/disk0\.img", cmdline)):
+                    workdir, vng_group = Path(match.group(1)), os.getpgid(pid)
+            time.sleep(0.2)
+        assert workdir is not None and workdir.is_dir(), "the VM's qemu never started"
+        os.killpg(wrapper.pid, signal.SIGINT)  # as a terminal's Ctrl-C does
+        assert wrapper.wait(timeout=60) != 0
+        deadline = time.monotonic() + 30  # whoever cleans up (iolab or its guard) may finish after the wrapper
+        while (workdir.exists() or live_processes(str(workdir))) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not workdir.exists(), f"{workdir} left behind"
+        assert not live_processes(str(workdir)), "qemu, virtme-ng or the guard still runs"
+    finally:
+        if wrapper.poll() is None:
+            os.killpg(wrapper.pid, signal.SIGKILL)
+            wrapper.wait()
+        if vng_group is not None:  # what a failed run left: the VM's group (its own session) and its files
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(vng_group, signal.SIGKILL)
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
