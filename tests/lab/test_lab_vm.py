@@ -1,9 +1,11 @@
-"""iolab.lab on the host: the guest prelude, and a VM that outlives its timeout is killed, leaving nothing."""
+"""iolab.lab on the host: the guest prelude, and a VM that outlives its timeout or is interrupted (Ctrl-C to the
+group, iolab killed) is killed, leaving nothing."""
 import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -133,7 +135,6 @@ def test_ctrl_c_to_the_group_removes_the_work_dir_and_leaves_no_qemu(tmp_path):
     The VM (its own session: no terminal signal reaches it) ran on and ~10 GB of disk images stayed."""
     import re
     import signal
-    import time
     lab = [str(Path(sys.executable).with_name("iolab")), "lab", "--scratch", "256M", "--disk", "64M",
            "--data", str(tmp_path / "data"), "--", "sleep", "600"]
     wrapper = subprocess.Popen([sys.executable, "-c", f"import subprocess; subprocess.run({lab!r})"],
@@ -165,3 +166,45 @@ def test_ctrl_c_to_the_group_removes_the_work_dir_and_leaves_no_qemu(tmp_path):
                 os.killpg(vng_group, signal.SIGKILL)
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_guard_cleans_up_only_when_iolab_ends_without_releasing_it(tmp_path):
+    """The guard kills the watched process group and removes the dir when its pipe closes unannounced (iolab
+    killed); after release() ("done": iolab cleaned up itself) it touches nothing."""
+    import signal
+    from iolab.lab.guard import Guard
+    groups = []
+    try:
+        for released in (True, False):
+            workdir = tmp_path / f"work-{released}"
+            (workdir / "control").mkdir(parents=True)
+            vm_like = subprocess.Popen(["sleep", "600"], start_new_session=True)
+            groups.append(vm_like.pid)
+            guard = Guard(workdir)
+            guard.watch(vm_like.pid)
+            if released:
+                guard.release()
+            else:  # what a SIGKILLed iolab leaves the guard: end of file, no "done"
+                guard.process.stdin.close()
+                guard.process.wait(timeout=30)
+            assert guard.process.returncode == 0
+            assert workdir.exists() == released
+            assert (vm_like.poll() is None) == released, "the group is killed only when iolab did not clean up"
+            vm_like.kill()
+            vm_like.wait()
+    finally:
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+
+
+def test_signals_held_during_cleanup_are_raised_after_it():
+    import signal
+    from iolab.lab.guard import held_signals
+    done = []
+    with pytest.raises(KeyboardInterrupt, match="SIGINT"):
+        with held_signals():
+            os.kill(os.getpid(), signal.SIGINT)  # a second Ctrl-C while the VM is killed and its files removed
+            done.append("cleanup finished")
+    assert done == ["cleanup finished"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
