@@ -7,7 +7,12 @@ block size.
 
 ``stat`` fields used (Documentation/block/stat.rst): 0 read I/Os, 2 read
 sectors, 4 write I/Os, 6 write sectors (I/Os are completed requests, after
-merging).
+merging), 15 flush requests (Linux >= 5.5). A cache flush is counted on the
+whole disk that serves it (not on a partition) and only by a request-based
+device: a device-mapper or md device counts none, the disks under it do. So
+:attr:`Snapshot.flushes` sums the flushes of the disks at the bottom of the
+device's stack (:func:`flush_disks`): for an emulated hdd (dm-delay over a
+loop device) the loop device's, which received each flush after its delay.
 """
 from __future__ import annotations
 
@@ -82,6 +87,10 @@ class BlockDevice:
         except OSError:
             return []
 
+    def flush_disks(self) -> list[Path]:
+        """sysfs directories of the disks that receive this device's cache flushes (see the module's note)."""
+        return flush_disks(self.disk_sysfs)
+
     def describe(self) -> dict:
         info = {"name": self.name, "path": self.path, "devnum": self.devnum,
                 "partition": self.partition, "disk": self.disk, "rotational": self.rotational}
@@ -98,6 +107,23 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
+
+
+def flush_disks(disk: Path) -> list[Path]:
+    """The disks at the bottom of ``disk``'s stack (``/sys/block/X`` directories): ``disk`` itself when
+    nothing is under it; a partition under a device-mapper or md device stands for its whole disk."""
+    try:
+        below = sorted(os.listdir(disk / "slaves"))
+    except OSError:
+        below = []
+    if not below:
+        return [disk]
+    found = []
+    for name in below:
+        real = Path(os.path.realpath(disk / "slaves" / name))
+        whole = real.parent if (real / "partition").exists() else real
+        found.extend(d for d in flush_disks(whole) if d not in found)
+    return found
 
 
 def device_by_number(major: int, minor: int) -> BlockDevice:
@@ -161,6 +187,7 @@ class Snapshot:
     write_ios: int
     write_sectors: int
     at: float
+    flushes: int | None = None  # cache flushes the disks under the device received (None: kernel < 5.5)
 
     @property
     def read_bytes(self) -> int:
@@ -179,7 +206,19 @@ def snapshot(device: BlockDevice | str | os.PathLike) -> Snapshot:
         raise IolabError("cannot read the device's I/O counters", context=str(dev.sysfs / "stat"))
     fields = [int(x) for x in text.split()]
     return Snapshot(device=dev.name, read_ios=fields[0], read_sectors=fields[2],
-                    write_ios=fields[4], write_sectors=fields[6], at=time.monotonic())
+                    write_ios=fields[4], write_sectors=fields[6], at=time.monotonic(), flushes=_flushes(dev))
+
+
+def _flushes(dev: BlockDevice) -> int | None:
+    """Flush requests the disks under ``dev`` have completed (``stat`` field 15), None where one lacks it."""
+    total = 0
+    for disk in dev.flush_disks():
+        text = _read(disk / "stat")
+        fields = text.split() if text else []
+        if len(fields) < 17:
+            return None
+        total += int(fields[15])
+    return total
 
 
 def delta(before: Snapshot, after: Snapshot) -> dict:
@@ -191,6 +230,7 @@ def delta(before: Snapshot, after: Snapshot) -> dict:
             "write_bytes": (after.write_sectors - before.write_sectors) * SECTOR,
             "read_ios": after.read_ios - before.read_ios,
             "write_ios": after.write_ios - before.write_ios,
+            "flushes": None if None in (after.flushes, before.flushes) else after.flushes - before.flushes,
             "seconds": round(after.at - before.at, 6)}
 
 

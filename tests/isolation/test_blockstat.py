@@ -84,7 +84,9 @@ def test_delta_refuses_two_devices():
         blockstat.delta(a, b)
     c = blockstat.Snapshot("loop0", 3, 16, 2, 8, 2.5)
     assert blockstat.delta(a, c) == {"device": "loop0", "read_bytes": 8192, "write_bytes": 4096,
-                                     "read_ios": 3, "write_ios": 2, "seconds": 2.5}
+                                     "read_ios": 3, "write_ios": 2, "flushes": None, "seconds": 2.5}
+    e = blockstat.Snapshot("loop0", 3, 16, 2, 8, 3.0, flushes=7)
+    assert blockstat.delta(blockstat.Snapshot("loop0", 0, 0, 0, 0, 0.0, flushes=4), e)["flushes"] == 3
 
 
 def _direct_io(path: str, *, write: bool, nbytes: int, offset: int = 0) -> None:
@@ -148,8 +150,83 @@ def test_loop_device_counts_the_bytes(tmp_path):
         assert d["read_bytes"] == 4 * MiB
         assert d["write_bytes"] == 2 * MiB
         assert d["read_ios"] >= 1 and d["write_ios"] >= 1
+        assert d["flushes"] in (0, None)  # O_DIRECT without fsync: no cache flush
     finally:
         loopdev.detach(device)
+
+
+@needs_root
+def test_each_fsync_of_a_loop_device_is_one_flush(tmp_path):
+    """fsync of a block device sends its disk one cache flush (the loop device has a write cache):
+    n fsyncs, n flushes in ``stat`` field 15, which the kernel counts from 5.5 on."""
+    img = tmp_path / "flush.img"
+    with open(img, "wb") as fh:
+        fh.truncate(16 * MiB)
+    device = loopdev.attach(img, direct_io=True)
+    try:
+        dev = blockstat.device_for(device)
+        assert dev.flush_disks() == [dev.disk_sysfs]  # nothing under a loop device
+        counter = blockstat.BlockCounter(dev)
+        with udev_kept_out(device):
+            before = counter.snapshot()
+            if before.flushes is None:
+                pytest.skip("this kernel's block stat has no flush fields (Linux < 5.5)")
+            fd = os.open(device, os.O_WRONLY)
+            try:
+                for _ in range(3):
+                    os.write(fd, b"\x5a" * 4096)
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            d = counter.delta(before)
+        print(f"\n{device}: {d}")
+        assert d["flushes"] == 3 and d["write_bytes"] >= 3 * 4096
+    finally:
+        loopdev.detach(device)
+
+
+@pytest.mark.stock_kernel  # device-mapper and a loop device's partitions: the lab VM's kernel
+@needs_root
+@pytest.mark.skipif(shutil.which("sfdisk") is None or shutil.which("dmsetup") is None,
+                    reason="sfdisk or dmsetup is not installed")
+def test_flushes_of_a_dm_device_are_counted_on_the_disk_under_it(tmp_path):
+    """A device-mapper device counts no cache flush: the disk under it does, and a partition's flushes are
+    its whole disk's. dm-linear over the first partition of a loop device: 3 fsyncs of the dm device,
+    3 flushes in the snapshot of the dm device (read from the loop disk under it)."""
+    img = tmp_path / "stack.img"
+    with open(img, "wb") as fh:
+        fh.truncate(16 * MiB)
+    subprocess.run(["sfdisk", "--quiet", str(img)], input="label: dos\nstart=2048, size=16384\n", text=True,
+                   check=True, capture_output=True)
+    loop = subprocess.run(["losetup", "--find", "--show", "--partscan", "--direct-io=on", str(img)],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    name = f"iolab-test-flush-{os.getpid()}"
+    try:
+        part = Path(f"{loop}p1")
+        deadline = time.monotonic() + 5
+        while not part.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        subprocess.run(["dmsetup", "create", name], input=f"0 16384 linear {part} 0\n", text=True, check=True,
+                       capture_output=True)
+        subprocess.run(["udevadm", "settle", "--timeout=30"], check=False)
+        dm = blockstat.device_for(f"/dev/mapper/{name}")
+        assert dm.slaves() == [part.name]
+        assert dm.flush_disks() == [Path("/sys/block") / Path(loop).name]
+        with udev_kept_out(loop):
+            before = blockstat.snapshot(dm)
+            fd = os.open(f"/dev/mapper/{name}", os.O_WRONLY)
+            try:
+                for _ in range(3):
+                    os.write(fd, b"\x5a" * 4096)
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            d = blockstat.delta(before, blockstat.snapshot(dm))
+        print(f"\n{dm.name} over {part.name}: {d}")
+        assert d["flushes"] == 3
+    finally:
+        subprocess.run(["dmsetup", "remove", "--retry", name], check=False, capture_output=True)
+        subprocess.run(["losetup", "--detach", loop], check=False)
 
 
 @pytest.mark.stock_kernel  # a kernel that scans a loop device's partitions: the lab VM's
