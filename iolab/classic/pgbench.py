@@ -49,7 +49,8 @@ Result rows (one per test x repetition x client count), contract columns:
 the per-transaction log (``-l``), ``runtime_s`` = pgbench's duration;
 ``bw_mbps``, ``iops``, ``io_bytes`` and the CPU columns are **NaN**: pgbench
 measures transactions, not I/O requests — the device's bytes are in
-``dev_read_bytes``/``dev_write_bytes``. Extra columns: :data:`EXTRA_COLUMNS`.
+``dev_read_bytes``/``dev_write_bytes``, the cache flushes the disk received
+in ``dev_flushes``. Extra columns: :data:`EXTRA_COLUMNS`.
 
 Files in the run directory: ``postgresql.conf`` (as used; the per-test
 ``fsync``/``synchronous_commit`` are in the manifest's test records and in
@@ -94,7 +95,7 @@ PGBENCH_GRACE_S = 120
 EXTRA_COLUMNS = ["target", "tool", "job", "valid", "flags", "tps", "clients", "threads", "scale", "protocol",
                  "sync_commit", "fsync", "transactions", "failed_transactions", "lat_avg_ms", "lat_stddev_ms",
                  "conn_time_ms", "dev_read_bytes", "dev_write_bytes", "dev_read_ios", "dev_write_ios",
-                 "wal_bytes", "wal_writes", "wal_syncs", "data_read_bytes", "data_write_bytes",
+                 "dev_flushes", "wal_bytes", "wal_writes", "wal_syncs", "data_read_bytes", "data_write_bytes",
                  "shared_buffers_bytes", "cg_peak_bytes", "cg_cache_bytes", "wall_s"]
 
 
@@ -301,6 +302,7 @@ class Engine(DatabaseEngine):
             "conn_time_ms": summary.get("conn_time_ms"),
             "dev_read_bytes": device.get("read_bytes"), "dev_write_bytes": device.get("write_bytes"),
             "dev_read_ios": device.get("read_ios"), "dev_write_ios": device.get("write_ios"),
+            "dev_flushes": device.get("flushes"),
             "wal_bytes": delta.get("wal_bytes"), "wal_writes": delta.get("wal_write"),
             "wal_syncs": delta.get("wal_sync"), "data_read_bytes": data_read,
             "data_write_bytes": delta["buffers_written"] * block if "buffers_written" in delta else None,

@@ -31,7 +31,9 @@ seconds (sql-bench's "Time for ..." summed over the test's parts, the figure
 of Table 10); ``bw_mbps``/``iops``/latency columns are NaN (sql-bench times
 statements, not I/O requests); the storage evidence is in
 ``dev_read_bytes``/``dev_write_bytes``/``dev_*_ios`` (the target's block
-device), ``server_read_bytes``/``server_write_bytes`` (/proc/<mariadbd>/io)
+device), ``dev_flushes`` (cache flushes the disks under it received: what
+MyISAM's table syncs and ext4's journal commits cost on a disk; 0 where a test
+never waits on the device), ``server_read_bytes``/``server_write_bytes`` (/proc/<mariadbd>/io)
 and ``fsyncs`` (InnoDB's ``Innodb_data_fsyncs`` + ``Innodb_os_log_fsyncs``: near 0 on MyISAM);
 ``scale`` and ``storage_engine`` say what was run. The manifest's ``sqlbench`` section has
 ``scale``, ``scale_name``, ``scale_note`` (one line for reports: scaled figures are not the
@@ -92,8 +94,8 @@ TEST_FIELDS_OK = {"name", "description", "rw", "bs", "runtime"}
 DEFAULT_BUFFER_POOL = "128M"
 MIN_BUFFER_POOL = 8 * 1024**2
 EXTRA_COLUMNS = ["target", "tool", "job", "valid", "flags", "scale", "storage_engine", "dev_read_bytes",
-                 "dev_write_bytes", "dev_read_ios", "dev_write_ios", "server_read_bytes", "server_write_bytes",
-                 "fsyncs",
+                 "dev_write_bytes", "dev_read_ios", "dev_write_ios", "dev_flushes", "server_read_bytes",
+                 "server_write_bytes", "fsyncs",
                  "buffer_pool_bytes", "cg_peak_bytes", "cg_cache_bytes", "wall_s"]
 STATUS = ("Innodb_data_fsyncs", "Innodb_os_log_fsyncs", "Innodb_data_reads", "Innodb_data_writes")
 
@@ -312,6 +314,7 @@ class Engine(DatabaseEngine):
                "storage_engine": options["storage_engine"],
                "dev_read_bytes": device.get("read_bytes"), "dev_write_bytes": device.get("write_bytes"),
                "dev_read_ios": device.get("read_ios"), "dev_write_ios": device.get("write_ios"),
+               "dev_flushes": device.get("flushes"),
                "server_read_bytes": _diff(io_after, before[1], "read_bytes"),
                "server_write_bytes": _diff(io_after, before[1], "write_bytes"), "fsyncs": fsyncs,
                "buffer_pool_bytes": options["buffer_pool"], "cg_peak_bytes": evidence.get("cg_peak_bytes"),
