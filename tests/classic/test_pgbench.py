@@ -258,6 +258,9 @@ def test_dir_run_keeps_raw_output_logs_and_config(dir_run):
         assert len(lines) == row.transactions  # every transaction of every thread
         assert pgbench.latency_summary(lines)["p99_us"] == pytest.approx(row.lat_p99_us)
     assert "database system is shut down" in (run_dir / "raw" / "postgres.log").read_text()
+    initdb = (run_dir / "raw" / "initdb.txt").read_text().splitlines()  # throw-away: no fsync per file, one syncfs
+    assert initdb[0].endswith(" --no-sync") and initdb[0].split()[-1] == "--no-sync"
+    assert "$ sync -f " + info["server"]["data_directory"] in initdb
     threads = str(min(2, len(os.sched_getaffinity(0))))
     assert manifest["commands"]["raw/tpcb-sync_on-2.txt"][1:7] == ["-c", "2", "-j", threads, "-T", "2"]
 
