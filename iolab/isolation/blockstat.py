@@ -121,7 +121,7 @@ def flush_disks(disk: Path) -> list[Path]:
     found = []
     for name in below:
         real = Path(os.path.realpath(disk / "slaves" / name))
-        whole = real.parent if (real / "partition").exists() else real
+        whole = disk.parent / (real.parent.name if (real / "partition").exists() else real.name)  # /sys/block/X
         found.extend(d for d in flush_disks(whole) if d not in found)
     return found
 
