@@ -41,6 +41,7 @@ from iolab.engine.fio import job_options
 from iolab.engine.fiospread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
 from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
+from iolab.isolation.resident import kept_resident
 from iolab.engine.store import Run, utcnow
 from iolab.core.units import fio_size, parse_seconds
 
@@ -185,9 +186,10 @@ class FioEngine:
                     filesystem=self.recipe.filesystem, scratch_dir=self.scratch_dir))
             self.run.update(targets=[t.describe() for t in self.targets])
             throttles = [th for t in self.targets if t.emulated is not None for th in t.emulated.throttles]
-            yield stack.enter_context(open_sandbox(
-                self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles,
-                buffered=buffered, direct_ok=direct_ok))
+            box = stack.enter_context(open_sandbox(self.recipe.isolation, mem_limit=self.mem_limit,
+                                                   throttles=throttles, buffered=buffered, direct_ok=direct_ok))
+            stack.enter_context(kept_resident([fio.fio_binary(), "--parse-only", "-"], mode=box.mode))
+            yield box  # fio's files stay cached across each test's cache drop (direct mode)
 
     def execute(self) -> None:
         with self.session(buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok) as sandbox:
