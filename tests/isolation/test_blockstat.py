@@ -125,6 +125,38 @@ def udev_kept_out(disk: str):
             subprocess.run(["udevadm", "settle", "--timeout=30"], check=False)
 
 
+@contextlib.contextmanager
+def partitioned_loop(tmp_path, *, wait_s: float):
+    """A loop device (direct I/O) over a 16 MiB image with one MBR partition: (device, its partition's
+    path, or None when the kernel made none within ``wait_s``); detached afterwards."""
+    img = tmp_path / "parted.img"
+    with open(img, "wb") as fh:
+        fh.truncate(16 * MiB)
+    subprocess.run(["sfdisk", "--quiet", str(img)], input="label: dos\nstart=2048, size=16384\n", text=True,
+                   check=True, capture_output=True)
+    device = subprocess.run(["losetup", "--find", "--show", "--partscan", "--direct-io=on", str(img)],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        part = Path(f"{device}p1")
+        deadline = time.monotonic() + wait_s
+        while not part.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield device, part if part.exists() else None
+    finally:
+        subprocess.run(["losetup", "--detach", device], check=False)
+
+
+def write_and_fsync(path: str, times: int) -> None:
+    """``times`` x (a 4 KiB write, then fsync): each fsync of a block device is one cache flush."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for _ in range(times):
+            os.write(fd, b"\x5a" * 4096)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @needs_root
 def test_loop_device_counts_the_bytes(tmp_path):
     img = tmp_path / "disk.img"
@@ -171,13 +203,7 @@ def test_each_fsync_of_a_loop_device_is_one_flush(tmp_path):
             before = counter.snapshot()
             if before.flushes is None:
                 pytest.skip("this kernel's block stat has no flush fields (Linux < 5.5)")
-            fd = os.open(device, os.O_WRONLY)
-            try:
-                for _ in range(3):
-                    os.write(fd, b"\x5a" * 4096)
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            write_and_fsync(device, 3)
             d = counter.delta(before)
         print(f"\n{device}: {d}")
         assert d["flushes"] == 3 and d["write_bytes"] >= 3 * 4096
@@ -193,68 +219,40 @@ def test_flushes_of_a_dm_device_are_counted_on_the_disk_under_it(tmp_path):
     """A device-mapper device counts no cache flush: the disk under it does, and a partition's flushes are
     its whole disk's. dm-linear over the first partition of a loop device: 3 fsyncs of the dm device,
     3 flushes in the snapshot of the dm device (read from the loop disk under it)."""
-    img = tmp_path / "stack.img"
-    with open(img, "wb") as fh:
-        fh.truncate(16 * MiB)
-    subprocess.run(["sfdisk", "--quiet", str(img)], input="label: dos\nstart=2048, size=16384\n", text=True,
-                   check=True, capture_output=True)
-    loop = subprocess.run(["losetup", "--find", "--show", "--partscan", "--direct-io=on", str(img)],
-                          capture_output=True, text=True, check=True).stdout.strip()
     name = f"iolab-test-flush-{os.getpid()}"
-    try:
-        part = Path(f"{loop}p1")
-        deadline = time.monotonic() + 5
-        while not part.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        subprocess.run(["dmsetup", "create", name], input=f"0 16384 linear {part} 0\n", text=True, check=True,
-                       capture_output=True)
-        subprocess.run(["udevadm", "settle", "--timeout=30"], check=False)
-        dm = blockstat.device_for(f"/dev/mapper/{name}")
-        assert dm.slaves() == [part.name]
-        assert dm.flush_disks() == [Path("/sys/block") / Path(loop).name]
-        with udev_kept_out(loop):
-            before = blockstat.snapshot(dm)
-            fd = os.open(f"/dev/mapper/{name}", os.O_WRONLY)
-            try:
-                for _ in range(3):
-                    os.write(fd, b"\x5a" * 4096)
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            d = blockstat.delta(before, blockstat.snapshot(dm))
-        print(f"\n{dm.name} over {part.name}: {d}")
-        assert d["flushes"] == 3
-    finally:
-        subprocess.run(["dmsetup", "remove", "--retry", name], check=False, capture_output=True)
-        subprocess.run(["losetup", "--detach", loop], check=False)
+    with partitioned_loop(tmp_path, wait_s=5) as (loop, part):
+        assert part is not None, f"no partition of {loop}"
+        try:
+            subprocess.run(["dmsetup", "create", name], input=f"0 16384 linear {part} 0\n", text=True, check=True,
+                           capture_output=True)
+            subprocess.run(["udevadm", "settle", "--timeout=30"], check=False)
+            dm = blockstat.device_for(f"/dev/mapper/{name}")
+            assert dm.slaves() == [part.name]
+            assert dm.flush_disks() == [Path("/sys/block") / Path(loop).name]
+            with udev_kept_out(loop):
+                before = blockstat.snapshot(dm)
+                write_and_fsync(f"/dev/mapper/{name}", 3)
+                d = blockstat.delta(before, blockstat.snapshot(dm))
+            print(f"\n{dm.name} over {part.name}: {d}")
+            assert d["flushes"] == 3
+        finally:
+            subprocess.run(["dmsetup", "remove", "--retry", name], check=False, capture_output=True)
+
 
 
 @pytest.mark.stock_kernel  # a kernel that scans a loop device's partitions: the lab VM's
 @needs_root
 @pytest.mark.skipif(shutil.which("sfdisk") is None, reason="sfdisk is not installed (util-linux)")
 def test_partition_knows_its_disk_and_the_loop_behind_it(tmp_path):
-    img = tmp_path / "parted.img"
-    with open(img, "wb") as fh:
-        fh.truncate(16 * MiB)
-    subprocess.run(["sfdisk", "--quiet", str(img)], input="label: dos\nstart=2048, size=16384\n", text=True,
-                   check=True, capture_output=True)
-    device = subprocess.run(["losetup", "--find", "--show", "--partscan", "--direct-io=on", str(img)],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    try:
-        part = Path(f"{device}p1")
-        deadline = time.monotonic() + 2
-        while not part.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not part.exists():
+    with partitioned_loop(tmp_path, wait_s=2) as (device, part):
+        if part is None:
             pytest.skip(f"this kernel made no partition for a partitioned loop device ({device} with an MBR "
                         "table, losetup --partscan): no partition table support; the partition logic is "
                         "tested on a fake sysfs instead")
         dev = blockstat.device_for(part)
         assert dev.partition and dev.name == part.name and dev.disk == Path(device).name
-        assert dev.is_loop and dev.loop_dio is True and dev.backing_file == str(img)
+        assert dev.is_loop and dev.loop_dio is True and dev.backing_file == str(tmp_path / "parted.img")
         with udev_kept_out(device):  # udev probes the new disk and its partition
             before = blockstat.snapshot(dev)
             _direct_io(str(part), write=False, nbytes=MiB)
             assert blockstat.delta(before, blockstat.snapshot(dev))["read_bytes"] == MiB
-    finally:
-        subprocess.run(["losetup", "--detach", device], check=False)
