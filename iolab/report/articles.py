@@ -69,34 +69,81 @@ def remark(row, lang: str) -> str:
     return str(row["note"])
 
 
-#: What a citation can name, in the order printed (``source:`` of an article in articles.yaml).
+#: What a citation can name, in the order its "not given" sentence lists what a source lacks.
 CITATION_FIELDS = ("headline", "author", "publication", "date", "url")
+
+#: What kind of work a source is (``source.kind`` in articles.yaml; ``citation.kind_<kind>`` in the locales).
+CITATION_KINDS = ("article", "blog_post", "column")
+
+
+def _given(source: dict, name: str) -> str | None:
+    value = source.get(name)
+    if value is None or not str(value).strip():
+        return None
+    return str(value).strip()
+
+
+def _quoted(value: str, lang: str) -> str:
+    """A title in the page's quotation marks (Japanese: 『』 around a title that holds 「」 itself)."""
+    key = "citation.headline_nested" if "「" in value else "citation.headline"
+    return i18n.text(key, lang, value=value)
+
+
+def _work(source: dict, lang: str) -> str:
+    """"“Headline”, a column in the series “S” (special feature) by A (a pen name)" / 「見出し」（連載「S」のコラム）、著者 A."""
+    kind = source.get("kind") or "article"
+    if kind not in CITATION_KINDS:
+        raise IolabError(f"unknown source kind {kind!r}", context="articles.yaml",
+                         hint="one of " + ", ".join(CITATION_KINDS))
+    what = i18n.text(f"citation.kind_{kind}", lang)
+    series = _given(source, "series")
+    if series:
+        where = i18n.text("citation.in_series", lang, series=_quoted(series, lang))
+        if _given(source, "series_gloss"):
+            where += i18n.text("citation.gloss", lang, gloss=source["series_gloss"])
+        if _given(source, "part"):
+            where += i18n.text("citation.part", lang, part=source["part"])
+        what = f"{what} {where}" if lang == "en" else f"{where}の{what}"
+    headline = _given(source, "headline")
+    if headline:
+        what = f"{_quoted(headline, lang)}, {what}" if lang == "en" else f"{_quoted(headline, lang)}（{what}）"
+    author = _given(source, "author")
+    if author:
+        by = i18n.text("citation.by", lang, author=author)
+        if source.get("pen_name"):
+            by += i18n.text("citation.pen_name", lang)
+        if _given(source, "affiliation"):
+            key = "citation.affiliation_self" if source.get("affiliation_self") else "citation.affiliation"
+            by += i18n.text(key, lang, affiliation=source["affiliation"])
+        what += by
+    return what
 
 
 def citation(article: str, info: dict, lang: str = "en") -> str:
     """Where an article's figures come from, as one Markdown paragraph.
 
-    Only what ``articles.yaml``'s ``source:`` block records is printed; a field
-    it does not record (author, publication, URL...) is named as not recorded,
-    never filled in.
+    Printed from ``articles.yaml``'s ``source:`` block, which holds only what
+    the source text gives of itself (``data/reference/citations.csv``):
+    headline, series, author and affiliation, kind, and how the text gives
+    them (``as_given``). What it does not give (the headline, a date, a URL,
+    the publication...) is named once, in one sentence, never filled in.
     """
     source = info.get("source") or {}
     title = (info.get("title") or {}).get(lang) or article
-    date = source.get("date") or source.get("year") or info.get("year")
-    known = {"headline": source.get("headline"), "author": source.get("author"),
-             "publication": source.get("publication"), "date": date, "url": source.get("url")}
-    parts = [i18n.text(f"citation.{name}", lang, value=str(value).strip())
-             for name, value in known.items() if value is not None and str(value).strip()]
-    missing = [i18n.text(f"citation.field_{name}", lang) for name, value in known.items()
-               if value is None or not str(value).strip()]
-    text = i18n.text("citation.source", lang, title=title, file=info.get("file", ""),
-                     kind=i18n.text(f"citation.kind_{source.get('kind', 'magazine')}", lang))
     gap = "" if lang == "ja" else " "  # Japanese sentences follow each other without a space
-    if parts:
-        text += gap + i18n.text("citation.recorded", lang, items="; ".join(parts) if lang == "en" else "、".join(parts))
+    sentences = [i18n.text("citation.source", lang, work=_work(source, lang))]
+    as_given = (source.get("as_given") or {}).get(lang)
+    if as_given:
+        sentences.append(i18n.text("citation.as_given", lang, text=str(as_given).strip()))
+    details = [i18n.text(f"citation.{name}", lang, value=_given(source, name))
+               for name in ("publication", "date", "url") if _given(source, name)]
+    if details:
+        sentences.append(i18n.text("citation.recorded", lang, items=i18n.join(details, lang)))
+    sentences.append(i18n.text("citation.transcribed", lang, title=title, file=info.get("file", "")))
+    missing = [i18n.text(f"citation.field_{name}", lang) for name in CITATION_FIELDS if not _given(source, name)]
     if missing:
-        text += gap + i18n.text("citation.not_recorded", lang, fields=i18n.join(missing, lang))
-    return text
+        sentences.append(i18n.text("citation.not_given", lang, fields=i18n.join(missing, lang)))
+    return gap.join(sentences)
 
 
 #: Metrics whose published figure is itself a comparison (cache on / off, mirroring on vs off).

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from iolab.analysis import reference
+from iolab.core.errors import IolabError
 from iolab.report import articles, beside, i18n, notebooks as report
 from cli_helpers import FIXTURES
 
@@ -20,29 +21,79 @@ ARTICLE = "dedicated-server-2013"
 REFERENCE_DIR = reference.default_dir()
 
 
+#: The citations as the source texts give them (a copy of the project's shared record, kept with the figures).
+CITATIONS = REFERENCE_DIR / "citations.csv"
+
+
+def _citations() -> dict:
+    with open(CITATIONS, encoding="utf-8") as handle:
+        return {row["article"]: row for row in csv.DictReader(handle)}
+
+
+def test_articles_yaml_cites_what_citations_csv_gives_and_nothing_more():
+    """Every article has a row in citations.csv, and its source block holds those facts only:
+    the headline, series, author and affiliation where given, no date, URL or publication (none is given)."""
+    rows = _citations()
+    assert set(rows) == set(reference.articles())
+    for name, row in rows.items():
+        source = reference.article_info(name)["source"]
+        assert (source.get("headline") or "") == row["headline"], name
+        assert (source.get("author") or "") == row["author"].replace(" (pen name)", ""), name
+        assert (source.get("affiliation") or "") == row["affiliation"].split(" (")[0], name
+        assert row["series"].startswith(source.get("series") or ""), name
+        assert not {"date", "url", "publication", "year"} & set(source), (name, source)
+        assert set(source) <= {"kind", "headline", "series", "series_gloss", "part", "author", "pen_name",
+                               "affiliation", "affiliation_self", "as_given"}, name
+        assert set(source["as_given"]) == {"en", "ja"}, name
+
+
 @pytest.mark.parametrize("lang", ["en", "ja"])
 @pytest.mark.parametrize("name", sorted(reference.articles()))
-def test_every_article_has_a_citation_of_only_what_is_recorded(name, lang):
+def test_every_article_cites_its_source_and_says_once_what_is_not_known(name, lang):
     info = reference.article_info(name)
+    row = _citations()[name]
     text = articles.citation(name, info, lang)
     assert info["title"][lang] in text and f"data/reference/{info['file']}" in text
-    assert text.startswith("**Source**" if lang == "en" else "**出典**")
-    # no URL, author or publication is recorded for any article: none may appear, each is named as missing
-    assert "http" not in text and "www." not in text
-    missing = {"en": ["author", "publication", "URL"], "ja": ["著者", "掲載誌", "URL"]}[lang]
-    assert all(word in text.split("Not recorded" if lang == "en" else "記録がない")[-1] for word in missing), text
-    if name == ARTICLE:
-        assert "2013" in text.split("Not recorded" if lang == "en" else "記録がない")[0]
+    assert text.startswith("**Source**: " if lang == "en" else "**出典**：")
+    for given in ("headline", "author"):
+        if row[given]:
+            assert row[given].replace(" (pen name)", "") in text, (given, text)
+    if row["affiliation"]:
+        assert row["affiliation"].split(" (")[0] in text
+    # nothing invented: no URL, no date (2013 is iolab's name for the article, not a date the source gives)
+    assert "http" not in text and "www." not in text and "2013" not in text.split("data/reference")[0]
+    # what the source does not give is said once, in one sentence
+    marker = "Not given in the source" if lang == "en" else "の記載がないため"
+    assert text.count(marker) == 1, text
+    missing = {"en": ["publication", "date", "URL"], "ja": ["掲載誌", "日付", "URL"]}[lang]
+    unknown = text.split("so not given here" if lang == "en" else "原文には")[-1]
+    assert all(word in unknown for word in missing), text
+    assert (("headline" if lang == "en" else "見出し、") in unknown) == (not row["headline"]), text
+    assert (("author" if lang == "en" else "著者、") in unknown) == (not row["author"]), text
+    if lang == "ja":
+        assert " (" not in text.split("iolab での呼び名")[0] and "Source" not in text
 
 
-def test_citation_prints_a_recorded_source_and_omits_nothing_else():
+def test_citation_in_japanese_quotes_a_title_that_holds_brackets_with_double_brackets():
+    text = articles.citation("nytro", reference.article_info("nytro"), "ja")
+    assert "『フラッシュメモリを利用したハイブリッドストレージ「Nytro MegaRAID」』（連載「仮想化道場」のコラム）、著者 山本 雅史。" in text
+    en = articles.citation("gigaexpress", reference.article_info("gigaexpress"), "en")
+    assert en.startswith("**Source**: “SSDに関する検証 その1”, a column in the series “緊急特集!!” (special feature) "
+                         "by ミラニスタ (a pen name). As the source gives it: printed as <緊急特集!!SSDに関する検証 その1>")
+
+
+def test_citation_prints_publication_details_only_when_recorded():
     info = {"file": "x.csv", "title": {"en": "A test", "ja": "テスト"},
-            "source": {"kind": "magazine", "author": "A. Writer", "publication": "Storage Monthly", "date": "2013-05",
+            "source": {"kind": "article", "author": "A. Writer", "publication": "Storage Monthly", "date": "2013-05",
                        "url": "https://example.org/a"}}
     text = articles.citation("x", info, "en")
-    assert "author A. Writer" in text and "published in Storage Monthly" in text and "date 2013-05" in text
-    assert "https://example.org/a" in text and "Not recorded" in text and "the article's own headline" in text
-    assert "author" not in text.split("Not recorded")[-1]
+    assert "by A. Writer" in text and "published in Storage Monthly" in text and "dated 2013-05" in text
+    assert "https://example.org/a" in text and text.endswith("Not given in the source, so not given here: the headline.")
+
+
+def test_citation_refuses_an_unknown_kind_of_source():
+    with pytest.raises(IolabError, match="unknown source kind"):
+        articles.citation("x", {"file": "x.csv", "source": {"kind": "magazine"}}, "en")
 
 
 def test_every_english_remark_has_a_japanese_one():
@@ -67,13 +118,15 @@ def test_japanese_page_shows_the_remarks_in_japanese_with_the_citation(tmp_path)
     assert "1 回だけの実行結果" in ja
     for english in ("one run shown", "about 9x the HDD", "did not reach the rated"):
         assert english not in ja, english
-    assert "**出典**: 雑誌記事" in ja and "data/reference/other-articles.csv" in ja
+    assert "**出典**：「SSDに関する検証 その1」（連載「緊急特集!!」のコラム）、著者 ミラニスタ（ペンネーム）。" in ja
+    assert "data/reference/other-articles.csv" in ja
 
 
 def test_english_article_page_cites_its_source_under_the_title(render_once):
     md = render_once(reference=ARTICLE, lang="en").markdown.read_text(encoding="utf-8")
     head = md.split("\n## ")[0]  # before the first section: the reader sees where the figures come from first
-    assert "**Source**: a magazine article" in head and "Recorded: date 2013." in head
+    assert "**Source**: “SSDやioDriveといった高速ストレージの性能をチェック" in head
+    assert "Not given in the source, so not given here: the author, publication, date and URL." in head
 
 
 def _flagged_copy(tmp_path, recipe, flags, isolation=None):

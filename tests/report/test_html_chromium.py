@@ -165,10 +165,12 @@ def test_page_reads_like_a_published_article(probed, name):
 
 
 @pytest.mark.parametrize("name, sentences", [
-    ("article-en", ["Source: a magazine article", "data/reference/dedicated-server-2013.csv", "Recorded: date 2013.",
-                    "Not recorded in iolab's reference data, so not given here: the article's own headline, author, "
-                    "publication and URL."]),
-    ("article", ["出典: 雑誌記事", "data/reference/dedicated-server-2013.csv", "発行時期 2013"]),
+    ("article-en", ["Source: “SSDやioDriveといった高速ストレージの性能をチェック――はじめての「さくらの専用サーバ」(4)”, "
+                    "an article in the series “はじめての「さくらの専用サーバ」” (part 4).",
+                    "data/reference/dedicated-server-2013.csv",
+                    "Not given in the source, so not given here: the author, publication, date and URL."]),
+    ("article", ["出典：『SSDやioDriveといった高速ストレージの性能をチェック――はじめての「さくらの専用サーバ」(4)』",
+                 "data/reference/dedicated-server-2013.csv", "原文には著者、掲載誌、日付、URLの記載がないため"]),
     ("compare", ["This report covers 4 systems", "iolab's fio reproduction of the tests of CrystalDiskMark 8"]),
     ("compare-ja", ["iolab が fio で再現した CrystalDiskMark 8 のテスト"]),
     ("single", ["This report covers 1 system on crystaldiskmark", "Coverage note: only NVMe was measured here"]),
