@@ -1,57 +1,192 @@
 #!/usr/bin/env bash
-# Install the distro packages iolab needs, only those missing, so a second run is
-# quick and works offline. Debian/Ubuntu (apt). Run as root, or with sudo available.
+# Install the Debian packages a command needs, only those missing, so a second run is quick and
+# works offline. The lists, by purpose, are in tools/packages.txt.
+#
+#   tools/install-system-deps.sh [--check] [SET]
+#
+# SET is demo (the default: what `make demo` needs), test (demo's and the test suite's), or
+# lab / lab-optional (the Debian part of tools/install-lab-deps.sh).
+# A package counts as present when its programs are found on PATH or where Debian puts them
+# (/usr/sbin, /sbin: not on a normal user's PATH), so a normal user with everything installed
+# is asked for nothing. Missing packages are installed as root (or through sudo) with their
+# system services held: a temporary /usr/sbin/policy-rc.d (exit 101) denies every start during
+# the install, the services of the packages it added are disabled afterwards, and the script
+# checks that no new database server or sshd runs (iolab starts its own throwaway servers).
+# --check, or a normal user without sudo: name what is missing and exit 1; install nothing.
+# Exit 0: everything is there. Exit 1: something is missing or the install failed. Exit 2: usage.
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+PACKAGES=${IOLAB_PACKAGES:-$HERE/packages.txt}
+POLICY=${IOLAB_POLICY_RC_D:-/usr/sbin/policy-rc.d}
+POLICY_MARK="# held by iolab's tools/install-system-deps.sh"
+SERVICE_PROGRAMS="sshd mariadbd mysqld mysqld_safe postgres"
+# where Debian puts programs; a normal user's PATH lacks the sbin ones
+PROGRAM_DIRS="/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin"
 
-# command -> Debian package
-declare -A NEED=(
-  [fio]=fio
-  [losetup]=mount
-  [findmnt]=util-linux
-  [wipefs]=util-linux
-  [mkfs.ext4]=e2fsprogs
-  [mkfs.xfs]=xfsprogs
-  [sgdisk]=gdisk
-  [sfdisk]=fdisk   # the tests make an MBR disk image with it (a partition over a loop device)
-  [mdadm]=mdadm
-  [hdparm]=hdparm
-  [bonnie++]=bonnie++
-  [chromium]=chromium
-  [ssh]=openssh-client
-  [sshd]=openssh-server
-  [ip]=iproute2
-  [mariadbd]=mariadb-server  # the sqlbench recipe's server (Debian: /usr/sbin/mariadbd, mariadb-install-db)
-)
-missing=()
-for cmd in "${!NEED[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEED[$cmd]}")
+usage() { echo "usage: $0 [--check] [demo|test|lab|lab-optional]" >&2; exit 2; }
+say() { echo "iolab setup: $*" >&2; }
+
+check_only=""
+set_name=demo
+for arg in "$@"; do
+  case "$arg" in
+    --check) check_only=1 ;;
+    demo|test|lab|lab-optional) set_name=$arg ;;
+    *) usage ;;
+  esac
 done
-# python3 -m venv needs ensurepip (python3-venv on Debian) unless python3 already has it
-if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
-  missing+=(python3-venv)
+case "$set_name" in
+  demo) sets=" demo " ;;
+  test) sets=" demo test " ;;
+  *) sets=" $set_name " ;;   # lab, lab-optional: tools/install-lab-deps.sh
+esac
+[ -r "$PACKAGES" ] || { say "cannot read the package list $PACKAGES"; exit 1; }
+
+find_program() {
+  local dir
+  type -P -- "$1" >/dev/null 2>&1 && return 0
+  for dir in $PROGRAM_DIRS; do
+    [ -x "$dir/$1" ] && [ ! -d "$dir/$1" ] && return 0
+  done
+  return 1
+}
+
+dpkg_installed() {
+  dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null | grep -q '^ii'
+}
+
+# present PACKAGE CHECK...: every check holds
+present() {
+  local package=$1 check
+  shift
+  for check in "$@"; do
+    case "$check" in
+      @venv) python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || return 1 ;;
+      @font-ja)
+        if find_program fc-list; then
+          [ -n "$(fc-list :lang=ja family 2>/dev/null)" ] || return 1
+        else
+          dpkg_installed "$package" || return 1
+        fi ;;
+      @dpkg) dpkg_installed "$package" || return 1 ;;
+      /*) compgen -G "$check" >/dev/null || return 1 ;;
+      *) find_program "$check" || return 1 ;;
+    esac
+  done
+}
+
+find_missing() {
+  local set package rest checks
+  missing=()
+  while read -r set package rest; do
+    case "$set" in ''|'#'*) continue ;; esac
+    case "$sets" in *" $set "*) ;; *) continue ;; esac
+    case "$package" in pypi:*) continue ;; esac   # from PyPI, by the set's own installer
+    read -r -a checks <<<"$rest"   # words, globs not expanded
+    present "$package" "${checks[@]}" || missing+=("$package")
+  done <"$PACKAGES"
+}
+find_missing
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ] && [ -z "$check_only" ]; then
+  # sudo when it can ask (a terminal) or needs no password; the whole script runs as root then
+  if command -v sudo >/dev/null 2>&1 && { [ -t 0 ] || sudo -n true 2>/dev/null; }; then
+    say "installing ${missing[*]} with sudo"
+    exec sudo -- bash "$0" "$@"
+  fi
 fi
-# PostgreSQL's server programs are not on PATH on Debian (/usr/lib/postgresql/N/bin)
-if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
-  missing+=(postgresql)
-fi
-# Japanese reports: a CJK font for the browser (HTML) and for the charts' fallback
-if command -v fc-list >/dev/null 2>&1 && [ -z "$(fc-list :lang=ja family 2>/dev/null)" ]; then
-  missing+=(fonts-ipaexfont-gothic)
-fi
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
-mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-if [ "$(id -u)" -eq 0 ]; then
-  SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-  SUDO=(sudo)
-else
-  echo "iolab setup: these packages are missing and I am not root: ${missing[*]}" >&2
-  echo "install them with: apt-get install ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then
+  say "these packages are missing and I am not root: ${missing[*]}"
+  say "install them with: sudo apt-get install --no-install-recommends ${missing[*]}"
   exit 1
 fi
-echo "iolab setup: installing ${missing[*]}" >&2
+if [ -n "$check_only" ]; then
+  say "these packages are missing: ${missing[*]}"
+  exit 1
+fi
+command -v apt-get >/dev/null 2>&1 || { say "no apt-get to install ${missing[*]}"; exit 1; }
+
+# ---- install with every service start denied, then disable what the new packages enabled
+service_pids() {
+  local comm pid
+  for comm in /proc/[0-9]*/comm; do
+    case " $SERVICE_PROGRAMS " in *" $(cat "$comm" 2>/dev/null) "*)
+      pid=${comm#/proc/}; echo "${pid%/comm}:$(cat "$comm" 2>/dev/null)" ;;
+    esac
+  done | sort
+}
+installed_packages() {
+  dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' 2>/dev/null | awk '$1 == "ii" {print $2}' | sort
+}
+held=""
+release_services() {
+  # only the file this script wrote: one that was there before (or replaced since) stays
+  if [ -n "$held" ] && [ -f "$POLICY" ] && grep -qxF "$POLICY_MARK" "$POLICY"; then
+    rm -f "$POLICY"
+  fi
+  held=""
+}
+hold_services() {
+  if [ -e "$POLICY" ] || [ -L "$POLICY" ]; then
+    say "$POLICY exists: it decides whether the packages' services start (the check afterwards still runs)"
+    return 0
+  fi
+  held=1
+  trap 'release_services' EXIT
+  trap 'release_services; exit 130' INT TERM HUP
+  # noclobber: created, never written through a file that appeared meanwhile
+  ( set -o noclobber; printf '#!/bin/sh\n%s\n# no service starts while iolab installs packages\nexit 101\n' \
+      "$POLICY_MARK" >"$POLICY" ) || { held=""; say "cannot create $POLICY"; exit 1; }
+  chmod 0755 "$POLICY"
+}
+disable_services() {
+  local package units scripts
+  for package in "$@"; do
+    units=$(dpkg -L "$package" 2>/dev/null | grep -E '^(/usr)?/lib/systemd/system/[^/@]+\.(service|socket|timer)$' \
+              | xargs -r -n1 basename | sort -u) || true
+    scripts=$(dpkg -L "$package" 2>/dev/null | grep -E '^/etc/init\.d/[^/]+$' | xargs -r -n1 basename) || true
+    for unit in $units; do
+      if command -v deb-systemd-helper >/dev/null 2>&1; then
+        deb-systemd-helper disable "$unit" >/dev/null 2>&1 || true
+      elif command -v systemctl >/dev/null 2>&1; then
+        systemctl disable --quiet "$unit" >/dev/null 2>&1 || true
+      fi
+    done
+    for script in $scripts; do
+      command -v update-rc.d >/dev/null 2>&1 && { update-rc.d "$script" disable >/dev/null 2>&1 || true; }
+    done
+    [ -z "$units$scripts" ] || say "$package: services not started and disabled: $(echo $units $scripts)"
+  done
+}
+
+before_pids=$(service_pids)
+before_packages=$(installed_packages)
+say "installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -qq
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+hold_services
+log=$(mktemp)
+rc=0
+if ! apt-get update -qq >"$log" 2>&1 \
+   || ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
+  rc=1
+  say "apt-get failed: $(grep -m1 -E '^E:' "$log" || tail -n 1 "$log")"
+fi
+rm -f "$log"
+# shellcheck disable=SC2046  # package names are words
+disable_services $(comm -13 <(echo "$before_packages") <(installed_packages))
+release_services
+trap - EXIT INT TERM HUP
+new_pids=$(comm -13 <(echo "$before_pids") <(service_pids))
+if [ -n "$new_pids" ]; then
+  say "the install started service processes (pid:program): $(echo $new_pids); stop them with kill"
+  exit 1
+fi
+[ "$rc" -eq 0 ] || exit "$rc"
+find_missing
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installed, but still not found where Debian puts them: ${missing[*]}"
+  exit 1
+fi
+exit 0
