@@ -3,17 +3,22 @@
 ``reap()`` gathers stale objects from two sources:
 
 * the ownership ledger (:mod:`iolab.core.ownership`): one record per object, with
-  the owner's PID, start time and boot -- a record whose owner is gone is stale;
+  the owner's PID, start time, boot and PID namespace -- a record whose owner is gone is
+  stale, one of an earlier boot always; a record whose owner lives in another PID namespace
+  than this reaper is not judged (its PID means another process here) and is left alone with
+  a line that says why; a damaged or planted entry (not JSON, wrong types, absurd numbers,
+  a shape its kind never has) is reported and left alone;
 * names that carry the owner's PID, for objects made before their record was
   written (or by an iolab without the ledger): cgroups ``iolab-<pid>-<hex>``
   (and scopes), loop devices over ``iolab-emulated-<pid>-...`` files, mounts
   on ``iolab-mnt-<pid>-...`` or on such a loop device, backing files in
-  /var/tmp, huge-page holder marks ``iolab-hugepages.<pid>``. A record, when
-  there is one, decides (its start time tells a reused PID from the owner).
+  /var/tmp. A record, when there is one, decides (its start time tells a reused PID from
+  the owner). Names carry no namespace: they are judged only by a reaper in the machine's
+  first PID namespace.
 
 They are undone in an order that lets each step succeed: stop a database
-cluster (PostgreSQL, MariaDB: its record names the module that undoes it,
-imported by that name, as the layers above the engine are not imported here), kill the tasks still in dead owners' cgroups (fio keeps the device
+cluster (PostgreSQL, MariaDB: its record names the undo registered for it, see
+:data:`PROVIDERS`), kill the tasks still in dead owners' cgroups (fio keeps the device
 busy), unmount, detach loop devices, remove backing files, remove cgroups and
 scopes, give back huge pages. Every undo checks first that the object is
 still the one recorded (a loop number, a mount point may have been reused).
@@ -30,7 +35,7 @@ import os
 
 from iolab.isolation import cgroups, hugepages, systemd_scope
 from iolab.devices import dmdelay, emulated, loopdev
-from iolab.core import ownership
+from iolab.core import owner, ownership, statedir
 from iolab.engine import store
 from iolab.core.errors import IolabError
 
@@ -40,6 +45,13 @@ log = logging.getLogger(__name__)
 ORDER = ("pgcluster", "mariadb", "tasks", "mount", "dm", "iscsi", "loop", "file", "scope", "cgroup", "hugepages")
 
 
+#: the modules that register undo functions for records of layers above (or beside) the reaper,
+#: under their own names (``undone_by``); imported when a record names one. A record naming any
+#: other function is left alone.
+PROVIDERS = ("iolab.classic.pgcluster", "iolab.classic.mariadb", "iolab.devices.iscsi", "iolab.engine.workdirs")
+_CGROUP_ROOT = "/sys/fs/cgroup/"
+
+
 @dataclasses.dataclass
 class Stale:
     kind: str
@@ -47,6 +59,15 @@ class Stale:
     pid: int
     details: dict
     record: ownership.Record | None = None
+
+
+@dataclasses.dataclass
+class Survey:
+    """What a reaper found: objects to undo, and lines about entries it leaves alone."""
+
+    stale: list[Stale]
+    unjudged: list[str] = dataclasses.field(default_factory=list)
+    damaged: list[str] = dataclasses.field(default_factory=list)
 
 
 def _from_names(known: dict) -> list[Stale]:
@@ -81,56 +102,121 @@ def _from_names(known: dict) -> list[Stale]:
         add("mount", mount["mountpoint"], mount["owner"], device=mount["device"])
     for item in emulated.stale_backing_files():
         add("file", item["path"], item["owner"])
-    for pid, pages in hugepages.stale_hugepage_marks().items():
-        add("hugepages", f"pid-{pid}", pid, pages=pages)
     return list(found.values())
 
 
-def find_stale() -> list[Stale]:
-    """Every object whose owner is gone, in undo order.
+def _path(value, what: str) -> None:
+    if not isinstance(value, str) or not os.path.isabs(value) or os.path.normpath(value) != value or value == "/":
+        raise ValueError(f"{what} is {str(value)[:80]!r}, not an absolute, normal path")
+
+
+def _check_shape(rec: ownership.Record) -> None:
+    """``ValueError`` when the record has a shape its kind never has (damaged or planted)."""
+    d = rec.details
+    if rec.kind == "loop":
+        if not (rec.id.startswith("/dev/loop") and rec.id[9:].isdigit()):
+            raise ValueError(f"id {rec.id!r} is not a loop device")
+        if d.get("backing_file") is not None:
+            _path(d["backing_file"], "details.backing_file")
+    elif rec.kind in ("mount", "file", "pgcluster", "mariadb"):
+        _path(rec.id, "id")
+    elif rec.kind in ("cgroup", "scope", "dm"):
+        if "/" in rec.id or rec.id in (".", ".."):
+            raise ValueError(f"id {rec.id!r} is not a name")
+    if rec.kind in ("cgroup", "scope"):
+        dirs = d.get("dirs") or []
+        if not isinstance(dirs, list):
+            raise ValueError("details.dirs is not a list")
+        for path in dirs:
+            _path(path, "details.dirs")
+            if not path.startswith(_CGROUP_ROOT) or os.path.basename(path) != rec.id:
+                raise ValueError(f"details.dirs names {path!r}, not the cgroup {rec.id} under {_CGROUP_ROOT}")
+    if rec.kind == "hugepages":
+        if rec.id != f"pid-{rec.owner.pid}":
+            raise ValueError(f"id {rec.id!r} is not pid-{rec.owner.pid}, its owner's")
+        pages = d.get("pages")
+        if not isinstance(pages, int) or isinstance(pages, bool) or not 0 < pages < 2**31:
+            raise ValueError(f"details.pages is {str(pages)[:80]!r}, not a count of huge pages")
+    if rec.undone_by is not None and rec.undone_by not in PROVIDERS and ownership.undo_function(rec.undone_by) is None:
+        raise ValueError(f"undone_by names {rec.undone_by!r}, which registers no undo")
+
+
+def survey() -> Survey:
+    """Every object whose owner is gone, in undo order, and the entries left alone (with why).
 
     Not root: only this user's ledger (the machine's loop devices, mounts and
-    cgroups are root's to undo, and a warning on every run would help nobody).
+    cgroups are root's to undo, and a warning on every run would help nobody). Raises
+    :class:`iolab.core.statedir.UnsafeStateDir` when the ledger's directory is not private.
     """
-    known = {(r.kind, r.id): r for r in ownership.records()}
-    stale = [Stale(r.kind, r.id, r.owner.pid, r.details, r) for r in known.values() if not r.owner.alive()]
+    good, damaged = ownership.scan()
+    found = Survey([], damaged=[item.describe() for item in damaged])
+    for rec in good:
+        try:
+            _check_shape(rec)
+        except ValueError as exc:
+            found.damaged.append(ownership.Damaged(rec.path, str(exc)).describe())
+            continue
+        verdict, why = rec.owner.verdict()
+        if verdict == owner.GONE:
+            found.stale.append(Stale(rec.kind, rec.id, rec.owner.pid, rec.details, rec))
+        elif verdict == owner.FOREIGN:
+            found.unjudged.append(f"PID {rec.owner.pid}: left alone {rec.describe()}: {why}")
     if os.geteuid() == 0:
-        stale += _from_names(known)
-    return sorted(stale, key=lambda s: (ORDER.index(s.kind), s.id))
+        if owner.pid_namespace() == owner.INITIAL_PID_NS:
+            found.stale += _from_names({(r.kind, r.id): r for r in good})
+        else:
+            found.unjudged.append(
+                f"objects named by their owner's PID (cgroups, loop devices over iolab backing files, mount "
+                f"points) are not judged: this process runs in PID namespace pid:[{owner.pid_namespace()}], not "
+                f"the machine's first, so the PIDs in their names are not its own")
+    found.stale.sort(key=lambda s: (ORDER.index(s.kind), s.id))
+    return found
 
 
-def _undo_by_module(item: Stale, *, dry_run: bool) -> str | None:
-    """Undo an object of a layer above this one with the ``undo_stale`` of the module its record names."""
-    name = item.record.undone_by
-    if not name.startswith("iolab."):
-        raise IolabError(f"the record names {name!r} to undo it, not an iolab module",
-                         context=str(item.record.path))
-    try:
-        module = importlib.import_module(name)
-    except ImportError as exc:
-        raise IolabError(f"cannot import {name} to undo it: {exc}", context=str(item.record.path)) from None
-    return module.undo_stale(item.id, item.details, dry_run=dry_run)
+def find_stale() -> list[Stale]:
+    """Every object whose owner is gone, in undo order (see :func:`survey`)."""
+    return survey().stale
+
+
+def _registered_undo(name: str, where) -> callable:
+    found = ownership.undo_function(name)
+    if found is None and name in PROVIDERS:
+        try:
+            module = importlib.import_module(name)  # only the names in PROVIDERS, never the record's text
+        except ImportError as exc:
+            raise IolabError(f"cannot import {name} to undo it: {exc}", context=str(where)) from None
+        found = ownership.undo_function(name) or getattr(module, "undo_stale", None)
+        if found is not None:
+            ownership.register_undo(name, found)
+    if found is None:
+        raise IolabError(f"the record names {name!r} to undo it, which registers no undo: left alone",
+                         context=str(where))
+    return found
+
+
+def _undo_hugepages(item: Stale, dry_run: bool) -> str | None:
+    return hugepages.undo_stale_hugepages(item.pid, item.details.get("pages"), dry_run=dry_run)
+
+
+#: kind -> undo(item, dry_run) of the objects of the layers below the reaper
+UNDO = {
+    "mount": lambda item, dry_run: emulated.undo_stale_mount(item.id, item.details, dry_run=dry_run),
+    "dm": lambda item, dry_run: dmdelay.undo_stale(item.id, item.details, dry_run=dry_run),
+    "loop": lambda item, dry_run: loopdev.undo_stale(item.id, item.details, dry_run=dry_run),
+    "file": lambda item, dry_run: emulated.undo_stale_file(item.id, item.details, dry_run=dry_run),
+    "scope": lambda item, dry_run: systemd_scope.undo_stale(item.id, item.details.get("dirs") or [], dry_run=dry_run),
+    "cgroup": lambda item, dry_run: cgroups.undo_stale(item.id, item.details.get("dirs") or [], dry_run=dry_run),
+    "hugepages": _undo_hugepages,
+}
 
 
 def _undo(item: Stale, *, dry_run: bool) -> str | None:
-    d = item.details
     if item.record is not None and item.record.undone_by:
-        return _undo_by_module(item, dry_run=dry_run)
-    if item.kind == "mount":
-        return emulated.undo_stale_mount(item.id, d, dry_run=dry_run)
-    if item.kind == "dm":
-        return dmdelay.undo_stale(item.id, d, dry_run=dry_run)
-    if item.kind == "loop":
-        return loopdev.undo_stale(item.id, d, dry_run=dry_run)
-    if item.kind == "file":
-        return emulated.undo_stale_file(item.id, d, dry_run=dry_run)
-    if item.kind == "scope":
-        return systemd_scope.undo_stale(item.id, d.get("dirs") or [], dry_run=dry_run)
-    if item.kind == "cgroup":
-        return cgroups.undo_stale(item.id, d.get("dirs") or [], dry_run=dry_run)
-    if item.kind == "hugepages":
-        return hugepages.undo_stale_hugepages(item.pid, int(d.get("pages") or 0), dry_run=dry_run)
-    raise IolabError(f"unknown kind of object {item.kind!r}", context=str(item.record and item.record.path))
+        undo = _registered_undo(item.record.undone_by, item.record.path)
+        return undo(item.id, item.details, dry_run=dry_run)
+    if item.kind not in UNDO:
+        raise IolabError(f"no undo for an object of kind {item.kind!r}", context=str(item.record and item.record.path))
+    return UNDO[item.kind](item, dry_run)
 
 
 def _stop_tasks(items: list[Stale], *, dry_run: bool) -> list[str]:
@@ -161,7 +247,6 @@ def _orphan_runs(data_dir, *, dry_run: bool) -> list[str]:
     if not dry_run:
         return [f"marked run {path} interrupted (its iolab process is gone)"
                 for path in store.interrupt_orphans(data_dir)]
-    from iolab.core import owner
     lines = []
     for run_dir in store.run_dirs(data_dir) if os.path.exists(data_dir) else []:
         try:
@@ -193,35 +278,53 @@ def _undo_all(items: list[Stale], *, dry_run: bool) -> list[str]:
     return lines
 
 
+def _reap_unlocked(dry_run: bool) -> tuple[list[str], Survey]:
+    found = survey()
+    if not found.stale:
+        return [], found
+    return _stop_tasks(found.stale, dry_run=dry_run) + _undo_all(found.stale, dry_run=dry_run), found
+
+
 def reap_unlocked(*, dry_run: bool = False) -> list[str]:
-    """:func:`reap` without taking the reapers' lock (the caller holds :func:`iolab.core.ownership.locked`)."""
-    items = find_stale()
-    if not items:
-        return []
-    return _stop_tasks(items, dry_run=dry_run) + _undo_all(items, dry_run=dry_run)
+    """:func:`reap` without taking the reapers' lock (the caller holds :func:`iolab.core.ownership.locked`);
+    only the lines of objects undone (or not)."""
+    return _reap_unlocked(dry_run)[0]
+
+
+def _reap(dry_run: bool, data_dir) -> tuple[list[str], Survey]:
+    # a dry run changes nothing, so it does not wait for (or hold up) a reaper at work
+    with (contextlib.nullcontext() if dry_run else ownership.locked()):
+        lines, found = _reap_unlocked(dry_run)
+    if data_dir is not None:
+        lines += _orphan_runs(data_dir, dry_run=dry_run)
+    for line in lines:
+        log.info("%s", line)
+    return lines, found
 
 
 def reap(*, dry_run: bool = False, data_dir=None) -> list[str]:
     """Undo every object whose owning iolab process is gone; one line per object (what was done,
     or with ``dry_run`` what would be). A failure to undo one object is a line too (its record
-    stays for the next attempt); the others are still undone."""
-    # a dry run changes nothing, so it does not wait for (or hold up) a reaper at work
-    with (contextlib.nullcontext() if dry_run else ownership.locked()):
-        lines = reap_unlocked(dry_run=dry_run)
-    if data_dir is not None:
-        lines += _orphan_runs(data_dir, dry_run=dry_run)
-    for line in lines:
-        log.info("%s", line)
-    return lines
+    stays for the next attempt); the others are still undone. Then a line for each damaged
+    ledger entry and each entry not judged (its owner in another PID namespace), left alone."""
+    lines, found = _reap(dry_run, data_dir)
+    return lines + found.damaged + found.unjudged
 
 
 def reap_before_run(data_dir=None) -> list[str]:
-    """What ``iolab run`` does first: reap, and say so in one log line (never fails the run)."""
+    """What ``iolab run`` does first: reap, and say so in one log line. Fails the run only when
+    the state directory is not private (:class:`iolab.core.statedir.UnsafeStateDir`)."""
     try:
-        lines = reap(data_dir=data_dir)
+        lines, found = _reap(False, data_dir)
+    except statedir.UnsafeStateDir:
+        raise
     except (IolabError, OSError) as exc:
         log.warning("could not reap what earlier iolab runs left: %s", exc)
         return []
+    for line in found.damaged:
+        log.warning("%s", line)
+    for line in found.unjudged:
+        log.debug("%s", line)
     if lines:
         log.warning("reaped %d object(s) left by iolab processes that are gone: %s", len(lines), "; ".join(lines))
     return lines

@@ -1,23 +1,20 @@
 """Huge-page reservations: RAM locked away from the page cache (the ``hugepages`` mode,
 closest to booting with ``mem=``) and the small pool of huge pages for fio's buffers.
 
-Reservations are made as increments under a lock (``/run/lock/iolab-hugepages.lock``)
-and given back as the same decrement, so concurrent iolab runs on one machine do
-not undo each other's pages; a process holding pages marks how many
-(``iolab-hugepages.<pid>`` and the ownership ledger) so that
-:mod:`iolab.engine.reaper` can give back the pages of one that died.
+Reservations are made as increments under a lock (``hugepages.lock`` in the root-only
+``/run/iolab``, :mod:`iolab.core.statedir`) and given back as the same decrement, so
+concurrent iolab runs on one machine do not undo each other's pages; a process holding
+pages records how many in the ownership ledger so that :mod:`iolab.engine.reaper` can give
+back the pages of one that died (after checking the count against the pool).
 """
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
-import tempfile
-import time
 from pathlib import Path
 
-from iolab.core import ownership
+from iolab.core import ownership, statedir
 from iolab.core.errors import IolabError
 from iolab.isolation.cache import PROC, meminfo
 
@@ -35,6 +32,8 @@ SHORT_TOLERANCE_FRACTION = 0.01
 #: huge pages kept for fio's I/O buffers while throttles are in force (64 x 2 MiB:
 #: e.g. 16 jobs x 4 pages for 1 MiB x QD8 each)
 BUFFER_HUGEPAGES = 64
+#: the pool's lock file in the state directory
+LOCK_NAME = "hugepages.lock"
 
 # huge pages this process added to the pool and has not given back yet
 _outstanding_pages = 0
@@ -45,93 +44,78 @@ def outstanding_hugepages() -> int:
     return _outstanding_pages
 
 
-def _lock_dir() -> str:
-    return "/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir()
-
-
-def _holder_path(pid: int) -> str:
-    return os.path.join(_lock_dir(), f"iolab-hugepages.{pid}")
-
-
 def _mark_holder() -> None:
-    """While this process holds pages, ``<lock dir>/iolab-hugepages.<pid>`` says how many.
+    """While this process holds pages, its ledger record (:mod:`iolab.core.ownership`, kind
+    ``hugepages``, id ``pid-<pid>``) says how many.
 
-    The same count goes to the ownership ledger (:mod:`iolab.core.ownership`, with
-    the process start time), from which :mod:`iolab.engine.reaper` gives the pages
-    of a process that died back to the pool. Called under the pool lock.
+    From it :mod:`iolab.engine.reaper` gives the pages of a process that died back to the pool.
+    Called under the pool lock.
     """
     pid = os.getpid()
-    path = _holder_path(pid)
-    try:
-        if _outstanding_pages > 0:
-            ownership.record("hugepages", f"pid-{pid}", undo=f"nr_hugepages -= {_outstanding_pages}",
-                             pages=_outstanding_pages, holder_file=path)
-            with open(path, "w") as fh:
-                fh.write(f"{_outstanding_pages}\n")
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-            ownership.forget("hugepages", f"pid-{pid}")
-    except OSError as exc:
-        log.debug("huge page holder mark %s: %s", path, exc)
+    if _outstanding_pages > 0:
+        ownership.record("hugepages", f"pid-{pid}", undo=f"nr_hugepages -= {_outstanding_pages}",
+                         pages=_outstanding_pages)
+    else:
+        ownership.forget("hugepages", f"pid-{pid}")
 
 
-def _holder_files() -> dict[int, Path]:
+def _holders(*, live: bool) -> dict[int, int]:
     found = {}
-    for path in Path(_lock_dir()).glob("iolab-hugepages.*"):
-        suffix = path.name.rsplit(".", 1)[-1]
-        if suffix.isdigit():
-            found[int(suffix)] = path
+    for rec in ownership.records("hugepages"):
+        pages = rec.details.get("pages")
+        if rec.id != f"pid-{rec.owner.pid}" or not isinstance(pages, int) or isinstance(pages, bool):
+            continue
+        if rec.owner.alive() == live:
+            found[rec.owner.pid] = pages
     return found
 
 
 def hugepage_holders() -> dict[int, int]:
-    """Live iolab processes holding huge pages on this machine: ``{pid: pages}``.
-
-    The mark of a process that died stays for :mod:`iolab.engine.reaper` (its pages
-    are still in the pool, and the mark says how many).
-    """
-    holders = {}
-    for pid, path in _holder_files().items():
-        if not ownership.pid_alive(pid):
-            continue
-        with contextlib.suppress(OSError, ValueError):
-            holders[pid] = int(path.read_text().strip() or 0)
-    return holders
+    """Live iolab processes holding huge pages on this machine: ``{pid: pages}`` (from the ledger;
+    owners in another PID namespace count as live)."""
+    return _holders(live=True)
 
 
-def stale_hugepage_marks() -> dict[int, int]:
-    """``{pid: pages}`` from the holder marks of processes that are gone (crashed runs)."""
-    stale = {}
-    for pid, path in _holder_files().items():
-        if ownership.pid_alive(pid):
-            continue
-        with contextlib.suppress(OSError, ValueError):
-            stale[pid] = int(path.read_text().strip() or 0)
-    return stale
+def stale_hugepage_records() -> dict[int, int]:
+    """``{pid: pages}`` from the ledger records of processes that are gone (crashed runs)."""
+    return _holders(live=False)
+
+
+def _check_claim(pid: int, pages, pool: "HugePagePool") -> int:
+    """``pages`` if a dead process ``pid`` can really have added that many to the pool as it is now."""
+    if not isinstance(pages, int) or isinstance(pages, bool) or pages <= 0:
+        raise IolabError(f"the record claims {pages!r} huge pages of PID {pid}: not a positive count, "
+                         f"not trusted", context="huge page ledger")
+    total = pool.total()
+    held = sum(n for holder, n in hugepage_holders().items() if holder != pid)
+    if pages > total - held:
+        raise IolabError(f"the record claims {pages} huge pages of PID {pid}, but the pool holds {total} "
+                         f"of which live iolab runs hold {held}: not trusted, nothing given back",
+                         context="huge page ledger")
+    return pages
 
 
 def undo_stale_hugepages(pid: int, pages: int, *, dry_run: bool) -> str | None:
-    """Give back the ``pages`` huge pages a dead iolab process ``pid`` added to the pool."""
+    """Give back the ``pages`` huge pages a dead iolab process ``pid`` added to the pool.
+
+    The count comes from a record: it is checked against the pool (no more than it holds
+    beyond what live runs hold) before anything is given back.
+    """
     pool = HugePagePool()
-    holder = Path(_holder_path(pid))
-    if pages <= 0 or not pool.path.exists():
-        with contextlib.suppress(FileNotFoundError):
-            holder.unlink()
+    if not pool.path.exists():
         return None
     if dry_run:
+        pages = _check_claim(pid, pages, pool)
         return f"would give back {pages} huge pages of PID {pid} (nr_hugepages {pool.total()} -> " \
                f"{max(0, pool.total() - pages)})"
     with pool.locked():
+        pages = _check_claim(pid, pages, pool)
         before = pool.total()
         after = pool.set_total(max(0, before - pages))
-        with contextlib.suppress(FileNotFoundError):
-            holder.unlink()
     if after != max(0, before - pages):
         raise IolabError(f"nr_hugepages is {after} after giving back {pages} of {before} huge pages of "
                          f"PID {pid} (pages still in use?)", context=str(pool.path))
     return f"gave back {pages} huge pages of PID {pid} (nr_hugepages {before} -> {after})"
-
 
 
 class HugePagePool:
@@ -162,22 +146,11 @@ class HugePagePool:
 
     @contextlib.contextmanager
     def locked(self, timeout: float = 60.0):
-        """Serialise read-modify-write of the pool between iolab processes."""
-        fd = os.open(os.path.join(_lock_dir(), "iolab-hugepages.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise IolabError("another iolab process keeps the huge page pool locked",
-                                         context=str(self.path)) from None
-                    time.sleep(0.1)
+        """Serialise read-modify-write of the pool between iolab processes (a lock file in the
+        root-only state directory, :mod:`iolab.core.statedir`)."""
+        with statedir.opened(statedir.base()) as fd, \
+                statedir.lock(fd, LOCK_NAME, timeout=timeout, what=f"the huge page pool ({self.path})"):
             yield
-        finally:
-            os.close(fd)
 
     @contextlib.contextmanager
     def _changing(self):

@@ -80,7 +80,6 @@ def _objects_of(pid: int) -> dict:
         "mounts": _mounts_of(pid),
         "cgroups": cgroups.leftovers(owner=pid),
         "files": [f["path"] for f in emulated.stale_backing_files() if f["owner"] == pid],
-        "hugepage_marks": [p for p in hugepages._holder_files() if p == pid],
         "records": [r.describe() for r in ownership.records() if r.owner.pid == pid],
     }
 
@@ -268,7 +267,6 @@ def test_huge_pages_of_a_killed_process_are_given_back(tmp_path, runs):
         print(f"note: the pages of PID {proc.pid} were given back by another reaper before ours ran")
     else:
         assert f"PID {proc.pid}: gave back 32 huge pages" in done.stdout, done.stdout
-    assert not hugepages._holder_files().get(proc.pid)
     assert not [r for r in ownership.records("hugepages") if r.owner.pid == proc.pid]
     if not others_before and not hugepages.hugepage_holders():
         assert nr_hugepages() == before
