@@ -34,6 +34,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allow-exec", action="store_true",
                         help="let the jobs run programs (exec_prerun/exec_postrun, ioengine=exec, external "
                              "engines, triggers); recorded in the manifest")
+    parser.add_argument("--unconfined", action="store_true",
+                        help="run even where bubblewrap cannot confine fio to the targets (the kernel then "
+                             "enforces no boundary; the manifest and the report say the run was unconfined)")
     parser.add_argument("--with-original", action="store_true",
                         help="also run the original tool (bonnie++, hdparm) where the recipe emulates one")
     parser.add_argument("--dry-run", action="store_true", help="print the job files and commands; run nothing")
@@ -80,7 +83,7 @@ def run(args) -> int:
         return 0
     result = runner.run(args.recipe, args.target, label=args.label,
                         data_dir=args.data, progress=False if args.no_progress else None,
-                        argv=sys.argv, with_original=args.with_original, **options)
+                        argv=sys.argv, with_original=args.with_original, unconfined=args.unconfined, **options)
     status = result.manifest["status"]
     if status != "completed":
         print(f"iolab: run {status}: {result.manifest.get('reason')}", file=sys.stderr)
@@ -93,6 +96,7 @@ def _run_fleet(args) -> int:
     from iolab.core.errors import IolabError
     for option, value in (("--target", args.target), ("--mem-limit", args.mem_limit), ("--confirm", args.confirm),
                           ("--with-original", getattr(args, "with_original", False)),
+                          ("--unconfined", getattr(args, "unconfined", False)),
                           ("--allow-path", getattr(args, "allow_path", None)),
                           ("--allow-exec", getattr(args, "allow_exec", False))):
         if value:

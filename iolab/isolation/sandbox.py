@@ -72,7 +72,7 @@ import signal
 import subprocess
 from typing import Iterable, Iterator
 
-from iolab.isolation import cgroups, systemd_scope
+from iolab.isolation import cgroups, confine, systemd_scope
 from iolab.isolation.cgroups import Group, Throttle
 from iolab.core import processes
 from iolab.core.errors import IolabError
@@ -278,16 +278,23 @@ class Sandbox:
         self._prepared.append(record)
         return record
 
-    def popen(self, argv: list[str], **kwargs) -> subprocess.Popen:
+    def popen(self, argv: list[str], *, confinement=None, **kwargs) -> subprocess.Popen:
         """Start ``argv`` (a list; never a shell) inside the sandbox's cgroups.
 
         The child writes its own pid into the memory cgroup (``cgroup`` mode)
         and the throttled block cgroup (when there are throttles) before it
         execs, so not one page or I/O escapes; placement is checked afterwards.
+        With a ``confinement`` (:class:`iolab.isolation.confine.Confinement`)
+        ``argv`` runs under bubblewrap, which enters the cgroups and passes them on.
         """
         if isinstance(argv, (str, bytes)) or kwargs.get("shell"):
             raise IolabError("popen takes an argument list and never runs a shell", context="isolation")
         argv = [str(a) for a in argv]
+        popen_class = subprocess.Popen
+        if confinement is not None:
+            argv = confinement.wrap(argv)
+            popen_class = confine.ConfinedProcess
+            kwargs.update(confine.popen_kwargs())
         groups = []
         if self.mode == "cgroup" and self.group is not None:
             groups.append(self.group)
@@ -309,8 +316,7 @@ class Sandbox:
                 user_preexec()
 
         try:
-            proc = subprocess.Popen(argv, preexec_fn=enter_cgroups if (paths or user_preexec) else None,
-                                    **kwargs)
+            proc = popen_class(argv, preexec_fn=enter_cgroups if (paths or user_preexec) else None, **kwargs)
         except subprocess.SubprocessError as exc:
             raise IolabError(f"could not start the process inside {', '.join(map(str, procs))}: {exc}",
                              context=argv[0]) from None
