@@ -1,35 +1,38 @@
-"""Start and stop fio servers (``fio --server``) that only this machine can reach.
+"""Start and stop fio servers (``fio --server``) that only their owner can reach.
 
 fio's server has no authentication: whoever can connect to it can make it run
 any job, and a job can write any device and run programs (``exec_prerun``,
-``ioengine=exec``). iolab therefore starts servers on the **loopback address**
-(``127.0.0.1``) or on a **Unix socket** (made ``0600``: only its owner can
-connect), never on a network address unless the caller passes
-``allow_network=True`` on purpose. Machines elsewhere are reached through an
-SSH tunnel (:mod:`iolab.fleet.runs`), which brings SSH's authentication and
-encryption::
+``ioengine=exec``). iolab therefore starts servers by default on a **Unix
+socket** (mode ``0600``) in a **directory only the owner can enter** (root:
+``/run/iolab/servers``, mode 0700; see :mod:`iolab.fleet.privatedir`): another
+local user cannot even reach the socket file. TCP on the loopback address is
+open to *every local user* of the machine and is used only when the caller asks
+for a port on purpose (``iolab server --tcp-loopback-any-local-user``), with a
+warning; a network address needs ``allow_network=True`` besides. Machines
+elsewhere are reached by forwarding the server's socket over SSH
+(:mod:`iolab.fleet.tunnel`), which brings SSH's authentication::
 
-    with fioserver.start(port=0) as server:      # a free port on 127.0.0.1
-        print(server.endpoint.client_spec)       # ip:127.0.0.1,40123 -> fio --client=...
-    # stopped here: fio and every child it forked are gone, a socket file removed
+    with fioserver.start(writable=["/srv/iolab"]) as server:   # /run/iolab/servers/fio.sock
+        print(server.endpoint.client_spec)       # sock:/run/iolab/servers/fio.sock -> fio --client=...
+    # stopped here: fio and every child it forked are gone, the socket file removed
 
-    server = fioserver.start(socket="/run/iolab/fio.sock")
-    ...
-    fioserver.stop(server)
-
-A loopback server still accepts any *local* user; use a Unix socket where
-other people log in to the same machine.
+**Confinement.** The server runs inside :mod:`iolab.isolation.confine` (bubblewrap)
+like local fio runs: ``/`` read-only, only ``writable`` paths (and the socket's
+directory) writable, ``/dev`` with null/zero/random/urandom and the named
+``devices``, no capabilities, ``no_new_privs``; whatever job a client sends, fio
+can write nothing else. Where confinement cannot be had, :func:`start` refuses
+unless ``confined=False`` is passed on purpose (``iolab server --unconfined``).
 
 How a start is checked: fio 3.33 does not say when it is ready; when it
 cannot bind it prints ``fio: bind: ...`` and keeps running; and it binds with
 ``SO_REUSEPORT``, so a second server on a port already in use *shares* it
 (the kernel then hands each connection to either). iolab refuses a port that
-something listens on, then watches ``/proc`` until the fio process owns a
+something listens on, then watches ``/proc`` until a process of the server owns a
 listening socket on the asked port or path (and nobody else does), and gives
 up with fio's own message otherwise. fio forks one child per connection; the server runs in its
-own session, so :meth:`FioServer.stop` signals the whole process group
-(``SIGTERM``, then ``SIGKILL`` after a grace period) and waits until no member
-is alive.
+own session, so :meth:`FioServer.stop` signals the whole process group and every
+descendant (``SIGTERM``, then ``SIGKILL`` after a grace period) and waits until
+none is alive.
 """
 from __future__ import annotations
 
@@ -48,7 +51,8 @@ from pathlib import Path
 
 from iolab.engine import fio
 from iolab.core.errors import IolabError
-from iolab.core.procstat import group_members
+from iolab.core.procstat import group_members, processes
+from iolab.fleet import privatedir
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +60,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 8765
 LOOPBACK = "127.0.0.1"
 #: Seconds a server gets to listen after it was started.
-START_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 20.0
 #: Seconds a stopping server (and its children) gets after SIGTERM before SIGKILL.
 STOP_GRACE_S = 5.0
 
@@ -133,7 +137,7 @@ def check_bind_address(address: str, *, allow_network: bool = False, context: st
     raise IolabError(
         f"refusing to start a fio server on {what}: fio's server has no authentication and runs "
         f"whatever job a client sends (writing any device, running programs)", context=context,
-        hint="serve on 127.0.0.1 or a Unix socket and reach other machines through an SSH tunnel")
+        hint="serve on a private Unix socket (iolab server's default) and reach other machines through SSH")
 
 
 def check_port(port, *, context: str = "fio server") -> int:
@@ -191,9 +195,11 @@ def _tcp_listening(port: int, inodes: set[int]) -> bool:
     return bool(tcp_listeners(port) & inodes)
 
 
-def _unix_listening(path: str, inodes: set[int]) -> bool:
+def _unix_listening(path: str, inodes: set[int], pid: int | None = None) -> bool:
+    # /proc/PID/net/unix: the table of PID's network namespace (a confined server has its own)
+    table = f"/proc/{pid}/net/unix" if pid is not None else "/proc/net/unix"
     try:
-        lines = Path("/proc/net/unix").read_text().splitlines()[1:]
+        lines = Path(table).read_text().splitlines()[1:]
     except OSError:
         return False
     for line in lines:
@@ -204,30 +210,57 @@ def _unix_listening(path: str, inodes: set[int]) -> bool:
     return False
 
 
+def tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (a confined server's fio runs below bubblewrap, in its own session)."""
+    parents = {p.pid: p.ppid for p in processes() if p.state not in ("Z", "X")}
+    if pid not in parents:
+        return []
+    found, index = [pid], 0
+    while index < len(found):
+        found += [child for child, parent in parents.items() if parent == found[index]]
+        index += 1
+    return found
+
+
 def listening(pid: int, endpoint: Endpoint) -> bool:
-    """Whether process ``pid`` owns a listening socket for ``endpoint`` (read from /proc, no connection)."""
-    inodes = _socket_inodes(pid)
-    if not inodes:
-        return False
-    if endpoint.kind == "unix":
-        return _unix_listening(endpoint.path, inodes)
-    return _tcp_listening(endpoint.port, inodes)
+    """Whether process ``pid`` or a descendant owns a listening socket for ``endpoint`` (from /proc, no connection)."""
+    for member in tree(pid):
+        inodes = _socket_inodes(member)
+        if not inodes:
+            continue
+        if endpoint.kind == "unix":
+            if _unix_listening(endpoint.path, inodes, member):
+                return True
+        elif _tcp_listening(endpoint.port, inodes):
+            return True
+    return False
+
+
+def _alive(pids) -> list[int]:
+    live = {p.pid for p in processes() if p.state not in ("Z", "X")}
+    return [pid for pid in pids if pid in live]
 
 
 def stop_group(proc: subprocess.Popen, *, grace: float = STOP_GRACE_S, first=signal.SIGTERM) -> None:
-    """Stop a child started with ``start_new_session=True`` and every process of its group."""
+    """Stop a child started with ``start_new_session=True``, every process of its group and every descendant."""
     pgid = proc.pid
+    members = set(tree(pgid)) if proc.poll() is None else set()
     for sig in (first, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
+        for pid in _alive(members | set(tree(pgid))):  # descendants in other sessions (bwrap --new-session)
+            members.add(pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
         deadline = time.monotonic() + (grace if sig != signal.SIGKILL else 5.0)
         while time.monotonic() < deadline:
-            if proc.poll() is not None and not group_members(pgid):
+            if proc.poll() is not None and not group_members(pgid) and not _alive(members - {pgid}):
                 break
             time.sleep(0.05)
         else:
             if sig == signal.SIGKILL:
-                log.warning("process group %d still has members after SIGKILL: %s", pgid, group_members(pgid))
+                log.warning("process group %d still has members after SIGKILL: %s", pgid,
+                            group_members(pgid) + _alive(members - {pgid}))
             continue
         break
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -239,12 +272,22 @@ def stop_group(proc: subprocess.Popen, *, grace: float = STOP_GRACE_S, first=sig
 class FioServer:
     """One ``fio --server`` child process; a context manager that stops it on exit."""
 
-    def __init__(self, endpoint: Endpoint, proc: subprocess.Popen, output, *, owns_socket: bool):
+    def __init__(self, endpoint: Endpoint, proc: subprocess.Popen, output, *, owns_socket: bool,
+                 confinement: dict | None = None):
         self.endpoint = endpoint
         self._proc = proc
         self._output = output
         self._owns_socket = owns_socket
+        #: a confined server binds its socket in this private directory (the only writable place
+        #: besides its allowed paths); iolab then renames the socket to ``endpoint.path``
+        self.staging: str | None = None
+        #: what confines the server: {"confined": bool, "writable": [...], "devices": [...], "reason": ...}
+        self.confinement = confinement or {"confined": False}
         self.started = time.time()
+
+    def members(self) -> list[int]:
+        """The server's live processes: the one iolab started and every descendant (fio's per-job children)."""
+        return tree(self._proc.pid)
 
     @property
     def pid(self) -> int:
@@ -276,6 +319,13 @@ class FioServer:
                 if stat.S_ISSOCK(os.lstat(self.endpoint.path).st_mode):
                     os.unlink(self.endpoint.path)
             self._owns_socket = False
+        if self.staging:
+            for name in os.listdir(self.staging):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(self.staging, name))
+            with contextlib.suppress(OSError):
+                os.rmdir(self.staging)
+            self.staging = None
         if self._output is not None and not self._output.closed:
             self._output.close()
 
@@ -290,11 +340,9 @@ class FioServer:
 
 
 def _prepare_socket(path: str) -> str:
-    path = os.path.abspath(path)
+    path = privatedir.check_socket_dir(path)
     if len(path.encode()) >= 108:
         raise IolabError("a Unix socket path must be shorter than 108 bytes", context=path)
-    if not os.path.isdir(os.path.dirname(path)):
-        raise IolabError("the socket's directory does not exist", context=path)
     if os.path.lexists(path):
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
             raise IolabError("exists and is not a socket; not touching it", context=path)
@@ -313,29 +361,96 @@ def _umask_077() -> None:  # runs in the child before exec: the socket file is 0
     os.umask(0o077)
 
 
-def start(*, port: int | None = None, socket: str | os.PathLike | None = None, address: str = LOOPBACK,
-          allow_network: bool = False, timeout: float = START_TIMEOUT_S, attempts: int = 5) -> FioServer:
-    """Start ``fio --server`` on ``address:port`` (``port=0`` or ``None``: a free one) or a Unix ``socket``.
+def _confine_module() -> bool:
+    try:
+        from iolab.isolation import confine  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
-    Returns a started :class:`FioServer` (a context manager: ``with start(...) as s:``).
-    Raises :class:`IolabError` if fio is missing, the address is not loopback
-    (unless ``allow_network``), or the server does not listen within ``timeout``.
+
+def confinement_problem() -> str | None:
+    """Why fio servers cannot be confined here (``None``: they can)."""
+    from iolab.isolation import confine
+    check = getattr(confine, "unavailable", None) or getattr(confine, "available")
+    return check()
+
+
+def _checked_paths(writable, devices) -> tuple[list[str], list[str]]:
+    paths, devs = [], []
+    for item in writable or ():
+        path = os.path.abspath(os.fspath(item))
+        if not os.path.exists(path):
+            raise IolabError("does not exist (a fio server's writable place must be there first)", context=path)
+        if os.path.realpath(path) == "/":
+            raise IolabError("the whole file system cannot be a fio server's writable place", context=path)
+        if stat.S_ISBLK(os.stat(path).st_mode):
+            devs.append(path)
+        else:
+            paths.append(path)
+    for item in devices or ():
+        path = os.path.abspath(os.fspath(item))
+        if not os.path.exists(path) or not stat.S_ISBLK(os.stat(path).st_mode):
+            raise IolabError("is not a block device", context=path)
+        devs.append(path)
+    return paths, devs
+
+
+def confined_argv(argv: list[str], *, writable: list[str], devices: list[str], network: bool) -> list[str]:
+    """``argv`` run inside the kernel's confinement: the one call site for fio servers."""
+    from iolab.isolation import confine
+    return confine.Confinement(writable=tuple(writable), devices=tuple(devices), network=network).wrap(argv)
+
+
+def start(*, port: int | None = None, socket: str | os.PathLike | None = None, address: str = LOOPBACK,
+          allow_network: bool = False, writable=(), devices=(), confined: bool = True,
+          timeout: float = START_TIMEOUT_S, attempts: int = 5) -> FioServer:
+    """Start ``fio --server`` on a private Unix ``socket`` (default: :func:`privatedir.default_server_socket`),
+    or on TCP ``address:port`` when a ``port`` is given (``0``: a free one; open to every local user).
+
+    ``writable`` (directories, files or block devices) and ``devices`` (block
+    devices) are what jobs may write; with ``confined`` (the default) nothing
+    else is writable to the server. Returns a started :class:`FioServer` (a
+    context manager: ``with start(...) as s:``). Raises :class:`IolabError` if
+    fio is missing, the socket's directory is not private, the address is not
+    loopback (unless ``allow_network``), confinement cannot be had (unless
+    ``confined=False``), or the server does not listen within ``timeout``.
     """
     binary = fio.fio_binary()
     if socket is not None and port is not None:
         raise IolabError("give a port or a socket, not both", context="fio server")
+    if socket is None and port is None:
+        socket = privatedir.default_server_socket()
     if socket is None:
         check_bind_address(address, allow_network=allow_network)
         ip = parse_ip(address)
         if ip is None:
             raise IolabError("bind a fio server to an IP address, not a host name", context=f"fio server {address}")
         address = str(ip)
-        if port is not None:
-            port = check_port(port, context=f"fio server {address}")
+        port = check_port(port, context=f"fio server {address}")
+    else:
+        socket = privatedir.check_socket_dir(socket)
+    paths, devs = _checked_paths(writable, devices)
+    confinement = {"confined": bool(confined), "writable": paths, "devices": devs}
+    if confined and not _confine_module():
+        # TODO(issue 27 item 1): iolab.isolation.confine is being written; until it lands the
+        # server runs as before, and says so
+        confined = False
+        confinement.update(confined=False, reason="iolab.isolation.confine is not available in this checkout")
+        log.warning("fio server unconfined: iolab.isolation.confine is not available in this checkout")
+    if confined:
+        problem = confinement_problem()
+        if problem:
+            raise IolabError(f"cannot confine the fio server: {problem}", context="fio server",
+                             hint="without confinement any job a client sends can write anything root can; "
+                                  "pass --unconfined (confined=False) only if you accept that")
+    else:
+        confinement["reason"] = "started unconfined on request"
+        log.warning("fio server unconfined: a job it is sent can write anything its user can")
     last_error = None
     for _ in range(attempts):
         if socket is not None:
-            endpoint = Endpoint("unix", path=_prepare_socket(os.fspath(socket)))
+            endpoint = Endpoint("unix", path=_prepare_socket(socket))
         else:
             endpoint = Endpoint("tcp", address=address, port=int(port) if port else free_port(address))
             if tcp_listeners(endpoint.port):
@@ -345,15 +460,33 @@ def start(*, port: int | None = None, socket: str | os.PathLike | None = None, a
                 if port:
                     raise last_error
                 continue
+        final, staging = endpoint, None
+        if confined and endpoint.kind == "unix":
+            # the socket's directory may hold other things: fio binds in a fresh private directory,
+            # the only one (besides the allowed paths) it can write; the socket is then moved into place
+            staging = tempfile.mkdtemp(prefix=".fio-server-", dir=os.path.dirname(endpoint.path))
+            endpoint = Endpoint("unix", path=os.path.join(staging, "s.sock"))
+            if len(endpoint.path.encode()) >= 108:
+                os.rmdir(staging)
+                raise IolabError("the socket's directory is too deep for a Unix socket (108 bytes) with "
+                                 "iolab's staging directory in it", context=final.path)
         argv = [binary, f"--server={endpoint.client_spec}"]
+        if confined:
+            argv = confined_argv(argv, writable=paths + ([staging] if staging else []), devices=devs,
+                                 network=endpoint.kind == "tcp")
         output = tempfile.TemporaryFile(prefix="iolab-fio-server-")
         log.info("starting %s", " ".join(argv))
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
                                 start_new_session=True, preexec_fn=_umask_077 if socket is not None else None)
-        server = FioServer(endpoint, proc, output, owns_socket=socket is not None)
+        server = FioServer(endpoint, proc, output, owns_socket=socket is not None, confinement=confinement)
+        server.staging = staging
         try:
             _wait_listening(server, timeout)
-            others = tcp_listeners(endpoint.port) - _socket_inodes(server.pid) if endpoint.kind == "tcp" else set()
+            if staging:
+                os.chmod(endpoint.path, 0o600)
+                os.rename(endpoint.path, final.path)
+                server.endpoint = endpoint = final
+            others = tcp_listeners(endpoint.port) - _member_sockets(server) if endpoint.kind == "tcp" else set()
             if others:
                 raise IolabError(f"port {endpoint.port} is in use by another process too",
                                  context=f"fio server {endpoint}")
@@ -368,9 +501,20 @@ def start(*, port: int | None = None, socket: str | os.PathLike | None = None, a
             raise
         if endpoint.kind == "unix":
             os.chmod(endpoint.path, 0o600)
-        log.info("fio server listening on %s (pid %d)", endpoint, proc.pid)
+        else:
+            log.warning("fio server on TCP %s: EVERY local user of this machine can connect and have it run "
+                        "any job (fio's server has no authentication)", endpoint)
+        log.info("fio server listening on %s (pid %d, %s)", endpoint, proc.pid,
+                 "confined" if confined else "unconfined")
         return server
     raise last_error  # pragma: no cover - five ports taken in a row
+
+
+def _member_sockets(server: FioServer) -> set[int]:
+    inodes = set()
+    for pid in server.members():
+        inodes |= _socket_inodes(pid)
+    return inodes
 
 
 def _wait_listening(server: FioServer, timeout: float) -> None:

@@ -1,4 +1,5 @@
-"""fio servers on loopback and Unix sockets: start, refuse, stop (with every forked child), CLI."""
+"""fio servers on private Unix sockets and (on purpose) loopback TCP: start, refuse, confine, stop
+(with every forked child), and another local user (nobody) locked out; the CLI."""
 import os
 import signal
 import socket
@@ -10,6 +11,7 @@ import pytest
 
 from iolab.fleet import fioserver
 from iolab.core.errors import IolabError
+from iolab.core.procstat import processes
 
 from cli_helpers import IOLAB, ROOT, live_processes, needs_fio
 
@@ -30,20 +32,24 @@ def test_tcp_server_on_loopback_runs_jobs_and_stops_with_its_children(servers, t
     assert ep.client_spec == f"ip:127.0.0.1,{ep.port}"
     assert server.running and fioserver.listening(server.pid, ep)
     assert fioserver.probe(ep) is None
+    idle = len(server.members())
     # a job makes the server fork a child; stop() must take it down too
     job = tmp_path / "long.fio"
     job.write_text("[long]\nioengine=null\nsize=1m\nrw=read\nruntime=30s\ntime_based=1\n")
     client = subprocess.Popen(["fio", f"--client={ep.client_spec}", str(job)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 10
-        while len(fioserver.group_members(server.pid)) < 2 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 30
+        while len(server.members()) <= idle and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(fioserver.group_members(server.pid)) >= 2, "the server forked no child for the job"
+        assert len(server.members()) > idle, "the server forked no child for the job"
+        members = server.members()
         server.stop()
         # SIGTERM was enough: the server did not have to be killed after the grace period
         assert server._proc.returncode != -signal.SIGKILL, server._proc.returncode
-        assert not server.running and fioserver.group_members(server.pid) == []
+        assert not server.running and server.members() == [] and fioserver.group_members(server.pid) == []
+        live = {p.pid for p in processes() if p.state not in ("Z", "X")}
+        assert live.isdisjoint(members)  # fio's children in the server's namespace too
         assert live_processes(f"--server={ep.client_spec}") == []
         assert not fioserver.tcp_listeners(ep.port)
     finally:
@@ -90,7 +96,7 @@ def test_network_addresses_are_refused_before_anything_starts(monkeypatch, addre
         fioserver.start(address=address, port=0)
     message = str(err.value)
     assert f"refusing to start a fio server on {what}" in message and "no authentication" in message
-    assert "SSH tunnel" in message
+    assert "Unix socket" in message and "through SSH" in message
 
 
 def test_a_port_in_use_is_refused(servers):
@@ -128,20 +134,24 @@ def _cli_server(*args):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_cli_server_prints_how_to_reach_it_and_stops_cleanly(sig, tmp_path):
-    proc = _cli_server("--port", "0")
+def test_cli_tcp_only_on_purpose_says_who_can_connect_and_stops_cleanly(sig, tmp_path):
+    proc = _cli_server("--tcp-loopback-any-local-user", "--port", "0")
     try:
         first = proc.stdout.readline()
         assert first.startswith("fio server listening on 127.0.0.1:"), first + proc.stderr.read()
         port = int(first.split("127.0.0.1:")[1].split()[0])
-        lines = [proc.stdout.readline() for _ in range(3)]
-        assert f"fio --client=ip:127.0.0.1,{port}" in lines[0]
-        assert f"address: 127.0.0.1, port: {port}" in lines[1] and "ssh: USER@" in lines[2]
+        lines = [proc.stdout.readline() for _ in range(4)]
+        assert "WARNING: every local user of this machine can connect" in lines[0]
+        assert lines[1].split() == ["confined:", "yes;", "jobs", "may", "write", "nothing"]
+        assert f"fio --client=ip:127.0.0.1,{port}" in lines[2]
+        assert f"address: 127.0.0.1, port: {port}" in lines[3]
         endpoint = fioserver.Endpoint("tcp", address="127.0.0.1", port=port)
         assert fioserver.probe(endpoint) is None
         proc.send_signal(sig)
-        assert proc.wait(15) == 0
-        assert "fio server stopped" in proc.stderr.read()
+        assert proc.wait(30) == 0
+        err = proc.stderr.read()
+        assert "fio server stopped" in err
+        assert "WARNING: fio server on TCP 127.0.0.1:" in err and "EVERY local user" in err  # logged too
         assert live_processes(f"--server=ip:127.0.0.1,{port}") == []
         assert not fioserver.tcp_listeners(port)
     finally:
@@ -156,15 +166,27 @@ def test_cli_server_on_a_socket(tmp_path):
     try:
         first = proc.stdout.readline()
         assert first.startswith(f"fio server listening on unix:{path}"), first + proc.stderr.read()
-        assert f"socket: {path}" in proc.stdout.readline() + proc.stdout.readline()
+        rest = "".join(proc.stdout.readline() for _ in range(4))
+        assert f"socket: {path}" in rest and f"remote_socket: {path}" in rest
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
+        assert proc.wait(30) == 0
         assert not path.exists()
         assert live_processes(f"--server=sock:{path}") == []
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_cli_port_without_the_tcp_flag_is_refused_in_one_line():
+    proc = subprocess.run(IOLAB + ["server", "--port", "8765"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "iolab: error: --port: TCP on 127.0.0.1 lets every local user run jobs on this server; add "
+        "--tcp-loopback-any-local-user to mean that, or drop --port for the private Unix socket"]
+    help_text = subprocess.run(IOLAB + ["server", "--help"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=60).stdout
+    assert "--tcp-loopback-any-local-user" in help_text and "EVERY local user" in help_text
 
 
 @pytest.mark.parametrize("port", [-1, 65536, 70000, "8765", 1.5, True])
@@ -183,8 +205,8 @@ def test_a_bad_port_is_refused_before_anything_starts(monkeypatch, port):
 ])
 def test_cli_server_refuses_a_bad_port_at_once(port, message):
     # before: fio was started with --server=ip:127.0.0.1,-1 and iolab waited 10 s for it to listen
-    proc = subprocess.run(IOLAB + ["server", f"--port={port}"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(IOLAB + ["server", "--tcp-loopback-any-local-user", f"--port={port}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"iolab: error: --port: {message}"]
     assert "did not listen" not in proc.stderr and proc.stdout == ""
