@@ -22,6 +22,9 @@ from iolab.report.tables import DASH, Table
 #: A test's status that means it ran and did not finish well (``skipped``/``pending`` never ran).
 FAILED_STATUSES = ("failed", "interrupted", "running")
 
+#: A test's status that means it never ran (the run stopped before it: a fault, Ctrl-C, a missing tool).
+NOT_RUN_STATUSES = ("pending", "skipped")
+
 COLUMNS = ("system", "run_id", "host", "test", "status", "reps", "error")
 
 
@@ -37,6 +40,12 @@ def _text(value) -> str | None:
     return str(value).strip() or None
 
 
+def _names(records: list[dict], names: Sequence[str] | None) -> list[str]:
+    if names is not None:
+        return [str(n) for n in names]
+    return [_text(r.get("system_name")) or _text(r.get("label")) or _text(r.get("host")) or "?" for r in records]
+
+
 def failed_tests(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per test of the runs in ``manifests`` that ran and failed (columns :data:`COLUMNS`).
 
@@ -46,9 +55,7 @@ def failed_tests(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[st
     """
     rows = []
     records = _records(manifests)
-    names = list(names) if names is not None else [
-        _text(r.get("system_name")) or _text(r.get("label")) or _text(r.get("host")) or "?" for r in records]
-    for name, record in zip(names, records):
+    for name, record in zip(_names(records, names), records):
         tests = record.get("tests")
         if not isinstance(tests, list):
             continue
@@ -104,4 +111,72 @@ def markdown(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
     if not found:
         return ""
     return "\n".join(["### " + i18n.text("failures.heading", lang), "",
+                      *(f"- {s}" for s in found), "", i18n.text("failures.kept", lang)])
+
+
+def not_run_tests(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per test of an unfinished run that never ran (``pending``/``skipped``: the run stopped first),
+    with the columns ``system, run_id, test, direction, name`` (``name``: the manifest's test id)."""
+    rows = []
+    records = _records(manifests)
+    for name, record in zip(_names(records, names), records):
+        tests = record.get("tests")
+        if str(record.get("status")) == "completed" or not isinstance(tests, list):
+            continue
+        for test in tests:
+            if test.get("status") in NOT_RUN_STATUSES:
+                rows.append({"system": name, "run_id": record.get("run_id"), "test": test.get("test") or test.get("name"),
+                             "direction": test.get("rw") or "", "name": test.get("name")})
+    return pd.DataFrame(rows, columns=["system", "run_id", "test", "direction", "name"])
+
+
+def planned_tests(manifests: pd.DataFrame | Sequence[dict]) -> list[str]:
+    """The tests the runs set out to run (their manifests' test list, in order; not only those that measured)."""
+    found: dict[str, None] = {}
+    for record in _records(manifests):
+        tests = record.get("tests")
+        if isinstance(tests, list):
+            found.update((str(t.get("test") or t.get("name")), None) for t in tests)
+    return list(found)
+
+
+def coverage_sentences(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
+                       names: Sequence[str] | None = None) -> list[str]:
+    """What the unfinished runs among ``manifests`` lack, one sentence each: every failed test with fio's
+    (or iolab's) error, the tests the run never reached, and a run that measured nothing with its reason."""
+    i18n.check_lang(lang)
+    records = _records(manifests)
+    names = _names(records, names)
+    out = []
+    for name, record in zip(names, records):
+        if str(record.get("status")) == "completed":
+            continue
+        one = [record]
+        failed = sentences(one, lang=lang, names=[name])
+        skipped = not_run_tests(one, names=[name])
+        measured_nothing = record.get("has_results") is False or (
+            isinstance(record.get("tests"), list) and all(t.get("status") in NOT_RUN_STATUSES for t in record["tests"]))
+        if measured_nothing and not failed:
+            reason = _text(record.get("reason"))
+            out.append(i18n.text("failures.measured_nothing", lang, system=name, run=record.get("run_id"),
+                                 host=record.get("host"), status=i18n.label(str(record.get("status")), lang,
+                                                                             section="status"),
+                                 reason=_code(reason) if reason else i18n.text("failures.no_error", lang)))
+            continue
+        out.extend(failed)
+        if not skipped.empty and not measured_nothing:
+            labels = [i18n.test_label(t, d, lang) for t, d in zip(skipped["test"], skipped["direction"])]
+            out.append(i18n.text("failures.not_run", lang, system=name, n=len(labels),
+                                 tests=i18n.join_capped(labels, lang)))
+    return out
+
+
+def coverage_markdown(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
+                      names: Sequence[str] | None = None, level: int = 3) -> str:
+    """A section ("### Failed tests and tests not run"), one bullet per :func:`coverage_sentences`; "" when
+    every run completed. Shown beside the tables whose dashes it explains."""
+    found = coverage_sentences(manifests, lang=lang, names=names)
+    if not found:
+        return ""
+    return "\n".join(["#" * level + " " + i18n.text("failures.coverage_heading", lang), "",
                       *(f"- {s}" for s in found), "", i18n.text("failures.kept", lang)])

@@ -121,6 +121,30 @@ def ranking_paragraph(summary: pd.DataFrame, *, lang: str, rules=commentary.Rule
     return _join_sentences(parts, lang)
 
 
+def coverage(frame: pd.DataFrame, systems: list[str], *, lang: str) -> list[str]:
+    """What the comparison leaves out, said where it is said: systems in the tables that were not isolated
+    from the page cache, and each compared system's tests without a figure (a failed or unrun test)."""
+    measured = frame[frame["value"].notna()]
+    tests = list(dict.fromkeys(zip(measured["test"], measured["direction"])))
+    out = []
+    cached = [s for s in dict.fromkeys(measured["system"]) if s not in systems]
+    if cached:
+        out.append(_t("not_isolated", lang, systems=i18n.join(cached, lang), n=len(cached)))
+    if len(systems) < 2:
+        return out
+    for system in systems:
+        own = measured[measured["system"] == system]
+        have = set(zip(own["test"], own["direction"]))
+        lacking = [t for t in tests if t not in have]
+        if not lacking:
+            continue
+        compared = [t for t in tests if t in have]
+        out.append(_t("partial" if len(lacking) <= len(compared) else "partial_few", lang, system=system, total=len(tests), n=len(compared), missing=len(lacking),
+                      measured=i18n.join_capped([i18n.test_label(t, d, lang) for t, d in compared], lang),
+                      lacking=i18n.join_capped([i18n.test_label(t, d, lang) for t, d in lacking], lang)))
+    return out
+
+
 def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = None,
              rules=commentary.Rules()) -> str:
     """One paragraph on ``summary`` (one metric of one recipe), then the caveats once.
@@ -135,12 +159,16 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     systems = list(dict.fromkeys(frame[frame["cache_isolated"] & frame["value"].notna()]["system"]))
     if len(systems) > rules.max_listed:
         return commentary.describe(summary, lang=lang, baseline=baseline, rules=rules)
+    present = list(dict.fromkeys(frame.loc[frame["value"].notna(), "system"]))
     if len(systems) == 2:
         text = pair_paragraph(frame, systems[0], systems[1], lang=lang, rules=rules)
     elif len(systems) >= 3:
         text = ranking_paragraph(frame, lang=lang, rules=rules)
+    elif len(present) > len(systems):  # others fill the tables, but none is isolated from the cache
+        text = _t("single_isolated", lang, system=systems[0]) if systems else ""
     else:
         text = _t("single", lang, system=systems[0] if systems else "")
+    text = _join_sentences([text, *coverage(frame, systems, lang=lang)], lang)
     found = commentary.caveats(frame, rules=rules)
     if not found.empty:
         text += "\n\n" + commentary._t("caveats", lang) + "\n" + "\n".join(
