@@ -68,7 +68,7 @@ def _why_unsafe(path: Path, st: os.stat_result) -> str | None:
     if st.st_uid != os.geteuid():
         return f"owned by uid {st.st_uid}, not {os.geteuid()}"
     if stat.S_IMODE(st.st_mode) & 0o077:
-        return f"mode {stat.S_IMODE(st.st_mode):04o}, must be 0700 (only its owner may enter it)"
+        return f"mode {stat.S_IMODE(st.st_mode):04o}, must be 0700"
     return None
 
 
@@ -87,6 +87,8 @@ def check_ancestors(path: Path) -> None:
     for parent in reversed(Path(os.path.abspath(path)).parents):
         try:
             st = os.lstat(parent)
+        except FileNotFoundError:
+            return  # from here down iolab makes the directories itself (mode 0700)
         except OSError as exc:
             raise _refuse(path, f"cannot inspect {parent}: {exc.strerror}") from None
         if stat.S_ISLNK(st.st_mode):
@@ -209,7 +211,11 @@ def lock(dir_fd: int, name: str, *, timeout: float | None = None, what: str = "a
 
     ``timeout`` None waits as long as it takes; else :class:`IolabError` after that many seconds.
     """
-    fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    try:
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    except OSError as exc:
+        why = "a symlink (not followed)" if exc.errno == errno.ELOOP else exc.strerror
+        raise IolabError(f"refused to open the lock file {name}: {why}", context=what) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
