@@ -244,3 +244,34 @@ def test_another_user_cannot_create_entries_and_gets_a_place_of_their_own(nobody
     assert found["own ledger mode"] == "0700"
     assert found["root's ledger"] == "None"
     assert ownership.find("file", "/var/tmp/iolab-nobody-test2.img") is None
+
+
+RECIPE = """
+name: tiny-read
+description: one 1-second read (state directory tests)
+isolation: direct
+defaults: {size: 4M, runtime: 1, repeat: 1}
+fio: {ioengine: psync, direct: 1}
+tests:
+  - name: seqread
+    rw: [read]
+    bs: 1M
+"""
+
+
+@needs_root
+def test_a_run_refuses_to_start_when_run_iolab_is_not_private(tmp_path):
+    _ensure_run_iolab()
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(RECIPE)
+    (tmp_path / "target").mkdir()
+    script = (f"mount -t tmpfs -o mode=0775 iolab-test /run/iolab && exec {sys.executable} -m iolab run {recipe} "
+              f"--target {tmp_path / 'target'} --data {tmp_path / 'data'} --no-progress")
+    env = {k: v for k, v in os.environ.items() if k != ownership.ENV}
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        "iolab: error: /run/iolab: refused as iolab's state directory: mode 0775, must be 0700"), done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "data").exists() and list((tmp_path / "target").iterdir()) == []
