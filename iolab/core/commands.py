@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 
@@ -9,22 +10,47 @@ from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINTS = {
-    "fio": "install it with: apt-get install fio",
-    "losetup": "install it with: apt-get install mount",
-    "mkfs.ext4": "install it with: apt-get install e2fsprogs",
-    "mkfs.xfs": "install it with: apt-get install xfsprogs",
-    "mdadm": "install it with: apt-get install mdadm",
-    "sgdisk": "install it with: apt-get install gdisk",
-    "wipefs": "install it with: apt-get install util-linux",
-    "hdparm": "install it with: apt-get install hdparm",
-    "bonnie++": "install it with: apt-get install bonnie++",
+#: where Debian puts programs, searched after PATH: a normal user's PATH lacks the sbin
+#: directories, yet mkfs.ext4, losetup, mdadm, hdparm, bonnie++, sshd... live there
+SYSTEM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+#: program -> its Debian package (tools/packages.txt lists the same; a test keeps them in step)
+PACKAGES = {
+    "fio": "fio",
+    "bwrap": "bubblewrap",
+    "losetup": "mount",
+    "mkfs.ext4": "e2fsprogs",
+    "mkfs.xfs": "xfsprogs",
+    "mdadm": "mdadm",
+    "sgdisk": "gdisk",
+    "sfdisk": "fdisk",
+    "dmsetup": "dmsetup",
+    "modprobe": "kmod",
+    "wipefs": "util-linux",
+    "findmnt": "util-linux",
+    "hdparm": "hdparm",
+    "bonnie++": "bonnie++",
+    "ssh": "openssh-client",
 }
+
+INSTALL_HINTS = {program: f"install it with: apt-get install {package}" for program, package in PACKAGES.items()}
+
+
+def find(program: str) -> str | None:
+    """Full path of ``program`` on PATH or where Debian puts it (/usr/sbin, /sbin), else None.
+
+    The same answer for every user: ``shutil.which`` alone tells a normal user
+    (no sbin on PATH) that an installed mkfs.ext4 is missing.
+    """
+    if os.sep in program:
+        return program if os.access(program, os.X_OK) and not os.path.isdir(program) else None
+    search = os.pathsep.join([os.environ.get("PATH", os.defpath), *SYSTEM_DIRS])
+    return shutil.which(program, path=search)
 
 
 def which(program: str) -> str:
-    """Full path of ``program`` or an :class:`IolabError` saying how to install it."""
-    path = shutil.which(program)
+    """Full path of ``program`` (see :func:`find`) or an :class:`IolabError` saying how to install it."""
+    path = find(program)
     if path is None:
         raise IolabError(f"{program} is not installed", hint=INSTALL_HINTS.get(program))
     return path
@@ -37,9 +63,10 @@ def run(argv: list[str], *, check: bool = True, input: str | None = None,
     With ``check`` a non-zero exit raises :class:`IolabError` carrying the
     command and the last line fio/losetup/... wrote to stderr.
     """
+    shown = " ".join(argv)
     if "/" not in argv[0]:
-        which(argv[0])
-    log.debug("running %s", " ".join(argv))
+        argv = [which(argv[0]), *argv[1:]]  # found in /usr/sbin also when PATH lacks it
+    log.debug("running %s", shown)
     # no terminal input: mkfs and friends must never stop to ask a question
     stdin = None if input is not None else subprocess.DEVNULL
     proc = subprocess.run(argv, capture_output=True, text=True, input=input, stdin=stdin, timeout=timeout)
@@ -47,5 +74,5 @@ def run(argv: list[str], *, check: bool = True, input: str | None = None,
         lines = [line.strip() for line in (proc.stderr.strip() or proc.stdout.strip()).splitlines() if line.strip()]
         # the first line usually says what went wrong, the last one sometimes only prints usage
         detail = " ... ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else "no output"
-        raise IolabError(f"exited with {proc.returncode}: {detail}", context=" ".join(argv))
+        raise IolabError(f"exited with {proc.returncode}: {detail}", context=shown)
     return proc
