@@ -159,7 +159,9 @@ def test_cleanup_undoes_everything_a_killed_run_left(tmp_path, runs):
         assert f"would detach loop device {loop['device']}" in text
         assert f"would unmount {objects['mounts'][0]}" in text
         assert f"would remove backing file {loop['backing_file']}" in text
-        assert "would remove cgroup" in text and "kill tasks" in text
+        # fio dies with iolab (confined, --die-with-parent); if the kernel has not ended it yet, the
+        # cgroup's line names it as a task to kill
+        assert "would remove cgroup" in text
         assert f"would give back {hugepages.BUFFER_HUGEPAGES} huge pages of PID {proc.pid}" in text
         assert "would mark run" in dry.stdout and "interrupted" in dry.stdout
         # a dry run changes nothing
