@@ -284,7 +284,7 @@ def _dpkg_owner(program: str) -> str | None:
     if path is None:
         return None
     name = os.path.basename(path)
-    for candidate in dict.fromkeys([path, os.path.realpath(path)] + [f"{d}/{name}" for d in commands.SYSTEM_DIRS]):
+    for candidate in dict.fromkeys([path, os.path.realpath(path)] + [f"{d}/{name}" for d in ("/usr/sbin", "/sbin", "/usr/bin", "/bin")]):
         proc = subprocess.run(["dpkg-query", "-S", candidate], capture_output=True, text=True)
         for line in proc.stdout.splitlines():
             if not line.startswith("diversion ") and ":" in line:

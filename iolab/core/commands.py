@@ -10,9 +10,9 @@ from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
 
-#: where Debian puts programs, searched after PATH: a normal user's PATH lacks the sbin
-#: directories, yet mkfs.ext4, losetup, mdadm, hdparm, bonnie++, sshd... live there
-SYSTEM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+#: where Debian puts system programs, searched after PATH: a normal user's PATH lacks them,
+#: yet mkfs.ext4, losetup, mdadm, hdparm, bonnie++, sshd... live there
+SYSTEM_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 #: program -> its Debian package (tools/packages.txt lists the same; a test keeps them in step)
 PACKAGES = {
@@ -37,14 +37,15 @@ INSTALL_HINTS = {program: f"install it with: apt-get install {package}" for prog
 
 
 def find(program: str) -> str | None:
-    """Full path of ``program`` on PATH or where Debian puts it (/usr/sbin, /sbin), else None.
+    """Full path of ``program`` on PATH or in Debian's sbin directories, else None.
 
     The same answer for every user: ``shutil.which`` alone tells a normal user
     (no sbin on PATH) that an installed mkfs.ext4 is missing.
     """
     if os.sep in program:
         return program if os.access(program, os.X_OK) and not os.path.isdir(program) else None
-    search = os.pathsep.join([os.environ.get("PATH", os.defpath), *SYSTEM_DIRS])
+    dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d]  # "" would mean the cwd
+    search = os.pathsep.join(dict.fromkeys([*dirs, *SYSTEM_DIRS]))
     return shutil.which(program, path=search)
 
 
