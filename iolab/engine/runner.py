@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from iolab.engine import fio, fioproc, jobgate, leftfiles, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
+from iolab.engine import fio, fioproc, jobgate, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
 from iolab.core import progress as progress_
 from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
@@ -197,20 +197,13 @@ class FioEngine:
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
             jobs = self._write_jobs(force_direct)
             self._layout(sandbox)
-            with leftfiles.removed_after(self._job_dirs()):
-                self._steps(sandbox, jobs)
-
-    def _job_dirs(self) -> list[str]:
-        """Where a user's job file makes its files (the --directory iolab passes): cleaned afterwards."""
-        if self.recipe.jobfile is None:
-            return []  # iolab names and removes its own test files
-        return [d for d in (self._job_dir(t) for t in self.targets) if d]
+            self._steps(sandbox, jobs)  # a job file's files are in each target's run_dir, removed with it
 
     @staticmethod
     def _job_dir(target) -> str | None:
-        if target.kind in ("dir", "emulated") and target.path:
-            return os.path.dirname(target.test_file) if target.test_file else target.path
-        return None
+        """Where a user's job file makes its files (the --directory iolab passes): the run's own directory
+        in the target, which iolab removes with everything in it (targets.opened); None for a file or device."""
+        return target.run_dir
 
     def _layout(self, sandbox) -> None:
         """Write each test file once, inside the isolation, before any test is timed.

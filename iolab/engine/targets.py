@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from iolab.engine import sysinfo
+from iolab.engine import sysinfo, workdirs
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size
 
@@ -32,7 +32,11 @@ class Target:
     path: str | None = None      # directory, file or device; for emulated set on open()
     name: str = ""               # short name used in file names and results
     test_file: str | None = None  # the file fio uses (None: fio gets the device)
-    created_file: bool = False   # iolab made test_file and removes it afterwards
+    created_file: bool = False   # test_file is iolab's own (in run_dir, removed with it)
+    #: the directory iolab made in a directory target (or an emulated device's file system) for this
+    #: run's files -- the only place there it writes and removes (iolab.engine.workdirs); None for a
+    #: file or block target (fio gets that file or device itself)
+    run_dir: str | None = None
     emulated: object = None      # the open emulated device (iolab.devices.emulated)
     writes: bool = False         # the recipe writes to it
     confirm: str | None = None   # --confirm given for a block device
@@ -44,7 +48,7 @@ class Target:
 
     def describe(self) -> dict:
         info = {"spec": self.spec, "kind": self.kind, "name": self.name, "path": self.path,
-                "test_file": self.test_file}
+                "test_file": self.test_file, "run_dir": self.run_dir}
         where = self.test_file if self.test_file and os.path.exists(self.test_file) else self.path
         # a raw block device has no file system of its own here (findmnt would name /dev's devtmpfs)
         if where and os.path.exists(where) and not stat.S_ISBLK(os.stat(where).st_mode):
@@ -144,40 +148,48 @@ def _check_space(directory: Path, needed: int, spec: str) -> None:
             f"{human_size(free)} free", context=f"--target {spec}", hint="use a smaller --size or another target")
 
 
+#: the name of iolab's test file in the run's directory
+TEST_FILE = "test.dat"
+
+
 @contextlib.contextmanager
 def opened(target: Target, *, run_id: str, size: int, filesystem: str | None, scratch_dir: str):
-    """Make the target usable for a run (test file name, emulated device) and clean up after."""
-    try:
+    """Make the target usable for a run and undo it all afterwards, also on errors and Ctrl-C.
+
+    An emulated device is made (and removed); a directory target, and an emulated
+    device's file system, get the run's own directory ``iolab-<run_id>``
+    (:mod:`iolab.engine.workdirs`: exclusive, private, removed through its
+    descriptor with everything in it) holding the test file; a written block
+    device is held with ``O_EXCL``.
+    """
+    with contextlib.ExitStack() as stack:
         if target.kind == "emulated":
             from iolab.devices.emulated import emulated_device
             profile = target.spec[len(EMULATED_PREFIX):]
             # room for the file system's own metadata around the test file
             device_size = size + max(size // 4, 128 * 1024**2) if filesystem else size
-            with emulated_device(profile, size=device_size, scratch_dir=scratch_dir,
-                                 filesystem=filesystem) as device:
-                target.emulated = device
-                target.path = device.target
-                if device.mountpoint:
-                    target.test_file = os.path.join(device.mountpoint, f"iolab-{run_id}.dat")
-                yield target
-            return
-        if target.kind == "dir":
-            target.test_file = os.path.join(target.path, f"iolab-{run_id}.dat")
+            device = stack.enter_context(emulated_device(profile, size=device_size, scratch_dir=scratch_dir,
+                                                         filesystem=filesystem))
+            target.emulated = device
+            target.path = device.target
+            if device.mountpoint:
+                _use_run_dir(stack, target, device.mountpoint, run_id)
+        elif target.kind == "dir":
+            _use_run_dir(stack, target, target.path, run_id)
             target.created_file = True
-        if target.kind == "block" and target.writes:
+        elif target.kind == "block" and target.writes:
             from iolab.devices.safety import check_writable, open_exclusive
             # checked again right before acting, and held with O_EXCL so nobody
             # mounts or claims the device while fio writes to it
             check_writable(target.path, confirm=target.confirm)
-            with open_exclusive(target.path):
-                yield target
-            return
+            stack.enter_context(open_exclusive(target.path))
         yield target
-    finally:
-        if target.created_file and target.test_file:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(target.test_file)
-                log.info("removed test file %s", target.test_file)
+
+
+def _use_run_dir(stack: contextlib.ExitStack, target: Target, parent: str, run_id: str) -> None:
+    made = stack.enter_context(workdirs.work_dir(parent, f"{workdirs.PREFIX}{run_id}"))
+    target.run_dir = made.path
+    target.test_file = os.path.join(made.path, TEST_FILE)
 
 
 @contextlib.contextmanager

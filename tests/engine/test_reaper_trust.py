@@ -188,3 +188,41 @@ def test_cleanup_in_another_pid_namespace_leaves_this_namespaces_entries_alone(t
     # (another engineer's reaper may have given them back first: the same code)
     assert lines == [] or lines[0].startswith(f"PID {holder.pid}: gave back 8 huge pages of PID {holder.pid}"), lines
     assert ownership.find("hugepages", f"pid-{holder.pid}") is None
+
+
+def test_an_undo_registered_under_its_name_undoes_the_record(ledger, tmp_path, dead_pid):
+    """How a new kind of object registers its undo: ``ownership.register_undo(__name__, undo_stale)``
+    in its module, and ``undone_by=__name__`` in its records."""
+    calls = []
+
+    def undo_stale(ident, details, *, dry_run):
+        calls.append((ident, details, dry_run))
+        return f"{'would undo' if dry_run else 'undid'} {ident}"
+
+    ownership.register_undo("iolab.engine.test_only_undo", undo_stale)
+    with pytest.raises(ValueError, match="its module's name"):
+        ownership.register_undo("os.system", undo_stale)
+    thing = str(tmp_path / "thing")
+    ownership.record("file", thing, undo="undo it", undone_by="iolab.engine.test_only_undo",
+                     by=ownership.Owner(dead_pid, 0, owner.boot_id(), owner.pid_namespace()), size=3)
+    item = next(s for s in reaper.survey().stale if s.record is not None)
+    assert reaper._undo(item, dry_run=True) == f"would undo {thing}"  # noqa: SLF001
+    lines = [x for x in reaper.reap_unlocked() if x.startswith(f"PID {dead_pid}:")]
+    assert lines == [f"PID {dead_pid}: undid {thing}"] and calls[-1] == (thing, {"size": 3}, False)
+    assert ownership.find("file", thing) is None
+
+
+def test_an_owner_of_no_recorded_namespace_is_judged_only_from_the_first_one():
+    """Records written before owners carried their PID namespace ran in the machine's first one."""
+    code = ("from iolab.core import owner; import os; "
+            "print(owner.verdict(os.getpid(), pidns=None)[0], owner.verdict(os.getpid())[1])")
+    here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout.split(" ", 1)
+    if owner.pid_namespace() != owner.INITIAL_PID_NS:
+        pytest.skip("these tests do not run in the machine's first PID namespace")
+    assert here[0] == owner.ALIVE
+    if os.geteuid() != 0:
+        return
+    there = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
+                           capture_output=True, text=True, cwd=ROOT)
+    verdict, why = there.stdout.split(" ", 1)
+    assert verdict == owner.FOREIGN and "its owner lives in an unrecorded PID namespace" in why, there.stdout
