@@ -59,26 +59,17 @@ def _mark_holder() -> None:
         ownership.forget("hugepages", f"pid-{pid}")
 
 
-def _holders(*, live: bool) -> dict[int, int]:
+def hugepage_holders() -> dict[int, int]:
+    """Live iolab processes holding huge pages on this machine: ``{pid: pages}`` (from the ledger;
+    owners in another PID namespace count as live)."""
     found = {}
     for rec in ownership.records("hugepages"):
         pages = rec.details.get("pages")
         if rec.id != f"pid-{rec.owner.pid}" or not isinstance(pages, int) or isinstance(pages, bool):
             continue
-        if rec.owner.alive() == live:
+        if rec.owner.alive():
             found[rec.owner.pid] = pages
     return found
-
-
-def hugepage_holders() -> dict[int, int]:
-    """Live iolab processes holding huge pages on this machine: ``{pid: pages}`` (from the ledger;
-    owners in another PID namespace count as live)."""
-    return _holders(live=True)
-
-
-def stale_hugepage_records() -> dict[int, int]:
-    """``{pid: pages}`` from the ledger records of processes that are gone (crashed runs)."""
-    return _holders(live=False)
 
 
 def _check_claim(pid: int, pages, pool: "HugePagePool") -> int:
