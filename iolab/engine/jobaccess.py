@@ -1,33 +1,50 @@
-"""A fio job file read the way fio reads it, and every file, device and directory each job touches.
+"""Every file, device and directory each job of a fio job file touches, read the way fio reads it.
 
-Option names are fio's: aliases (``readwrite`` for ``rw``, ``fill_fs`` for
-``fill_device``) are mapped to fio's canonical names with fio's own option
-table (``fio --cmdhelp``), never a hand-written list of spellings. The job-file
-syntax follows fio: ``[global]`` sections apply to the jobs after them, a
-later value replaces an earlier one, values end at ``;`` or ``#``, ``${VAR}``
-is taken from the environment, and ``directory`` is prepended even to an
-absolute ``filename`` (as fio does). What the run allows is :mod:`iolab.engine.jobgate`.
+The job file itself is read by fio (:mod:`iolab.engine.jobreader`: ``fio
+--showcmd`` gives sections, options by their canonical names and values after
+fio's own ``${VAR}``/``$ncpus``/``$mb_memory``/``$pagesize`` expansion). This
+module models what fio does with those options, as fio 3.33 does it:
+
+* ``filename=`` *adds* files: a ``[global]`` section's files are added to every
+  job after it (fio's ``dup_files``), and every ``filename=`` line adds its own;
+  each name gets the ``directory`` in force when fio read it (even an absolute
+  one: fio prepends the directory);
+* ``opendir=`` adds every regular file below the directory (fio's ``lstat``
+  walk, no links followed), also from a ``[global]`` section;
+* a job with no files gets names from ``filename_format`` (``$jobname.$jobnum.$filenum``)
+  per clone and file; a job named after an existing non-regular file (``[/dev/sdb]``)
+  with one file opens that path itself;
+* ``read_iolog`` replays the files and writes the log names (``replay_redirect``
+  sends them all to one file or device) instead of the job's own files;
+* a job that only reads still writes a regular file that is missing or smaller
+  than its size: fio lays it out (unlinks and rewrites it).
+
+What the run allows is :mod:`iolab.engine.jobgate`.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import re
 import stat
 from typing import Iterable
 
 from iolab.core.errors import IolabError
+from iolab.engine import jobreader
+from iolab.engine.fioparse import parse_fio_size
 
-#: Options whose value names files fio opens (besides filename/directory/opendir).
+#: Options whose value names files fio writes (logs).
 LOG_OPTIONS = ("write_iolog", "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
 #: Engines that create or delete files instead of reading/writing blocks.
 FILE_ENGINES = ("filecreate", "filedelete", "dircreate", "dirdelete")
 #: filename_format's default (fio's).
 DEFAULT_FORMAT = "$jobname.$jobnum.$filenum"
-#: At most this many generated file names are checked per job.
+#: At most this many generated file names (or files below an opendir) are checked per job.
 MAX_NAMES = 4096
-
+#: Options that add files to a job (in the order fio reads them).
+FILE_OPTIONS = ("filename", "opendir")
+#: The first line of the text iologs fio replays.
+IOLOG_HEADERS = ("fio version 2 iolog", "fio version 3 iolog")
 
 @dataclasses.dataclass(frozen=True)
 class Access:
@@ -62,23 +79,67 @@ class Access:
 
 @dataclasses.dataclass
 class Job:
+    """One job in fio's view: its effective options and the files fio added to it, in order.
+
+    ``options``: canonical option name -> the value fio applies last (``[global]``
+    ones merged in; ``filename``/``opendir`` hold the last line's value);
+    ``files``: (option, name as written, directory in force then) for each file a
+    ``filename``/``opendir`` line added, the global sections' first.
+    """
+
     name: str
-    options: dict  # canonical fio option name -> value (global ones merged in)
+    options: dict
+    files: list = dataclasses.field(default_factory=list)
+    line: int = 0
+    target: str | None = None  # fio's command-line --directory
 
 
-def accesses(text: str, source: str = "job file", *, target: str | None = None) -> list[Access]:
+def jobs(text: str, source: str = "job file", *, target: str | None = None) -> list[Job]:
+    """The jobs of job file ``text`` as fio sets them up; ``target`` is fio's command-line ``--directory``."""
+    global_options: dict = {"directory": target} if target else {}
+    global_files: list = []
+    found = []
+    for section in jobreader.sections(text, source):
+        if section.is_global:
+            _apply(section.options, global_options, global_files, source, section.name)
+            continue
+        options, files = dict(global_options), list(global_files)
+        _apply(section.options, options, files, source, section.name)
+        found.append(Job(section.name, options, files, section.line, target))
+    return found
+
+
+def parse(text: str, source: str = "job file") -> list[Job]:
+    """The jobs of a job file with their effective options (fio's canonical names)."""
+    return jobs(text, source)
+
+
+def _apply(options: list, into: dict, files: list, source: str, section: str) -> None:
+    for option in options:
+        if option.name == "filename":
+            files += [("filename", name, into.get("directory")) for name in split(option.value or "")]
+        elif option.name == "opendir" and option.value:
+            files.append(("opendir", option.value, into.get("directory")))
+        into[option.name] = option.value
+
+
+def accesses(text: str, source: str = "job file", *, target: str | None = None,
+             read_logs: bool = True) -> list[Access]:
     """Every file, device and directory the jobs of fio job file ``text`` open.
 
     ``target`` is the directory fio is given on its command line
     (``--directory=``) for jobs that set none; ``None`` means fio's working
     directory (the current one). Relative paths are made absolute against it
-    (or the current directory). Raises :class:`IolabError` naming ``source``
-    for text the gate cannot check (``include`` lines, too many generated
-    names). Reads fio's option table once per process.
+    (or the current directory). ``read_logs``: read ``read_iolog`` files and
+    walk ``opendir`` trees here (False for a fio server elsewhere: a job
+    replaying an iolog without ``replay_redirect`` is then refused). Raises
+    :class:`IolabError` naming ``source``, the job and the option for what
+    the gate cannot decide (fio refuses the file, ``include`` lines, a value
+    fio's view leaves ambiguous, too many names, an iolog iolab cannot read).
     """
     found: list[Access] = []
-    for job in parse(text, source):
-        found += _job_accesses(job, target)
+    for job in jobs(text, source, target=target):
+        found += _job_accesses(job, source, read_logs)
     return found
 
 
@@ -100,112 +161,27 @@ def outside(accesses: Iterable[Access], roots: Iterable[str]) -> list[Access]:
 
 # ------------------------------------------------------------ fio's option table
 
-@functools.lru_cache(maxsize=1)
-def _option_names() -> frozenset:
-    """Canonical option names fio lists with ``--cmdhelp=all``."""
-    from iolab.core import commands
-    from iolab.engine import fio
-    proc = commands.run([fio.fio_binary(), "--cmdhelp=all"], check=False)
-    names = set()
-    for line in proc.stdout.splitlines():
-        name, sep, _ = line.partition(":")
-        if sep and name.strip() and " " not in name.strip():
-            names.add(name.strip())
-    if not names:
-        raise IolabError("fio --cmdhelp=all listed no options", context="fio")
-    return frozenset(names)
+canonical = jobreader.canonical
 
 
-@functools.lru_cache(maxsize=256)
-def _help(name: str) -> tuple[str | None, tuple, tuple]:
-    """fio's ``--cmdhelp=NAME``: (canonical name, aliases, valid values as (value, description))."""
-    from iolab.core import commands
-    from iolab.engine import fio
-    proc = commands.run([fio.fio_binary(), f"--cmdhelp={name}"], check=False)
-    text = proc.stdout
-    if proc.returncode != 0 or "closest match" in text or "No such command" in text:
-        return None, (), ()
-    canonical, aliases, values = None, [], []
-    for line in text.splitlines():
-        key, sep, rest = line.partition(":")
-        key, rest = key.strip(), rest.strip()
-        if not sep:
-            continue
-        if canonical is None and key and key not in ("alias", "type", "default"):
-            canonical = key
-        elif key == "alias":
-            aliases += [a.strip() for a in rest.split(",") if a.strip()]
-        elif key in ("valid values", ""):
-            value, _, description = rest.partition(" ")
-            if value:
-                values.append((value, description.strip()))
-    return canonical, tuple(aliases), tuple(values)
-
-
-def canonical(key: str) -> str:
-    """fio's canonical name of option ``key`` (an alias maps to its option; unknown names stay)."""
-    if key in _option_names():
-        return key
-    name, aliases, _ = _help(key)
-    return name if name and key in aliases else key
-
-
-@functools.lru_cache(maxsize=1)
 def _rw_modes() -> dict:
     """``rw`` mode -> (writes, trims), from fio's own description of each mode."""
-    _, _, values = _help("rw")
+    _, _, values = jobreader.option_help("rw")
     modes = {v: ("write" in d.lower(), "trim" in d.lower()) for v, d in values}
     if not modes:
         raise IolabError("fio --cmdhelp=rw listed no modes", context="fio")
     return modes
 
 
-# --------------------------------------------------------------- job-file parsing
-
-_ENV = re.compile(r"\$\{([^}]*)\}")
-
-
-def _clean_value(value: str) -> str:
-    for mark in ";#":  # fio ends a value at a comment mark
-        value = value.split(mark, 1)[0]
-    value = _ENV.sub(lambda m: os.environ.get(m.group(1), ""), value)
-    return value.rstrip()
-
-
-def parse(text: str, source: str = "job file") -> list[Job]:
-    """The jobs of a job file with their effective options (fio's canonical names)."""
-    jobs: list[Job] = []
-    global_options: dict = {}
-    current: dict | None = None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line[0] in ";#":
-            continue
-        if line.startswith("[") and "]" in line:
-            name = line[1:line.rindex("]")].strip()
-            if name == "global":
-                current = global_options
-            else:
-                jobs.append(Job(name, dict(global_options)))
-                current = jobs[-1].options
-            continue
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if not sep and key.split()[0] == "include":
-            raise IolabError("include: iolab checks only job text it sees; put the included options in the file",
-                             context=f"{source}:{number}")
-        if current is None:
-            continue  # fio ignores options before the first section
-        current[canonical(key)] = _clean_value(value) if sep else None
-    return jobs
-
-
 # ------------------------------------------------------------ what a job touches
 
-def _split(value: str) -> list[str]:
+def split(value: str) -> list[str]:
     """fio's ``:``-separated list, ``\\:`` being a literal colon."""
     parts = re.split(r"(?<!\\):", value)
     return [p.replace("\\:", ":") for p in parts if p]
+
+
+_split = split
 
 
 def _int(value, default: int) -> int:
@@ -213,6 +189,13 @@ def _int(value, default: int) -> int:
         return int(str(value).strip())
     except (TypeError, ValueError):
         return default
+
+
+def _on(options: dict, flag: str) -> bool:
+    """A fio boolean option is set (``unlink``, ``unlink=1``; fio stores a bare flag as set)."""
+    if flag not in options:
+        return False
+    return str(options[flag] if options[flag] is not None else "1").strip().lower() not in ("0", "", "false")
 
 
 def effects(options: dict) -> tuple[bool, bool, str]:
@@ -230,7 +213,7 @@ def effects(options: dict) -> tuple[bool, bool, str]:
         writes = True
         reasons.append("zonemode=zbd (zone resets)")
     for flag in ("unlink", "unlink_each_loop"):
-        if str(options.get(flag, "0")).strip() not in ("0", "", "false"):
+        if _on(options, flag):
             writes = True
             reasons.append(f"{flag} (deletes files)")
     engine = (options.get("ioengine") or "").strip()
@@ -253,10 +236,12 @@ def path_kind(path: str, default: str = "file") -> str:
 
 
 def _names(job: Job) -> list[str]:
-    """File names fio generates from filename_format for every clone and file of a job."""
+    """File names fio generates for a job without files: every clone and file of filename_format."""
     fmt = job.options.get("filename_format") or DEFAULT_FORMAT
-    # unset: fio's 1; not a plain number ($ncpus arithmetic): assume many
+    # unset: fio's 1; not a plain number: assume many
     numjobs, nrfiles = (max(1, _int(job.options.get(key) or 1, 64)) for key in ("numjobs", "nrfiles"))
+    if nrfiles == 1 and os.path.lexists(job.name) and not os.path.isfile(job.name):
+        return [job.name]  # fio: a job named after an existing non-regular file opens it
     varies = ("$jobnum" in fmt) * numjobs * ((("$filenum" in fmt) and nrfiles) or 1)
     if varies > MAX_NAMES:
         raise IolabError(f"filename_format {fmt!r} names {varies} files; iolab checks at most {MAX_NAMES}",
@@ -269,39 +254,149 @@ def _names(job: Job) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _job_accesses(job: Job, target: str | None) -> list[Access]:
+def _placed(name: str, directory: str | None) -> list[str]:
+    """Where fio opens file ``name``: below each of ``directory``'s entries (even an absolute name), or as is."""
+    if not directory:
+        return [name]
+    return [os.path.join(d, name.lstrip("/")) for d in split(directory)]
+
+
+def _below(directory: str, source: str, job: str) -> list[str]:
+    """The regular files below ``directory`` as fio's opendir walks them (``lstat``, links not followed)."""
+    found = []
+    for root, dirs, files in os.walk(directory):
+        for name in files:
+            path = os.path.join(root, name)
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                found.append(path)
+        if len(found) > MAX_NAMES:
+            raise IolabError(f"opendir {directory} holds more than {MAX_NAMES} files; iolab checks at most "
+                             f"{MAX_NAMES}", context=f"{source}: [{job}]")
+    return found
+
+
+def _file_size(options: dict, files: int) -> tuple[int | None, bool]:
+    """(bytes fio lays each file out to, known): ``filesize`` (a range: its top), else ``size`` / files."""
+    value = options.get("filesize")
+    if value:
+        top = str(value).split("-")[-1].split(":")[-1]
+        size = parse_fio_size(top)
+        return size, size is not None
+    value = options.get("size")
+    if value is None:
+        return None, True  # fio uses the file's own size
+    if str(value).strip().endswith("%"):
+        return None, True  # a share of the file: nothing to lay out
+    size = parse_fio_size(value)
+    return (size // max(1, files) if size else None), size is not None
+
+
+def iolog_files(path: str, source: str, job: str) -> dict:
+    """File name -> (writes, trims) of every file a text iolog (fio version 2 or 3) opens or does I/O on."""
+    context = f"{source}: [{job}] read_iolog"
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(64 << 20)
+    except OSError as exc:
+        raise IolabError(f"cannot read {path} to see what it replays: {exc.strerror}", context=context) from exc
+    header, _, rest = data.partition(b"\n")
+    version = next((i for i, h in enumerate(IOLOG_HEADERS, start=2) if header.startswith(h.encode())), None)
+    if version is None:
+        raise IolabError(f"{path} is not a text iolog iolab can read (a blktrace or an old format): iolab cannot "
+                         "tell which files and devices it writes", context=context,
+                         hint="send the replay to one file or device inside the target with replay_redirect")
+    found: dict = {}
+    for raw in rest.split(b"\n"):
+        words = raw.decode("utf-8", "replace").split()
+        if version == 3:
+            words = words[1:]
+        if len(words) < 2:
+            continue
+        name, action = words[0], words[1]
+        writes, trims = found.get(name, (False, False))
+        found[name] = (writes or action == "write", trims or action == "trim")
+    return found
+
+
+def _job_accesses(job: Job, source: str = "job file", read_logs: bool = True) -> list[Access]:
     writes, trims, why = effects(job.options)
     found = []
+    directory = job.options.get("directory")
 
     def add(option, path, kind=None, w=writes, t=trims, reason=why):
         path = os.path.abspath(path)
         found.append(Access(job.name, option, path, kind or path_kind(path), w, t, reason if (w or t) else ""))
 
-    directory = job.options.get("directory")
-    dirs = _split(directory) if directory else ([target] if target else [])
-    filename = job.options.get("filename")
-    if directory and not filename:  # fio makes its files there (with filename= it is only a prefix)
-        for d in dirs:
-            add("directory", d, path_kind(d, "directory"))
-    if filename:
-        names, option = [n for n in _split(filename) if n != "-"], "filename"
-    else:
-        names, option = _names(job), "filename_format"
-    for name in names:
-        if dirs:
-            for d in dirs:  # fio prepends the directory even to an absolute name
-                add(option, os.path.join(d, name.lstrip("/")))
-            if option == "filename_format" and name.startswith("/"):
-                add(option, name)
+    log = job.options.get("read_iolog")
+    if log:
+        add("read_iolog", split(log)[0] if split(log) else log, "file", False, False)
+        redirect = job.options.get("replay_redirect")
+        replayed = {}
+        for one in split(log):
+            if read_logs:
+                replayed.update(iolog_files(one, source, job.name))
+            elif not redirect:
+                raise IolabError(f"{one} is read by the fio server: iolab cannot see which files and devices "
+                                 "it writes", context=f"{source}: [{job.name}] read_iolog",
+                                 hint="send the replay to one file or device inside the target with "
+                                      "replay_redirect")
+        if redirect:  # every replayed I/O goes there; the log's own writes are unknown from afar
+            w = any(w for w, _ in replayed.values()) or not read_logs
+            t = any(t for _, t in replayed.values()) or not read_logs
+            for path in _placed(redirect, directory):
+                add("replay_redirect", path, None, w, t, "replays an iolog's writes" if w or t else "")
         else:
-            add(option, name)
-    if job.options.get("opendir"):
-        add("opendir", job.options["opendir"], "directory")
+            for name, (w, t) in replayed.items():
+                for path in _placed(name, directory):
+                    add("read_iolog", path, None, w, t, f"the iolog {log} replays writes there" if w or t else "")
+    else:
+        files = []
+        for option, name, where in job.files:
+            if option == "opendir":
+                add("opendir", name, "directory")
+                if read_logs:  # a server elsewhere walks its own tree (the directory itself is judged)
+                    files += [("opendir", path, where) for path in _below(name, source, job.name)]
+            elif name != "-":
+                files.append((option, name, where))
+        if not job.files:
+            if directory and directory != job.target:  # fio makes its files there
+                for d in split(directory):
+                    add("directory", d, path_kind(d, "directory"))
+            files = [("filename_format", name, directory) for name in _names(job)]
+        for option, name, where in files:
+            for path in _placed(name, where):
+                add(option, path)
+            if option == "filename_format" and where and name.startswith("/"):
+                add(option, name)
+        if not writes:
+            _layout_rewrites(job, found)
     for log_option in LOG_OPTIONS:
         if job.options.get(log_option):
             add(log_option, job.options[log_option], "file", True, False, f"{log_option} writes a log")
-    if job.options.get("read_iolog"):
-        add("read_iolog", job.options["read_iolog"], "file", False, False)
-    if job.options.get("replay_redirect"):
+    if job.options.get("replay_redirect") and not log:
         add("replay_redirect", job.options["replay_redirect"], None, True, False, "replays an iolog's writes")
     return found
+
+
+def _layout_rewrites(job: Job, found: list) -> None:
+    """A job that only reads still writes its regular files that are missing or shorter than its size."""
+    files = [a for a in found if a.option in ("filename", "filename_format", "opendir") and a.kind == "file"]
+    size, known = _file_size(job.options, len(files))
+    for index, access in enumerate(found):
+        if access not in files or access.destructive:
+            continue
+        try:
+            have = os.stat(access.path).st_size
+        except OSError:
+            have = None
+        if have is None:
+            if known and size is None:
+                continue  # fio refuses a new file without a size
+            why = "fio creates and lays out the missing file"
+        elif not known:
+            why = f"size={job.options.get('size')}: iolab cannot tell whether fio lays the file out again"
+        elif size is not None and have < size:
+            why = f"the file has {have} bytes, fewer than the job's {size}: fio rewrites it (layout)"
+        else:
+            continue
+        found[index] = dataclasses.replace(access, writes=True, why=why)

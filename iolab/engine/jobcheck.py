@@ -25,10 +25,11 @@ Pass ``allow={"exec", ...}`` to accept a category on purpose (the inventory's
 the job file, the section and the option (``jobs/a.fio: [seq] exec_prerun: ...``),
 and every problem of a file is reported at once.
 
-The parser follows fio's job-file syntax: ``[section]`` headers, ``key=value``
-or bare ``key`` lines, full-line comments starting with ``;`` or ``#``,
-spaces around keys and values ignored; option names are compared without
-regard to case or ``-``/``_``.
+Lines are split by fio's own rules (:func:`iolab.engine.jobreader.lines`):
+``[section]`` headers (any line starting with ``[``), ``key=value`` or bare
+``key`` lines, ``;`` or ``#`` ending a line wherever they are, any line starting
+with ``include`` an include; option names are compared without regard to case
+or ``-``/``_`` (stricter than fio, which rejects such spellings).
 """
 from __future__ import annotations
 
@@ -83,44 +84,63 @@ def _engine_problem(value: str) -> str | None:
     return None
 
 
+def option_problem(name: str, value) -> tuple[str, str] | None:
+    """(category, reason) when option ``name`` (as written or canonical) with ``value`` runs code, else None."""
+    norm = _norm(name)
+    if norm in ("exec_prerun", "exec_postrun"):
+        return "exec", f"runs {value!r} on the server"
+    if norm.startswith("trigger"):
+        return "trigger", "runs a command on the server when the trigger fires"
+    if norm == "ioengine":
+        reason = _engine_problem(value)
+        if reason:
+            return "exec", reason
+    return None
+
+
 def problems(text: str, source: str = "job file") -> list[Problem]:
-    """Every refused line of job file ``text`` (nothing is allowed)."""
+    """Every refused line of job file ``text`` (nothing is allowed).
+
+    Lines are split as fio splits them (:func:`iolab.engine.jobreader.lines`:
+    only ``\\n`` ends a line, ``;`` and ``#`` cut it anywhere, any line starting
+    with ``include`` includes); no fio is run, so the ``$`` in a line is seen
+    before anything expands it. Undecodable text or a null byte is an
+    :class:`IolabError`.
+    """
+    from iolab.engine import jobreader
     found = []
-    section = None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line[0] in ";#":
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].strip()
+    for line in jobreader.lines(text, source):
+        section = line.section
+        if line.kind == "section":
             if "$" in section:
-                found.append(Problem(source, number, section, "section name", "expansion",
+                found.append(Problem(source, line.number, section, "section name", "expansion",
                                      "'$' expansion is evaluated on the server"))
             continue
-        if "=" in line:
-            key, value = (part.strip() for part in line.split("=", 1))
+        if line.kind == "include":
+            what = line.text[len("include"):].strip()
+            found.append(Problem(source, line.number, section, "include", "include",
+                                 f"includes {what or 'a file'} that iolab does not check"))
+            continue
+        if line.value is not None:
+            key, value = line.key, line.value.strip()
         else:
-            key, _, value = line.partition(" ")
+            key, _, value = line.text.partition(" ")
             key, value = key.strip(), value.strip()
-        name = _norm(key)
-        option = key or line
-        if name == "include":
-            found.append(Problem(source, number, section, "include", "include",
-                                 f"includes {value or 'a file'} that iolab does not check"))
-        elif name in ("exec_prerun", "exec_postrun"):
-            found.append(Problem(source, number, section, key, "exec",
-                                 f"runs {value!r} on the server"))
-        elif name.startswith("trigger"):
-            found.append(Problem(source, number, section, key, "trigger",
-                                 "runs a command on the server when the trigger fires"))
-        elif name == "ioengine":
-            reason = _engine_problem(value)
-            if reason:
-                found.append(Problem(source, number, section, f"{key}={value}", "exec", reason))
-        if "$" in line:
-            found.append(Problem(source, number, section, option, "expansion",
+        option = key or line.text
+        problem = option_problem(key, value)
+        if problem:
+            category, reason = problem
+            shown = f"{key}={value}" if category == "exec" and _norm(key) == "ioengine" else key
+            found.append(Problem(source, line.number, section, shown, category, reason))
+        if "$" in line.text:
+            found.append(Problem(source, line.number, section, option, "expansion",
                                  "'$' expansion (${VAR}, $(...), $ncpus) is evaluated on the server"))
     return found
+
+
+def allowance(allow: Iterable[str] | None) -> frozenset:
+    """The categories ``allow`` names (``"all"``: every one); an unknown name is an :class:`IolabError`."""
+    return _allowance(allow)
 
 
 def _allowance(allow: Iterable[str] | None) -> frozenset:
@@ -161,7 +181,7 @@ def check_file(path: str | os.PathLike, *, allow: Iterable[str] | None = None) -
     """:func:`check_text` of a job file on disk; errors name the file."""
     path = Path(path)
     try:
-        text = path.read_text(errors="replace")
+        text = path.read_bytes()
     except OSError as exc:
         raise IolabError(f"cannot read: {exc.strerror}", context=str(path)) from exc
     check_text(text, str(path), allow=allow)

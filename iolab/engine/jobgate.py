@@ -45,9 +45,9 @@ import dataclasses
 import os
 
 from iolab.core.errors import IolabError
-from iolab.engine import jobcheck
+from iolab.engine import jobcheck, jobreader
 from iolab.engine.jobaccess import (DEFAULT_FORMAT, FILE_ENGINES, LOG_OPTIONS, MAX_NAMES, Access, Job,  # noqa: F401
-                                    accesses, canonical, effects, outside, parse, path_kind)
+                                    accesses, canonical, effects, jobs, outside, parse, path_kind)
 
 
 # ------------------------------------------------------------------ the run gate
@@ -119,13 +119,13 @@ def target_accesses(recipe, target) -> tuple[list[Access], list[str]]:
                 found.append(Access(step.id, "--target", target.path, path_kind(target.path), writes, trims, why))
         return found, texts
     found, texts = [], []
+    if (target.kind == "file" and recipe.jobfile is None
+            and os.path.getsize(target.path) < recipe.size):  # runner lays the file out to size (before fio)
+        found.append(Access("layout", "layout", target.path, "file", True, False,
+                            "iolab writes the test file up to --size"))
     for text, directory in plan_jobs(recipe, target):
         texts.append(text)
         found += accesses(text, f"recipe {recipe.name}", target=directory)
-    if (target.kind == "file" and recipe.jobfile is None
-            and os.path.getsize(target.path) < recipe.size):  # runner lays the file out to size
-        found.append(Access("layout", "layout", target.path, "file", True, False,
-                            "iolab writes the test file up to --size"))
     return found, texts
 
 
@@ -143,7 +143,7 @@ def check(recipe, targets, *, confirm=None, allow: Allowances | None = None) -> 
     for target in targets:
         found, texts = target_accesses(recipe, target)
         for text in texts:
-            _check_options(text, f"recipe {recipe.name}", allow)
+            _check_options(text, f"recipe {recipe.name}", allow, _default_dir(target) if recipe.jobfile else None)
         root = os.path.realpath(root_of(target))
         target.writes = any(a.destructive and os.path.realpath(a.path) == root for a in found)
         target.confirm = confirm
@@ -195,25 +195,29 @@ REMOTE_WHY = "sends I/O to another machine or service, not to the targets iolab 
 REMOTE_HINT = "benchmark other machines with iolab run --hosts (a fio server on each)"
 
 
-def _check_options(text: str, source: str, allow: Allowances) -> None:
+def _check_options(text: str, source: str, allow: Allowances, target: str | None = None) -> None:
     """allow_mounted_write, options that change the machine outside the targets and network engines are
-    never accepted; exec hooks and triggers need ``--allow-exec``."""
-    lines = []
-    for job in parse(text, source):
-        if str(job.options.get("allow_mounted_write", "0")).strip() not in ("0", "", "false"):
+    never accepted; exec hooks and triggers need ``--allow-exec``. Read from fio's view of the file
+    (:mod:`iolab.engine.jobreader`): what fio applies, also from ``[global]`` sections."""
+    for job in jobs(text, source, target=target):
+        if str(job.options.get("allow_mounted_write", "0") or "1").strip() not in ("0", "", "false"):
             raise IolabError("allow_mounted_write: refused: iolab never writes to a mounted file system's device",
                              context=f"{source}: [{job.name}]")
         reaching_out = outside_problems(job)
         if reaching_out:
             option, value, why, hint = reaching_out[0]
             raise IolabError(f"{option}={value}: refused: it {why}", context=f"{source}: [{job.name}]", hint=hint)
-        lines.append(f"[{job.name}]")
-        lines += [f"{k}={v}" if v is not None else k for k, v in job.options.items()]
-    refused = [p for p in jobcheck.problems("\n".join(lines), source) if p.category in ("exec", "trigger")]
-    if refused and not allow.exec:
-        first = refused[0]
-        raise IolabError(f"[{first.section}] {first.option}: refused: {first.reason.replace('on the server', 'here')}",
-                         context=source, hint="run programs from a job on purpose with --allow-exec")
+    if allow.exec:
+        return
+    for section in jobreader.sections(text, source):
+        for option in section.options:
+            problem = jobcheck.option_problem(option.name, option.value)
+            if problem and problem[0] in ("exec", "trigger"):
+                shown = f"{option.name}={jobcheck.engine_name(option.value)}" if option.name == "ioengine" \
+                    else option.name
+                raise IolabError(f"[{section.name}] {shown}: refused: {problem[1].replace('on the server', 'here')}",
+                                 context=source + (f":{option.line}" if option.line else ""),
+                                 hint="run programs from a job on purpose with --allow-exec")
 
 
 def outside_problems(job: Job) -> list[tuple[str, str, str, str]]:

@@ -87,23 +87,13 @@ def job_limit(options: dict, *, default_size: int, floor_bps: float = FLOOR_BPS,
 
 def jobfile_limit(text: str, *, default_size: int, floor_bps: float = FLOOR_BPS,
                   margin_s: float = MARGIN_S) -> Limit:
-    """The limit of a whole fio job file: every job section, ``[global]`` merged in, summed."""
-    sections: list[tuple[str, dict]] = []
-    for raw in text.splitlines():
-        line = raw.split(";", 1)[0].split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            sections.append((line[1:-1].strip(), {}))
-        elif sections:
-            key, _, value = line.partition("=")
-            sections[-1][1][key.strip()] = value.strip()
-    global_options = {}
+    """The limit of a whole fio job file: every job, ``[global]`` merged in, summed.
+
+    The jobs are read the way fio reads them (:func:`iolab.engine.jobaccess.jobs`, from fio's own view of
+    the file), so ``$ncpus``, ``[globalX]`` and values cut at ``;`` count as they do for fio.
+    """
+    from iolab.engine import jobaccess
     total = Limit(0.0, 0.0, 0.0, margin_s)
-    for name, options in sections:
-        if name == "global":
-            global_options.update(options)
-            continue
-        total = total + job_limit({**global_options, **options}, default_size=default_size,
-                                  floor_bps=floor_bps, margin_s=margin_s)
+    for job in jobaccess.jobs(text, "job file"):
+        total = total + job_limit(job.options, default_size=default_size, floor_bps=floor_bps, margin_s=margin_s)
     return total

@@ -35,7 +35,7 @@ import dataclasses
 import os
 import re
 
-from iolab.engine import jobgate
+from iolab.engine import jobgate, jobreader
 from iolab.core.errors import IolabError
 
 #: Logs that fio's client writes on this machine (the server sends them over).
@@ -60,6 +60,8 @@ class Refusal:
     reason: str
 
     def __str__(self) -> str:
+        if not self.value:  # the file as a whole (fio's view could not be had or judged)
+            return self.reason
         return f"[{self.job}] {self.option}={self.value}: {self.reason}"
 
 
@@ -103,23 +105,43 @@ def _inside(path: str, root: str, local: bool) -> bool:
 
 
 def _raw_refusals(text: str, source: str) -> list[Refusal]:
-    """``${VAR}`` in a path option: expanded from the server's environment, so never checkable here."""
-    found, section = [], None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in ";#":
+    """``$`` in a path option as written: expanded from the server's environment, so never checkable here.
+
+    Read from the file's lines as fio splits them (:func:`iolab.engine.jobreader.lines`), before any expansion.
+    """
+    found = []
+    for line in jobreader.lines(text, source):
+        if line.kind != "option" or line.value is None:
             continue
-        if line.startswith("[") and "]" in line:
-            section = line[1:line.index("]")].strip()
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or section is None:
-            continue
-        option = jobgate.canonical(key.strip())
+        option = jobgate.canonical(line.key)
         checked = option in PATH_OPTIONS + PATTERN_OPTIONS + CLIENT_LOGS + ("mem",)
-        if checked and "$" in _FORMAT_VARS.sub("", value):
-            found.append(Refusal(source, section, option, value.strip(),
+        if checked and "$" in _FORMAT_VARS.sub("", line.value):
+            found.append(Refusal(source, line.section, option, line.value.strip(),
                                  "'$' is expanded from the fio server's environment: the path cannot be checked"))
+    return found
+
+
+def _read_refusals(text: str, source: str, root: str, local: bool) -> list[Refusal]:
+    """Files a pattern reads or ``mem=mmap:FILE`` creates, from every such line as written (fio reads a pattern
+    file while parsing the job, so these are checked without asking fio: the file may exist only on the server)."""
+    found = []
+    for line in jobreader.lines(text, source):
+        if line.kind != "option" or line.value is None:
+            continue
+        option, value = jobgate.canonical(line.key), line.value.strip()
+        paths = pattern_files(value) if option in PATTERN_OPTIONS else \
+            [p for p in [_memory_file(value)] if p] if option == "mem" else []
+        for path in paths:
+            if ".." in path.split("/"):
+                reason = "a '..' component: the fio server resolves it past symlinks iolab cannot see"
+            elif not os.path.isabs(path):
+                reason = f"a relative file is opened in the fio server's working directory, not in the target {root}"
+            elif not _inside(path, root, local):
+                what = "reads" if option in PATTERN_OPTIONS else "creates"
+                reason = f"{what} {path} on the fio server, outside the target {root}"
+            else:
+                continue
+            found.append(Refusal(source, line.section, option, value, reason))
     return found
 
 
@@ -131,64 +153,74 @@ def _job_refusals(job: jobgate.Job, source: str, root: str, local: bool) -> list
         found.append(Refusal(source, job.name, option, value, reason))
 
     options = job.options
+    directories = [where for _, _, where in job.files if where] + [options.get("directory") or ""]
     for option in PATH_OPTIONS:
-        value = options.get(option)
-        for part in _parts(value or "", option):
-            if ".." in part.split("/"):
-                refuse(option, value, "a '..' component: the fio server resolves it past symlinks iolab cannot see")
-            elif option in ("filename", "filename_format"):
-                continue  # below: relative to directory= if there is one; jobgate lists the paths
-            elif not os.path.isabs(part):
-                refuse(option, value, f"a relative path is opened in the fio server's working directory, "
-                                      f"not in the target {root}")
-            elif option != "directory" and not _inside(part, root, local):
-                refuse(option, value, f"opens {part} on the fio server, outside the target {root}")
-    if not options.get("directory"):
-        option = "filename" if options.get("filename") else "filename_format"
-        value = options.get(option) or f"{jobgate.DEFAULT_FORMAT} (fio's default)"
-        names = _parts(options["filename"], "filename") if options.get("filename") else [value]
-        if any(name != "-" and not os.path.isabs(name) for name in names):
-            refuse(option, value, f"without directory= a relative name is opened in the fio server's working "
-                                  f"directory, not in the target {root}")
+        values = list(dict.fromkeys(d for d in directories if d)) if option == "directory" else \
+            [name for kind, name, _ in job.files if kind == option] if option in ("filename", "opendir") else \
+            [options.get(option)]
+        for value in values:
+            for part in _parts(value or "", option):
+                if ".." in part.split("/"):
+                    refuse(option, value, "a '..' component: the fio server resolves it past symlinks iolab "
+                                          "cannot see")
+                elif option in ("filename", "filename_format"):
+                    continue  # below: relative to directory= if there is one; jobgate lists the paths
+                elif not os.path.isabs(part):
+                    refuse(option, value, f"a relative path is opened in the fio server's working directory, "
+                                          f"not in the target {root}")
+                elif option != "directory" and not _inside(part, root, local):
+                    refuse(option, value, f"opens {part} on the fio server, outside the target {root}")
+    relative = [name for kind, name, where in job.files
+                if kind == "filename" and not where and name != "-" and not os.path.isabs(name)]
+    if relative:
+        refuse("filename", ":".join(relative), f"without directory= a relative name is opened in the fio "
+                                                f"server's working directory, not in the target {root}")
+    if not job.files and not options.get("directory") and not options.get("read_iolog"):
+        value = options.get("filename_format") or f"{jobgate.DEFAULT_FORMAT} (fio's default)"
+        if not os.path.isabs(value):
+            refuse("filename_format", value, f"without directory= a relative name is opened in the fio server's "
+                                             f"working directory, not in the target {root}")
     for option, value, why, _ in jobgate.outside_problems(job):  # as the local gate, from the server's side
         refuse(option, value, "it sends I/O from the fio server to another machine or service"
                if option == "ioengine" else f"it {why} on the fio server")
-    if not options.get("filename") and ".." in job.name.split("/"):
+    if not job.files and ".." in job.name.split("/"):
         refuse("filename_format", f"[{job.name}]", "the job name becomes the file name and has a '..' component")
     for option in CLIENT_LOGS:
         value = options.get(option)
         if value and ("/" in value or value in (".", "..")):
             refuse(option, value, "fio's client writes this log on this machine: give a plain name "
                                   "(iolab keeps the logs in the fleet's logs/ directory)")
-    reads = [(o, f) for o in PATTERN_OPTIONS for f in pattern_files(options.get(o) or "")]
-    memory = _memory_file(options.get("mem"))
-    for option, path in reads + ([("mem", memory)] if memory else []):
-        value = options.get(option)
-        if ".." in path.split("/"):
-            refuse(option, value, "a '..' component: the fio server resolves it past symlinks iolab cannot see")
-        elif not os.path.isabs(path):
-            refuse(option, value, f"a relative file is opened in the fio server's working directory, "
-                                  f"not in the target {root}")
-        elif not _inside(path, root, local):
-            what = "reads" if option in PATTERN_OPTIONS else "creates"
-            refuse(option, value, f"{what} {path} on the fio server, outside the target {root}")
     return found
 
 
 def refusals(text: str, source: str, *, root: str, local: bool = False) -> list[Refusal]:
     """Every path of job file ``text`` that the fio server of a host with target ``root`` must not open.
 
-    ``local``: the server runs on this machine, so symlinks are resolved too.
+    The job file is read the way fio reads it (:func:`iolab.engine.jobaccess.jobs`: fio's own view of it,
+    global files added to every job, every ``filename=`` line adding files). ``local``: the server runs on
+    this machine, so symlinks are resolved and iologs read here.
     """
-    found = _raw_refusals(text, source)
-    for job in jobgate.parse(text, source):
+    found = _raw_refusals(text, source) + _read_refusals(text, source, root, local)
+    try:
+        parsed = jobgate.jobs(text, source)
+    except IolabError as exc:  # fio's view cannot be had or matched: nothing more can be judged
+        if not found:
+            raise
+        return found + [Refusal(source, "?", "job file", "", exc.message)]
+    for job in parsed:
         found += _job_refusals(job, source, root, local)
     done = {(r.job, r.option) for r in found}
-    for access in jobgate.accesses(text, source):  # relative names without directory= are refused above
+    try:
+        listed = jobgate.accesses(text, source, read_logs=local)
+    except IolabError as exc:  # what the gate cannot decide (an iolog it cannot read) is refused
+        found.append(Refusal(source, "?", "job file", "", exc.message))
+        listed = []
+    by_name = {job.name: job for job in parsed}
+    for access in listed:  # relative names without directory= are refused above
         if access.option in CLIENT_LOGS or (access.job, access.option) in done:
             continue
         if not _inside(access.path, root, local):
-            job = next((j for j in jobgate.parse(text, source) if j.name == access.job), None)
+            job = by_name.get(access.job)
             value = (job.options.get(access.option) if job else None) or access.path
             verb = "writes" if access.destructive else "opens"
             found.append(Refusal(source, access.job, access.option, value,
