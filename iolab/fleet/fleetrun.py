@@ -19,7 +19,7 @@ import yaml
 from iolab.engine import fio, sysinfo
 from iolab.engine.fioparse import documents
 from iolab.engine.store import Run, utcnow
-from iolab.fleet import fioserver
+from iolab.fleet import fioserver, privatedir
 from iolab.fleet.hostplan import HostPlan, check_job, isolation_of, job_text, new_run, target_kind, writes_data
 from iolab.fleet.hostresults import (aggregate, client_key, host_document, match, missing_reason, rows_by_host,
                                      start_times)
@@ -115,8 +115,10 @@ class FleetRun:
 
     def connect(self, stack: contextlib.ExitStack) -> None:
         """Open SSH tunnels and check every host answers; a host that does not is failed, not fatal."""
+        # the SSH tunnels' local sockets: in a directory only this user can enter (mkdtemp makes it 0700)
         workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="iolab-fleet-"))
         os.chmod(workdir, 0o700)
+        privatedir.ensure(workdir, create=0)
         for plan in self.plans:
             if plan.host.connection == "ssh":
                 tunnel = Tunnel(plan.host, workdir)

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 
 from iolab.engine import jobcheck
 from iolab.engine.store import safe_name
-from iolab.fleet import fioserver
+from iolab.fleet import fioserver, privatedir
 from iolab.core import yamlfile
 from iolab.core.yamlfile import check_keys
 from iolab.core.errors import IolabError
@@ -30,8 +30,9 @@ ALL_HOSTS = "all"
 
 INVENTORY_KEYS = {"hosts", "defaults", "allow_job_options", "description"}
 HOST_KEYS = {"name", "address", "port", "socket", "ssh", "ssh_port", "identity", "ssh_options",
-             "remote_address", "target", "target_kind", "label", "confirm"}
-DEFAULT_KEYS = {"port", "ssh_port", "identity", "ssh_options", "remote_address", "target", "target_kind"}
+             "remote_socket", "remote_address", "target", "target_kind", "label", "confirm"}
+DEFAULT_KEYS = {"port", "ssh_port", "identity", "ssh_options", "remote_socket", "remote_address", "target",
+                "target_kind"}
 TARGET_KINDS = ("dir", "file", "device")
 RESERVED_NAMES = {ALL_HOSTS, FLEET_DIR}
 _SSH_DEST = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]*@)?[A-Za-z0-9._:\[\]%-]+$")
@@ -53,7 +54,7 @@ class Host:
     ssh_port: int | None = None
     identity: str | None = None
     ssh_options: dict = dataclasses.field(default_factory=dict)
-    remote_address: str = fioserver.LOOPBACK
+    remote_socket: str = privatedir.ROOT_SERVER_SOCKET   # the fio server's socket on the far side (ssh)
     target_kind: str | None = None   # dir | file | device (None: from the path)
     confirm: str | None = None
     context: str = ""                # "inventory.yaml: hosts[2] (db1)" for messages
@@ -68,9 +69,7 @@ class Host:
         """fio's unauthenticated protocol would cross a network (only with insecure_network)."""
         if self.connection == "tcp":
             return not fioserver.is_loopback(self.address)
-        if self.connection == "ssh":
-            return not fioserver.is_loopback(self.remote_address)
-        return False
+        return False  # a Unix socket, here or forwarded by SSH
 
     def direct_endpoint(self) -> fioserver.Endpoint:
         if self.connection == "unix":
@@ -87,7 +86,7 @@ class Host:
         elif self.connection == "unix":
             data["socket"] = self.socket
         else:
-            data.update(ssh=self.ssh, ssh_port=self.ssh_port, remote_address=self.remote_address, port=self.port)
+            data.update(ssh=self.ssh, ssh_port=self.ssh_port, remote_socket=self.remote_socket)
         data["over_network"] = self.over_network
         return data
 
@@ -149,7 +148,7 @@ def _host_name(raw: dict, ctx: str, names: set) -> str:
     return name
 
 
-def _tcp(host: Host, entry: dict, ctx: str) -> tuple:
+def _tcp(host: Host, entry: dict, ctx: str, raw: dict) -> tuple:
     host.address = _text(str(entry["address"]), f"{ctx}.address")
     if fioserver.is_unspecified(host.address):
         raise IolabError(
@@ -158,7 +157,7 @@ def _tcp(host: Host, entry: dict, ctx: str) -> tuple:
     return ("tcp", host.address.lower(), host.port)
 
 
-def _unix(host: Host, entry: dict, ctx: str) -> tuple:
+def _unix(host: Host, entry: dict, ctx: str, raw: dict) -> tuple:
     path = _text(entry["socket"], f"{ctx}.socket")
     if not os.path.isabs(path):
         raise IolabError("must be an absolute path", context=f"{ctx}.socket")
@@ -179,7 +178,7 @@ def ssh_options(options, ctx: str) -> dict:
     return {k: ("yes" if v is True else "no" if v is False else str(v)) for k, v in options.items()}
 
 
-def _ssh(host: Host, entry: dict, ctx: str) -> tuple:
+def _ssh(host: Host, entry: dict, ctx: str, raw: dict) -> tuple:
     dest = _text(entry["ssh"], f"{ctx}.ssh")
     if dest.startswith("-") or not _SSH_DEST.match(dest):
         raise IolabError(f"{dest!r} is not an SSH destination like user@host", context=f"{ctx}.ssh")
@@ -188,13 +187,19 @@ def _ssh(host: Host, entry: dict, ctx: str) -> tuple:
         host.ssh_port = _port(entry["ssh_port"], f"{ctx}.ssh_port")
     if "identity" in entry:
         host.identity = os.path.expanduser(_text(entry["identity"], f"{ctx}.identity"))
-    if "remote_address" in entry:
-        host.remote_address = _text(str(entry["remote_address"]), f"{ctx}.remote_address")
-        if fioserver.is_unspecified(host.remote_address):
-            raise IolabError("use the remote machine's loopback address 127.0.0.1",
-                             context=f"{ctx}.remote_address")
+    for old in ("remote_address", "port"):
+        if old in (entry if old == "remote_address" else raw):
+            raise IolabError(
+                "a fio server reached over SSH is reached at its Unix socket now, not at a TCP port on its "
+                f"loopback (which every user there could use): drop '{old}' and start the server with "
+                f"'iolab server' (its socket: {privatedir.ROOT_SERVER_SOCKET}), or name another socket with "
+                "'remote_socket: PATH'", context=f"{ctx}.{old}")
+    if "remote_socket" in entry:
+        host.remote_socket = _text(entry["remote_socket"], f"{ctx}.remote_socket")
+        if not os.path.isabs(host.remote_socket):
+            raise IolabError("must be an absolute path on that server", context=f"{ctx}.remote_socket")
     host.ssh_options = ssh_options(entry.get("ssh_options"), f"{ctx}.ssh_options")
-    return ("ssh", dest, host.ssh_port, host.remote_address, host.port)
+    return ("ssh", dest, host.ssh_port, host.remote_socket)
 
 
 _CONNECT = {"address": ("tcp", _tcp), "socket": ("unix", _unix), "ssh": ("ssh", _ssh)}
@@ -212,10 +217,10 @@ def _parse_host(name: str, raw: dict, defaults: dict, ctx: str) -> tuple[Host, t
     connection, parse_connection = _CONNECT[ways[0]]
     host = Host(name=name, target=_text(entry["target"], f"{ctx}.target"),
                 label=_text(str(entry.get("label", name)), f"{ctx}.label"), connection=connection, context=ctx)
-    if "port" in entry:
+    if "port" in entry and connection != "ssh":  # defaults' port is for TCP hosts
         host.port = _port(entry["port"], f"{ctx}.port")
-    key = parse_connection(host, entry, ctx)
-    for field in ("ssh_port", "identity", "ssh_options", "remote_address"):
+    key = parse_connection(host, entry, ctx, raw)
+    for field in ("ssh_port", "identity", "ssh_options", "remote_socket", "remote_address"):
         if field in raw and host.connection != "ssh":
             raise IolabError("only for hosts reached with 'ssh'", context=f"{ctx}.{field}")
     if "target_kind" in entry:
@@ -274,18 +279,12 @@ def check_security(hosts: Iterable[Host], *, insecure_network: bool = False) -> 
                         host.context)
             exposed.append(host.name)
             continue
-        if host.connection == "tcp":
-            raise IolabError(
-                f"{host.address} is not a loopback address: fio's server has no authentication and runs "
-                f"any job it is sent (writing any device, running programs), so iolab does not talk to it "
-                f"over a network", context=f"{host.context}.address",
-                hint=f"reach it through an SSH tunnel with 'ssh: user@{host.address}' (iolab opens and "
-                     "closes the tunnel; the server listens on that machine's 127.0.0.1), or pass "
-                     "--insecure-network on a network you trust")
         raise IolabError(
-            f"{host.remote_address} is not the remote machine's loopback address: fio's protocol would "
-            "leave the SSH tunnel and cross the network unauthenticated", context=f"{host.context}.remote_address",
-            hint="serve fio on 127.0.0.1 of that machine (iolab server), or pass --insecure-network")
+            f"{host.address} is not a loopback address: fio's server has no authentication and runs "
+            f"any job it is sent (writing any device, running programs), so iolab does not talk to it "
+            f"over a network", context=f"{host.context}.address",
+            hint=f"reach it through SSH with 'ssh: user@{host.address}' (iolab forwards the server's Unix "
+                 "socket and closes the forwarding afterwards), or pass --insecure-network on a network you trust")
     return exposed
 
 

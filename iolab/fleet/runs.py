@@ -9,31 +9,36 @@ the hosts one after another instead.
 
 Inventory (YAML; errors name the file and the field)::
 
-    defaults:                   # optional, for every host: port, target, ssh_port,
-      port: 8765                # identity, ssh_options, remote_address, target_kind
+    defaults:                   # optional, for every host: port (TCP hosts), target,
+      target: /srv/iolab        # ssh_port, identity, ssh_options, remote_socket, target_kind
     allow_job_options: []       # optional: exec | trigger | include | expansion (jobcheck)
     hosts:
-      - name: web1              # directory name under data/ (letters, digits, . _ -)
-        address: 127.0.0.1      # a fio server on this machine's loopback ...
-        port: 8765
-        target: /mnt/scratch    # directory, file or device *on the server*
-        label: web1 (NVMe)      # name in reports (default: name)
       - name: web2
-        socket: /run/iolab/fio.sock   # ... or on a Unix socket ...
-        target: /srv/test
+        socket: /run/iolab/servers/fio.sock   # a fio server on this machine (iolab server) ...
+        target: /srv/test       # directory, file or device *on the server*
+        label: web2 (NVMe)      # name in reports (default: name)
       - name: db1
-        ssh: admin@db1.example.net    # ... or elsewhere, through an SSH tunnel
-        port: 8765              # the fio server's port on db1 (on db1's loopback)
+        ssh: admin@db1.example.net    # ... or elsewhere: its socket forwarded over SSH
+        remote_socket: /run/iolab/servers/fio.sock   # optional (this is the default)
         ssh_port: 22            # optional: identity: ~/.ssh/id_ed25519,
         target: /mnt/test       #   ssh_options: {UserKnownHostsFile: ...}
+      - name: web1
+        address: 127.0.0.1      # a server started with --tcp-loopback-any-local-user
+        port: 8765              # (every local user can reach it: only on purpose)
+        target: /mnt/scratch
 
 **Security.** fio's server has no authentication and runs whatever it is sent
-(writing any device, running programs). iolab never talks to a server on a
-non-loopback address unless the host is reached through an SSH tunnel (iolab
-runs ``ssh -N -L <private unix socket>:127.0.0.1:<port> user@host`` with
-``BatchMode=yes`` and ``ExitOnForwardFailure=yes`` and stops it afterwards), or
-the caller passes ``insecure_network=True`` (``--insecure-network``), which
-every manifest of the run records. ``0.0.0.0``/``::`` are refused always. The
+(writing any device, running programs). ``iolab server`` listens on a Unix
+socket in a directory only its owner can enter; a host elsewhere is reached
+by forwarding that socket over SSH (iolab runs ``ssh -N -L <private local
+socket>:<remote socket> user@host`` with ``BatchMode=yes`` and
+``ExitOnForwardFailure=yes``, the local end a 0600 socket in a 0700 directory,
+and stops it afterwards), so no TCP port exists that another local user on
+either machine could use. An ssh host with the old ``port``/``remote_address``
+(a TCP server on the far loopback) is refused with the way to update it. iolab
+never talks to a server on a non-loopback address unless the caller passes
+``insecure_network=True`` (``--insecure-network``), which every manifest of the
+run records. ``0.0.0.0``/``::`` are refused always. The
 check is made on the inventory before any connection. Job files are checked by
 :func:`iolab.engine.jobcheck.check_text` (what the server would run) and
 :func:`iolab.fleet.gate.check` (every path a job opens, reads a pattern from or
@@ -212,7 +217,7 @@ def dry_run(recipe, inventory, *, hosts=None, sequential=False, insecure_network
         if kind == "dir":
             plan.test_file = f"{path.rstrip('/')}/iolab-<run_id>.dat"
         via = {"tcp": f"{host.address}:{host.port}", "unix": f"unix:{host.socket}",
-               "ssh": f"ssh tunnel to {host.ssh} -> {host.remote_address}:{host.port}"}[host.connection]
+               "ssh": f"ssh tunnel to {host.ssh} -> unix:{host.remote_socket}"}[host.connection]
         for index, step in enumerate(steps):
             text = job_text(recipe, step, plan, force_direct=iso["forced_o_direct"],
                              last_step=index == len(steps) - 1)

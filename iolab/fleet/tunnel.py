@@ -1,7 +1,12 @@
-"""SSH tunnels to fio servers on other machines: ``ssh -N -L <private unix socket>:127.0.0.1:<port>``.
+"""SSH forwarding of fio servers' Unix sockets: ``ssh -N -L <private local socket>:<remote socket> user@host``.
 
-fio's protocol has no authentication; through the tunnel it never leaves the
-remote machine's loopback, and SSH brings the authentication.
+fio's protocol has no authentication. The far end is the server's socket in a
+directory only its owner can enter (``iolab server``'s default
+``/run/iolab/servers/fio.sock``): sshd connects to it as the user SSH logged in
+as, so only someone who can log in as the server's owner reaches it. The near
+end is a socket (mode 0600, ``StreamLocalBindMask=0177``) in a private
+directory (0700) of the user running iolab: no TCP port another local user
+could connect to exists on either side.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from iolab.fleet import fioserver
+from iolab.fleet import fioserver, privatedir
 from iolab.fleet.inventory import Host
 from iolab.core.errors import IolabError
 
@@ -24,7 +29,7 @@ log = logging.getLogger(__name__)
 TUNNEL_TIMEOUT_S = 20.0
 
 class Tunnel:
-    """``ssh -N -L <private unix socket>:<remote_address>:<port> user@host`` for one host."""
+    """``ssh -N -L <private local socket>:<remote socket> user@host`` for one host."""
 
     def __init__(self, host: Host, workdir: str | os.PathLike):
         self.host = host
@@ -42,9 +47,6 @@ class Tunnel:
         if ssh is None:
             raise IolabError("ssh is not installed", context=self.host.context,
                              hint="install it with: apt-get install openssh-client")
-        remote = self.host.remote_address
-        ip = fioserver.parse_ip(remote)
-        remote = f"[{ip}]" if ip is not None and ip.version == 6 else remote
         argv = [ssh, "-N", "-T", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes",
                 "-o", "StreamLocalBindUnlink=yes", "-o", "StreamLocalBindMask=0177",
                 "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
@@ -54,10 +56,11 @@ class Tunnel:
             argv += ["-i", self.host.identity, "-o", "IdentitiesOnly=yes"]
         for key, value in self.host.ssh_options.items():
             argv += ["-o", f"{key}={value}"]
-        argv += ["-L", f"{self.path}:{remote}:{self.host.port}", "--", self.host.ssh]
+        argv += ["-L", f"{self.path}:{self.host.remote_socket}", "--", self.host.ssh]
         return argv
 
     def open(self, timeout: float = TUNNEL_TIMEOUT_S) -> "Tunnel":
+        privatedir.check_socket_dir(self.path)  # the near end: in a directory only this user can enter
         argv = self._argv = self.argv()
         if len(self.path.encode()) >= 108:
             raise IolabError("tunnel socket path too long", context=self.path)
@@ -73,8 +76,8 @@ class Tunnel:
                 self.close()
                 raise IolabError(f"SSH tunnel to {self.host.ssh} failed: {detail}", context=self.host.context)
             time.sleep(0.05)
-        log.info("SSH tunnel to %s up (pid %d): %s -> %s:%d", self.host.ssh, self._proc.pid, self.path,
-                 self.host.remote_address, self.host.port)
+        log.info("SSH tunnel to %s up (pid %d): %s -> %s", self.host.ssh, self._proc.pid, self.path,
+                 self.host.remote_socket)
         return self
 
     def _stderr(self) -> str:
@@ -87,7 +90,7 @@ class Tunnel:
 
     def describe(self) -> dict:
         return {"ssh": self.host.ssh, "ssh_port": self.host.ssh_port, "local_socket": self.path,
-                "remote": f"{self.host.remote_address}:{self.host.port}",
+                "remote": f"unix:{self.host.remote_socket}",
                 "argv": self._argv}
 
     def close(self) -> None:

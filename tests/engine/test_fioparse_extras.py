@@ -56,7 +56,7 @@ def test_two_servers_on_one_address_are_two_hosts(servers, tmp_path):
     import subprocess
 
     from iolab.engine.fioparse import parse_output
-    a, b = servers(port=0), servers(port=0)
+    a, b = servers(port=0, writable=[tmp_path]), servers(port=0, writable=[tmp_path])
     job = tmp_path / "job.fio"
     job.write_text(f"[r]\nfilename={tmp_path}/f\nsize=4m\nrw=randread\nbs=4k\nruntime=1\ntime_based\n")
     out = subprocess.run(["fio", "--output-format=json", f"--client={a.endpoint.client_spec}", str(job),

@@ -3,13 +3,16 @@
 Every fio server, sshd, SSH tunnel and network namespace started here is
 stopped in a fixture finaliser, and the tests check that none is left.
 """
+import contextlib
 import getpass
 import json
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -18,7 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from iolab.fleet import fioserver, inventory as fleet_inventory, runs as fleet, scaling
+from iolab.fleet import fioserver, inventory as fleet_inventory, privatedir, runs as fleet, scaling
+from iolab.fleet.tunnel import Tunnel
 from iolab.core.errors import IolabError
 from iolab.engine.fioparse import documents
 
@@ -60,15 +64,26 @@ def inventory_file(tmp_path, hosts, **top) -> Path:
     return path
 
 
-def tcp_host(name, server, target) -> dict:
+def tcp_host(name, servers, target) -> dict:
+    """A fio server on loopback TCP (on purpose: any local user could reach it), confined to ``target``
+    (``servers``: the fixture's factory, or a server already started)."""
     target.mkdir(exist_ok=True)
+    server = servers if isinstance(servers, fioserver.FioServer) else servers(port=0, writable=[target])
     return {"name": name, "address": "127.0.0.1", "port": server.endpoint.port, "target": str(target)}
+
+
+def unix_host(name, servers, target, tmp_path) -> dict:
+    """A fio server on a private Unix socket (iolab server's default kind), confined to ``target``."""
+    target.mkdir(exist_ok=True)
+    sock = Path(privatedir.ensure(tmp_path / f"srv-{name}")) / "fio.sock"
+    servers(socket=sock, writable=[target])
+    return {"name": name, "socket": str(sock), "target": str(target)}
 
 
 # =========================================================================== simultaneous run
 
 def test_three_servers_at_once_per_host_rows_aggregate_and_start_times(servers, tmp_path):
-    hosts = [tcp_host(f"node{i}", servers(port=0), tmp_path / f"t{i}") for i in (1, 2, 3)]
+    hosts = [tcp_host(f"node{i}", servers, tmp_path / f"t{i}") for i in (1, 2, 3)]
     inventory = inventory_file(tmp_path, hosts)
     data = tmp_path / "data"
     proc = iolab_cli("run", recipe_file(tmp_path), "--hosts", inventory, "--data", data,
@@ -149,6 +164,7 @@ def test_unspecified_and_network_addresses_are_refused_without_connecting(tmp_pa
     line = proc.stderr.strip()
     assert line.startswith(f"iolab: error: {remote}: hosts[0] (b).address: 192.0.2.7 is not a loopback address")
     assert "no authentication" in line and "ssh: user@192.0.2.7" in line and "--insecure-network" in line
+    assert "forwards the server's Unix socket" in line
     assert not data.exists()
 
     # in-process: the refusal comes before any socket or process
@@ -158,7 +174,7 @@ def test_unspecified_and_network_addresses_are_refused_without_connecting(tmp_pa
     monkeypatch.setattr(subprocess, "Popen", forbidden)
     for inv in (remote, inventory_file(tmp_path, [{"name": "c", "ssh": "me@db.example.net",
                                                     "remote_address": "10.1.1.1", "target": "/srv"}])):
-        with pytest.raises(IolabError, match="not a loopback address|not the remote machine's loopback"):
+        with pytest.raises(IolabError, match="not a loopback address|reached at its Unix socket"):
             fleet.run(recipe, inv, data_dir=data)
     assert not data.exists()
 
@@ -223,13 +239,16 @@ def test_insecure_network_is_explicit_and_recorded(netns, tmp_path):
 # =========================================================================== failures
 
 def test_a_server_killed_mid_run_and_one_that_never_answers(servers, tmp_path):
-    alive = [servers(port=0) for _ in range(2)]
-    victim = servers(port=0)
     dead_port = fioserver.free_port()  # nothing listens there
     targets = {n: tmp_path / n for n in ("a", "b", "victim", "dead")}
-    hosts = [tcp_host("a", alive[0], targets["a"]), tcp_host("b", alive[1], targets["b"]),
-             tcp_host("victim", victim, targets["victim"]),
+    started = []
+    def keep(**kwargs):
+        started.append(servers(**kwargs))
+        return started[-1]
+    hosts = [tcp_host("a", servers, targets["a"]), tcp_host("b", servers, targets["b"]),
+             tcp_host("victim", keep, targets["victim"]),
              {"name": "dead", "address": "127.0.0.1", "port": dead_port, "target": str(targets["dead"])}]
+    victim = started[0]
     targets["dead"].mkdir()
     inventory = inventory_file(tmp_path, hosts)
 
@@ -238,7 +257,9 @@ def test_a_server_killed_mid_run_and_one_that_never_answers(servers, tmp_path):
         while time.monotonic() < deadline:
             if list(targets["victim"].glob("iolab-*.dat")):  # its job has laid out its file
                 time.sleep(0.8)
-                os.killpg(victim.pid, signal.SIGKILL)
+                for pid in victim.members():  # the confined fio too (its own session under bwrap)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
                 return
             time.sleep(0.05)
 
@@ -273,7 +294,7 @@ def test_a_server_killed_mid_run_and_one_that_never_answers(servers, tmp_path):
 
 
 def test_sigterm_stops_the_fleet_run_and_keeps_the_record(servers, tmp_path):
-    hosts = [tcp_host(f"n{i}", servers(port=0), tmp_path / f"t{i}") for i in (1, 2)]
+    hosts = [tcp_host(f"n{i}", servers, tmp_path / f"t{i}") for i in (1, 2)]
     data = tmp_path / "data"
     proc = subprocess.Popen(IOLAB + ["run", str(recipe_file(tmp_path, runtime=20, tests=1)), "--hosts",
                                      str(inventory_file(tmp_path, hosts)), "--data", str(data), "--no-progress"],
@@ -302,11 +323,7 @@ def test_sigterm_stops_the_fleet_run_and_keeps_the_record(servers, tmp_path):
 # =========================================================================== sequential, scaling, plots
 
 def test_sequential_runs_hosts_one_after_another(servers, tmp_path):
-    sock = tmp_path / "s.sock"
-    servers(socket=sock)
-    (tmp_path / "u").mkdir()
-    hosts = [tcp_host("tcp1", servers(port=0), tmp_path / "t"),
-             {"name": "unix1", "socket": str(sock), "target": str(tmp_path / "u")}]
+    hosts = [tcp_host("tcp1", servers, tmp_path / "t"), unix_host("unix1", servers, tmp_path / "u", tmp_path)]
     result = fleet.run(recipe_file(tmp_path, tests=1), inventory_file(tmp_path, hosts), sequential=True,
                        data_dir=tmp_path / "data", progress=False)
     assert result.manifest["status"] == "completed" and result.manifest["fleet"]["mode"] == "sequential"
@@ -321,7 +338,7 @@ def test_scale_hosts_gives_throughput_vs_hosts_and_tail_latency(servers, tmp_pat
     import matplotlib
     matplotlib.use("Agg")
     from iolab.report import fleetplots
-    hosts = [tcp_host(f"s{i}", servers(port=0), tmp_path / f"t{i}") for i in (1, 2)]
+    hosts = [tcp_host(f"s{i}", servers, tmp_path / f"t{i}") for i in (1, 2)]
     data = tmp_path / "data"
     proc = iolab_cli("run", recipe_file(tmp_path, tests=1), "--hosts", inventory_file(tmp_path, hosts), "--data", data,
                      "--scale-hosts", "--no-progress", timeout=120)
@@ -385,6 +402,7 @@ KbdInteractiveAuthentication no
 PubkeyAuthentication yes
 PermitRootLogin prohibit-password
 AllowTcpForwarding yes
+AllowStreamLocalForwarding yes
 X11Forwarding no
 PermitTTY no
 LogLevel ERROR
@@ -411,21 +429,28 @@ LogLevel ERROR
     assert live_processes(str(work / "sshd_config")) == []
 
 
-def ssh_host(name, sshd, server_port, target, identity=None) -> dict:
+def ssh_host(name, sshd, remote_socket, target, identity=None) -> dict:
     target.mkdir(exist_ok=True)
-    return {"name": name, "ssh": f"{sshd['user']}@127.0.0.1", "ssh_port": sshd["port"], "port": server_port,
-            "identity": identity or sshd["identity"], "target": str(target), "target_kind": "dir",
+    return {"name": name, "ssh": f"{sshd['user']}@127.0.0.1", "ssh_port": sshd["port"],
+            "remote_socket": str(remote_socket), "identity": identity or sshd["identity"], "target": str(target),
+            "target_kind": "dir",
             "ssh_options": {"UserKnownHostsFile": sshd["known_hosts"], "StrictHostKeyChecking": "yes",
                             "GlobalKnownHostsFile": "/dev/null"}}
 
 
-def test_ssh_tunnel_to_a_server_on_the_far_side_loopback(servers, sshd, tmp_path):
-    server = servers(port=0)
-    other = servers(port=0)
+def private_server(servers, tmp_path, name, target):
+    """A confined fio server on a socket in a 0700 directory of its own, writing only ``target``."""
+    target.mkdir(exist_ok=True)
+    return servers(socket=Path(privatedir.ensure(tmp_path / f"srv-{name}")) / "fio.sock", writable=[target])
+
+
+def test_ssh_forwards_the_far_side_socket(servers, sshd, tmp_path):
+    server = private_server(servers, tmp_path, "far", tmp_path / "t1")
+    other = private_server(servers, tmp_path, "other", tmp_path / "t2")
     stranger = tmp_path / "stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
-    hosts = [ssh_host("tunnelled", sshd, server.endpoint.port, tmp_path / "t1"),
-             ssh_host("badkey", sshd, other.endpoint.port, tmp_path / "t2", identity=str(stranger))]
+    hosts = [ssh_host("tunnelled", sshd, server.endpoint.path, tmp_path / "t1"),
+             ssh_host("badkey", sshd, other.endpoint.path, tmp_path / "t2", identity=str(stranger))]
     result = fleet.run(recipe_file(tmp_path, tests=1), inventory_file(tmp_path, hosts), data_dir=tmp_path / "data",
                        progress=False)
     m = result.manifest
@@ -435,14 +460,61 @@ def test_ssh_tunnel_to_a_server_on_the_far_side_loopback(servers, sshd, tmp_path
     hm = json.loads((result.hosts["tunnelled"] / "manifest.json").read_text())
     assert hm["status"] == "completed"
     tunnel = hm["connection"]["tunnel"]
-    assert tunnel["ssh"] == f"{sshd['user']}@127.0.0.1" and tunnel["remote"] == f"127.0.0.1:{server.endpoint.port}"
+    assert tunnel["ssh"] == f"{sshd['user']}@127.0.0.1" and tunnel["remote"] == f"unix:{server.endpoint.path}"
     assert "-N" in tunnel["argv"] and "BatchMode=yes" in tunnel["argv"]
+    assert tunnel["argv"][tunnel["argv"].index("-L") + 1] == f"{tunnel['local_socket']}:{server.endpoint.path}"
     assert hm["connection"]["endpoint"]["kind"] == "unix"
     rows = pd.read_csv(result.hosts["tunnelled"] / "results.csv")
     assert len(rows) == 1 and (rows["iops"] > 0).all()
     # the tunnel is closed and its socket gone
-    assert live_processes(f"127.0.0.1:{server.endpoint.port} -- ") == []
+    assert live_processes(f":{server.endpoint.path} -- ") == []
     assert not os.path.exists(tunnel["local_socket"])
+
+
+@pytest.mark.skipif(shutil.which("runuser") is None, reason="runuser (util-linux) is not installed")
+def test_another_local_user_cannot_use_the_forwarded_socket(servers, sshd, tmp_path):
+    server = private_server(servers, tmp_path, "far", tmp_path / "t")
+    host = fleet_inventory.parse_inventory(
+        {"hosts": [ssh_host("far", sshd, server.endpoint.path, tmp_path / "t")]}, "inv").hosts[0]
+    workdir = Path(privatedir.ensure(tmp_path / "near"))
+    jobs = Path(tempfile.mkdtemp(prefix="iolab-nobody-job-"))
+    marker = tmp_path / "F"
+    try:
+        jobs.chmod(0o755)
+        job = jobs / "prerun.fio"
+        job.write_text(f"[p]\nioengine=null\nsize=1m\nrw=read\nexec_prerun=touch {marker}\n")
+        job.chmod(0o644)
+        idle = len(server.members())
+        with Tunnel(host, workdir) as tunnel:
+            mode = os.stat(tunnel.path).st_mode
+            assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+            assert stat.S_IMODE(os.stat(workdir).st_mode) == 0o700
+            for spec in (f"sock:{tunnel.path}", f"sock:{server.endpoint.path}"):
+                proc = subprocess.run(["runuser", "-u", "nobody", "--", "fio", f"--client={spec}", str(job)],
+                                      capture_output=True, text=True, timeout=120, cwd="/")
+                assert proc.returncode != 0 and "Permission denied" in proc.stderr, proc.stderr
+            assert not marker.exists()
+            assert len(server.members()) == idle  # nothing reached it (fio forks one child per connection)
+            assert fioserver.probe(tunnel.endpoint) is None  # while the owner gets through
+    finally:
+        shutil.rmtree(jobs)
+    assert not marker.exists()
+
+
+def test_old_ssh_entries_with_a_tcp_port_are_refused_with_the_way_forward(tmp_path):
+    for field, value in (("port", 8765), ("remote_address", "127.0.0.1")):
+        inv = inventory_file(tmp_path, [{"name": "db1", "ssh": "root@db1.example.net", field: value,
+                                         "target": "/srv"}])
+        proc = iolab_cli("run", recipe_file(tmp_path), "--hosts", inv, "--dry-run")
+        assert proc.returncode == 2
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"iolab: error: {inv}: hosts[0] (db1).{field}: "
+                                                       "a fio server reached over SSH is reached at its Unix socket")
+        assert "remote_socket: PATH" in lines[0] and "/run/iolab/servers/fio.sock" in lines[0]
+    # a default port is for TCP hosts: an ssh host under it keeps working, at the default socket
+    inv = fleet_inventory.load_inventory(inventory_file(
+        tmp_path, [{"name": "db1", "ssh": "root@db1.example.net"}], defaults={"port": 8765, "target": "/srv"}))
+    assert inv.hosts[0].remote_socket == "/run/iolab/servers/fio.sock"
 
 
 # =========================================================================== inventory and job files
@@ -516,7 +588,7 @@ def test_dry_run_and_option_conflicts(tmp_path):
     proc = iolab_cli("run", recipe_file(tmp_path), "--hosts", inv, "--dry-run")
     assert proc.returncode == 0, proc.stderr
     assert "[SEQ1M-Q4T1]" in proc.stdout and "filename=/srv/t/iolab-<run_id>.dat" in proc.stdout
-    assert "ssh tunnel to me@far.example.net -> 127.0.0.1:8765" in proc.stdout
+    assert "ssh tunnel to me@far.example.net -> unix:/run/iolab/servers/fio.sock" in proc.stdout
     assert "--client=<h>" in proc.stdout
     for extra, message in ((["--target", str(tmp_path)], "--target does not go with --hosts"),
                            (["--mem-limit", "1G"], "--mem-limit does not go with --hosts"),
