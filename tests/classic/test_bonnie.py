@@ -228,7 +228,8 @@ def test_a_failing_worker_test_is_recorded_and_the_run_goes_on(tmp_path, machine
     """No inode left for the test file on one target: its per-char test fails with the worker's reason, the other runs."""
     roomy = tmp_path / "roomy"
     roomy.mkdir()
-    with mounted(tmp_path / "small", "tmpfs", "8m,nr_inodes=1") as small:  # no inode left for a file
+    # the root and the run's directory take both inodes: none left for the test file
+    with mounted(tmp_path / "small", "tmpfs", "8m,nr_inodes=2") as small:
         result = runner.run(small_bonnie(byte_io_size="2M"), [str(small), str(roomy)], size="2M",
                             isolation="none", data_dir=tmp_path / "data", progress=False, tests="putc")
     putc = result.manifest["tests"][0]
