@@ -187,12 +187,12 @@ def record(kind: str, ident: str, *, undo: str, by: Owner | None = None, undone_
     try:
         with _ledger() as fd:
             statedir.replace(fd, name, json.dumps(data, default=str).encode())
+        where = state_dir() / name
     except (OSError, IolabError) as exc:
-        log.warning("cannot record %s %s in %s: %s", kind, ident, state_dir(),
-                    getattr(exc, "strerror", None) or exc)
+        log.warning("cannot record %s %s in iolab's ledger: %s", kind, ident, getattr(exc, "strerror", None) or exc)
         return None
     log.debug("recorded %s %s (owner %d)", kind, ident, by.pid)
-    return state_dir() / name
+    return where
 
 
 def forget(kind: str, ident: str) -> None:
@@ -282,12 +282,17 @@ def scan(kind: str | None = None) -> tuple[list[Record], list[Damaged]]:
     A ledger directory that is missing has no records; one that is refused as unsafe raises
     :class:`IolabError` (nothing in it is trusted).
     """
-    directory = state_dir()
     try:
+        directory = state_dir()
         with _ledger(create=False) as fd:
             found = [_load(fd, directory, name) for name in statedir.names(fd)
                      if name.endswith(".json") and not name.startswith(".")]
     except FileNotFoundError:
+        return [], []
+    except statedir.UnsafeStateDir:
+        raise
+    except IolabError as exc:  # no place for a ledger at all (a user with no home): nothing recorded
+        log.debug("no ledger: %s", exc)
         return [], []
     good = [r for r in found if isinstance(r, Record) and (kind is None or r.kind == kind)]
     return good, [r for r in found if isinstance(r, Damaged)]
@@ -306,8 +311,9 @@ def records(kind: str | None = None) -> list[Record]:
 
 
 def find(kind: str, ident: str) -> Record | None:
-    directory, name = state_dir(), _file_name(kind, str(ident))
+    name = _file_name(kind, str(ident))
     try:
+        directory = state_dir()
         with _ledger(create=False) as fd:
             found = _load(fd, directory, name)
     except (FileNotFoundError, IolabError):
@@ -325,10 +331,13 @@ def locked():
     stack = contextlib.ExitStack()
     try:
         fd = stack.enter_context(_ledger())
-        stack.enter_context(statedir.lock(fd, ".lock", what=str(state_dir() / ".lock")))
-    except OSError as exc:
+        stack.enter_context(statedir.lock(fd, ".lock", what="iolab's ledger lock"))
+    except statedir.UnsafeStateDir:
         stack.close()
-        log.warning("cannot lock %s: %s", state_dir(), exc.strerror or exc)
+        raise
+    except (OSError, IolabError) as exc:
+        stack.close()
+        log.warning("cannot lock iolab's ledger: %s", getattr(exc, "strerror", None) or exc)
     except BaseException:
         stack.close()
         raise
