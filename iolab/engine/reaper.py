@@ -32,8 +32,9 @@ import dataclasses
 import importlib
 import logging
 import os
+from typing import Callable
 
-from iolab.isolation import cgroups, hugepages, systemd_scope
+from iolab.isolation import cgroupfs, cgroups, hugepages, systemd_scope
 from iolab.devices import dmdelay, emulated, loopdev
 from iolab.core import owner, ownership, statedir
 from iolab.engine import store
@@ -49,7 +50,6 @@ ORDER = ("pgcluster", "mariadb", "tasks", "mount", "dm", "iscsi", "loop", "file"
 #: under their own names (``undone_by``); imported when a record names one. A record naming any
 #: other function is left alone.
 PROVIDERS = ("iolab.classic.pgcluster", "iolab.classic.mariadb", "iolab.devices.iscsi", "iolab.engine.workdirs")
-_CGROUP_ROOT = "/sys/fs/cgroup/"
 
 
 @dataclasses.dataclass
@@ -129,8 +129,8 @@ def _check_shape(rec: ownership.Record) -> None:
             raise ValueError("details.dirs is not a list")
         for path in dirs:
             _path(path, "details.dirs")
-            if not path.startswith(_CGROUP_ROOT) or os.path.basename(path) != rec.id:
-                raise ValueError(f"details.dirs names {path!r}, not the cgroup {rec.id} under {_CGROUP_ROOT}")
+            if os.path.basename(path) != rec.id or (os.path.exists(path) and not cgroupfs.is_cgroupfs(path)):
+                raise ValueError(f"details.dirs names {path!r}, not the cgroup {rec.id} on a cgroup file system")
     if rec.kind == "hugepages":
         if rec.id != f"pid-{rec.owner.pid}":
             raise ValueError(f"id {rec.id!r} is not pid-{rec.owner.pid}, its owner's")
@@ -178,7 +178,7 @@ def find_stale() -> list[Stale]:
     return survey().stale
 
 
-def _registered_undo(name: str, where) -> callable:
+def _registered_undo(name: str, where) -> Callable:
     found = ownership.undo_function(name)
     if found is None and name in PROVIDERS:
         try:

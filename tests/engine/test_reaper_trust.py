@@ -78,6 +78,7 @@ def test_damaged_and_planted_entries_are_reported_and_skipped(ledger, tmp_path, 
         "renamed or planted": ("file-0123456789abcdef.json", _entry("file", target, owner=dead)),
         "not the cgroup": (name("cgroup", "iolab-1-ab"),
                            _entry("cgroup", "iolab-1-ab", owner=dead, details={"dirs": ["/sys/fs/cgroup"]})),
+        "on a cgroup file system": (name("cgroup", "etc"), _entry("cgroup", "etc", owner=dead, details={"dirs": ["/etc"]})),
         "registers no undo": (name("pgcluster", target),
                               _entry("pgcluster", target, owner=dead, undone_by="iolab.cli.lab")),
         "not the name of an iolab module": (name("mariadb", target),
@@ -96,7 +97,7 @@ def test_damaged_and_planted_entries_are_reported_and_skipped(ledger, tmp_path, 
     assert any(str(link) in line and "symbolic links" in line for line in found.damaged), found.damaged
     dry = _cleanup("--dry-run", "--data", tmp_path / "data", env={ownership.ENV: str(ledger)})
     assert dry.returncode == 1, dry.stdout + dry.stderr
-    assert sum(line.startswith("skipped damaged ledger entry") for line in dry.stdout.splitlines()) == 10
+    assert sum(line.startswith("skipped damaged ledger entry") for line in dry.stdout.splitlines()) == 11
     assert "Traceback" not in dry.stderr
     assert precious.read_text() == "keep\n" and all(p.exists() for p in paths.values()) and link.is_symlink()
 
