@@ -27,6 +27,7 @@ from iolab.core.errors import IolabError
 from iolab.engine.fioparse import documents
 
 from cli_helpers import IOLAB, ROOT, iolab_cli, live_processes, needs_fio
+from sshd_fixtures import throwaway_sshd
 
 pytestmark = needs_fio
 
@@ -381,52 +382,8 @@ def test_scale_hosts_gives_throughput_vs_hosts_and_tail_latency(servers, tmp_pat
 @pytest.fixture
 def sshd(tmp_path_factory):
     """sshd on a free loopback port with a throw-away host key and authorized key; stopped afterwards."""
-    binary = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
-    if binary is None or shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
-        pytest.skip("openssh-server/openssh-client are not installed (apt-get install openssh-server)")
-    work = tmp_path_factory.mktemp("sshd")
-    for key in ("host", "user"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(work / key)], check=True)
-    (work / "authorized_keys").write_text((work / "user.pub").read_text())
-    port = fioserver.free_port()
-    (work / "known_hosts").write_text(f"[127.0.0.1]:{port} {(work / 'host.pub').read_text()}")
-    (work / "sshd_config").write_text(f"""Port {port}
-ListenAddress 127.0.0.1
-HostKey {work}/host
-PidFile {work}/sshd.pid
-AuthorizedKeysFile {work}/authorized_keys
-StrictModes no
-UsePAM no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PubkeyAuthentication yes
-PermitRootLogin prohibit-password
-AllowTcpForwarding yes
-AllowStreamLocalForwarding yes
-X11Forwarding no
-PermitTTY no
-LogLevel ERROR
-""")
-    made_run_dir = False
-    if not os.path.isdir("/run/sshd"):  # sshd's privilege separation directory
-        os.makedirs("/run/sshd", mode=0o755)
-        made_run_dir = True
-    proc = subprocess.Popen([binary, "-D", "-e", "-f", str(work / "sshd_config")], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=open(work / "sshd.log", "wb"), start_new_session=True)
-    try:
-        endpoint = fioserver.Endpoint("tcp", address="127.0.0.1", port=port)
-        deadline = time.monotonic() + 10
-        while not fioserver.listening(proc.pid, endpoint):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.skip(f"sshd did not start: {(work / 'sshd.log').read_text().strip()}")
-            time.sleep(0.05)
-        yield {"port": port, "identity": str(work / "user"), "known_hosts": str(work / "known_hosts"),
-               "user": getpass.getuser(), "work": work}
-    finally:
-        fioserver.stop_group(proc)
-        if made_run_dir:
-            shutil.rmtree("/run/sshd", ignore_errors=True)
-    assert live_processes(str(work / "sshd_config")) == []
+    with throwaway_sshd(tmp_path_factory.mktemp("sshd")) as info:
+        yield info
 
 
 def ssh_host(name, sshd, remote_socket, target, identity=None) -> dict:
