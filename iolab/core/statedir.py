@@ -83,18 +83,21 @@ def _refuse(path: Path, why: str) -> IolabError:
 
 
 def check_ancestors(path: Path) -> None:
-    """Refuse ``path`` when a directory above it could be replaced by another user."""
-    for parent in reversed(Path(os.path.abspath(path)).parents):
+    """Refuse ``path`` when a directory above it could be replaced by another user: every directory
+    on the way, as written and with links resolved (a link on the way must be root's or ours)."""
+    literal = Path(os.path.abspath(path))
+    resolved = Path(os.path.realpath(literal.parent)) / literal.name
+    for parent in dict.fromkeys(list(reversed(literal.parents)) + list(reversed(resolved.parents))):
         try:
             st = os.lstat(parent)
         except FileNotFoundError:
-            return  # from here down iolab makes the directories itself (mode 0700)
+            continue  # iolab makes it itself (mode 0700)
         except OSError as exc:
             raise _refuse(path, f"cannot inspect {parent}: {exc.strerror}") from None
         if stat.S_ISLNK(st.st_mode):
-            st = os.stat(parent)  # a system link such as /var/run -> /run: its target is judged
-            if os.lstat(parent).st_uid not in (0, os.geteuid()):
-                raise _refuse(path, f"{parent} is a symlink owned by uid {os.lstat(parent).st_uid}")
+            if st.st_uid not in (0, os.geteuid()):
+                raise _refuse(path, f"{parent} is a symlink of uid {st.st_uid}, who could point it elsewhere")
+            continue  # what it leads to is judged on the resolved way
         why = _why_unsafe_ancestor(parent, st)
         if why:
             raise _refuse(path, why)

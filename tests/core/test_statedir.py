@@ -275,3 +275,18 @@ def test_a_run_refuses_to_start_when_run_iolab_is_not_private(tmp_path):
         "iolab: error: /run/iolab: refused as iolab's state directory: mode 0775, must be 0700"), done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "data").exists() and list((tmp_path / "target").iterdir()) == []
+
+
+@needs_root
+def test_a_link_on_the_way_is_judged_where_it_leads(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (tmp_path / "via").symlink_to(shared)  # root's link, but into a directory anyone may change
+    with pytest.raises(statedir.UnsafeStateDir, match=f"{shared} is writable by others"):
+        statedir.open_dir(tmp_path / "via" / "state")
+    theirs = tmp_path / "theirs"
+    os.symlink(tmp_path / "a", theirs)
+    os.lchown(theirs, NOBODY, NOBODY)
+    with pytest.raises(statedir.UnsafeStateDir, match=f"{theirs} is a symlink of uid {NOBODY}"):
+        statedir.open_dir(theirs / "state")
