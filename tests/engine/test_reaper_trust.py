@@ -227,3 +227,19 @@ def test_an_owner_of_no_recorded_namespace_is_judged_only_from_the_first_one():
                            capture_output=True, text=True, cwd=ROOT)
     verdict, why = there.stdout.split(" ", 1)
     assert verdict == owner.FOREIGN and "its owner lives in an unrecorded PID namespace" in why, there.stdout
+
+
+@needs_root
+def test_a_run_of_another_pid_namespace_is_not_marked_interrupted(tmp_path, dead_pid):
+    """Run manifests carry their process's PID namespace too (``owner.current()``)."""
+    run_dir = tmp_path / "data" / "host" / "20261126T000000Z-x-0000"
+    run_dir.mkdir(parents=True)
+    manifest = {"status": "running", **owner.current(), "pid": dead_pid}
+    assert manifest["pid_ns"] == owner.pid_namespace()
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    env = {ownership.ENV: str(tmp_path / "owned")}
+    there = _cleanup("--dry-run", "--data", tmp_path / "data", env=env,
+                     prefix=("unshare", "--pid", "--fork", "--mount-proc"))
+    assert there.returncode == 0 and "would mark run" not in there.stdout, there.stdout + there.stderr
+    here = _cleanup("--dry-run", "--data", tmp_path / "data", env=env)
+    assert f"would mark run {run_dir} interrupted (its iolab process {dead_pid} is gone)" in here.stdout, here.stdout
