@@ -248,11 +248,7 @@ def _orphan_runs(data_dir, *, dry_run: bool) -> list[str]:
         return [f"marked run {path} interrupted (its iolab process is gone)"
                 for path in store.interrupt_orphans(data_dir)]
     lines = []
-    for run_dir in store.run_dirs(data_dir) if os.path.exists(data_dir) else []:
-        try:
-            manifest = store.read_manifest(run_dir)
-        except IolabError:
-            continue
+    for run_dir, manifest in store.readable_runs(data_dir) if os.path.exists(data_dir) else []:
         if manifest.get("status") == store.RUNNING and owner.alive(manifest) is False:
             lines.append(f"would mark run {run_dir} interrupted (its iolab process {manifest.get('pid')} is gone)")
     return lines

@@ -143,7 +143,8 @@ RUNNING = "running"
 def mark_interrupted(manifest: dict, reason: str) -> dict:
     """``manifest`` with the run and its running test(s) marked interrupted, ``reason`` recorded."""
     now = utcnow()
-    for test in manifest.get("tests") or []:
+    tests = manifest.get("tests")
+    for test in tests if isinstance(tests, list) else []:
         if isinstance(test, dict) and test.get("status") == RUNNING:
             test.update(status="interrupted", ended=test.get("ended") or now,
                         error=test.get("error") or reason)
@@ -163,12 +164,7 @@ def interrupt_orphans(data_dir: str | os.PathLike) -> list[Path]:
     if not Path(data_dir).exists():
         return []
     reaped = []
-    for run_dir in run_dirs(data_dir):
-        try:
-            manifest = read_manifest(run_dir)
-        except IolabError as exc:
-            log.warning("%s", exc)
-            continue
+    for run_dir, manifest in readable_runs(data_dir):
         if manifest.get("status") != RUNNING or owner.alive(manifest) is not False:
             continue
         reason = (f"interrupted: the iolab process (pid {manifest['pid']}) ended without finishing "
@@ -207,11 +203,64 @@ def run_dirs(path: str | os.PathLike) -> list[Path]:
 
 
 def read_manifest(run_dir: str | os.PathLike) -> dict:
+    """The manifest of ``run_dir``; an :class:`IolabError` naming the file when it is unreadable,
+    not JSON, or JSON that is not an object (``[]``, a number: nothing iolab wrote)."""
     path = Path(run_dir) / MANIFEST
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise IolabError(f"unreadable manifest: {exc}", context=str(path)) from exc
+        manifest = json.loads(path.read_text())
+    except OSError as exc:
+        raise IolabError(f"unreadable manifest: {exc.strerror or exc}", context=str(path)) from exc
+    except ValueError as exc:  # also bytes that are not UTF-8
+        raise IolabError(f"damaged manifest: not JSON ({exc})", context=str(path),
+                         hint="restore manifest.json from a copy of the run, or remove the run directory") from exc
+    if not isinstance(manifest, dict):
+        raise IolabError(f"damaged manifest: a JSON {_json_type(manifest)} where iolab writes an object",
+                         context=str(path),
+                         hint="restore manifest.json from a copy of the run, or remove the run directory")
+    return manifest
+
+
+def _json_type(value) -> str:
+    names = {list: "array", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+#: damaged manifests already reported by this process: (path, mtime_ns, size)
+_reported: set = set()
+
+
+def _report_damaged(run_dir: Path, exc: IolabError) -> None:
+    """Log a damaged manifest once per process (a notebook loading data again says nothing new)."""
+    path = Path(run_dir) / MANIFEST
+    try:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = (str(path), None, None)
+    if key in _reported:
+        log.debug("%s (skipped)", exc)
+        return
+    _reported.add(key)
+    log.warning("%s: its run is skipped", exc)
+
+
+def readable_runs(path: str | os.PathLike, *, named: bool = False) -> list[tuple[Path, dict]]:
+    """Every run at or below ``path`` with its manifest, in :func:`run_dirs`'s order.
+
+    A run whose manifest is damaged (unreadable, not JSON, not an object) is
+    logged once, naming the file, and skipped: one bad run never breaks the
+    others. With ``named``, a damaged manifest of ``path`` itself (the caller
+    named that run directory) is raised instead.
+    """
+    found = []
+    for run_dir in run_dirs(path):
+        try:
+            found.append((run_dir, read_manifest(run_dir)))
+        except IolabError as exc:
+            if named and run_dir == Path(path):
+                raise
+            _report_damaged(run_dir, exc)
+    return found
 
 
 def _check_complete(csv: Path) -> None:
@@ -242,10 +291,11 @@ def load(path: str | os.PathLike = "data") -> pd.DataFrame:
     One row per test x repetition x direction, with the contract columns
     (:data:`iolab.core.columns.RESULT_COLUMNS`) first. Runs without results (a
     failed start) contribute no rows; their manifests are still readable with
-    :func:`manifests`.
+    :func:`manifests`. A run whose manifest is damaged is skipped and
+    logged once, naming the file.
     """
     frames = []
-    for run_dir in run_dirs(path):
+    for run_dir, _ in readable_runs(path):  # a run without provenance is not loaded
         csv = run_dir / RESULTS
         if not csv.is_file() or csv.stat().st_size == 0:
             continue
@@ -266,10 +316,12 @@ def load(path: str | os.PathLike = "data") -> pd.DataFrame:
 
 
 def manifests(path: str | os.PathLike = "data") -> pd.DataFrame:
-    """One row per run with the manifest's flat fields (nested ones as dicts)."""
+    """One row per run with the manifest's flat fields (nested ones as dicts).
+
+    A damaged manifest is logged once and skipped; raised when ``path`` is that run directory.
+    """
     rows = []
-    for run_dir in run_dirs(path):
-        manifest = read_manifest(run_dir)
+    for run_dir, manifest in readable_runs(path, named=True):
         manifest["run_dir"] = str(run_dir)
         rows.append(manifest)
     return pd.DataFrame(rows)

@@ -160,17 +160,17 @@ def select(data_dir: str | os.PathLike | None = None, runs: Iterable[str | os.Pa
     sources = _as_list(runs) or _as_list(data_dir)
     if not sources:
         raise IolabError("no run directory or data directory given", context="report")
-    run_dirs: list[Path] = []
+    records, seen = [], set()
     for source in sources:
-        found = store.run_dirs(source)  # raises for a missing path
-        if not found:
+        if not store.run_dirs(source):  # raises for a missing path
             raise IolabError("no runs found (no manifest.json at or below it)", context=str(source))
-        run_dirs.extend(d for d in found if d not in run_dirs)
-    records = []
-    for run_dir in run_dirs:
-        manifest = store.read_manifest(run_dir)
-        manifest["run_dir"] = str(run_dir)
-        records.append(manifest)
+        # a damaged manifest: refused when that run was named, else logged once and skipped
+        for run_dir, manifest in store.readable_runs(source, named=True):
+            if run_dir not in seen:
+                seen.add(run_dir)
+                records.append({**manifest, "run_dir": str(run_dir)})
+    if not records:
+        raise IolabError("no readable runs (every manifest.json is damaged)", context=", ".join(sources))
     manifests = pd.DataFrame(records)
     for column in ("run_id", "host", "label", "recipe", "status"):
         if column not in manifests.columns:
