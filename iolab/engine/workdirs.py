@@ -163,8 +163,8 @@ def make(parent: str, base: str) -> WorkDir:
             except FileExistsError:
                 with contextlib.suppress(OSError):
                     found = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
-                    log.warning("%s is in the way (%s iolab did not make for this run): left alone, trying "
-                                "another name", os.path.join(parent, name), _kind_of(found))
+                    log.warning("%s is taken (%s; iolab uses only a directory it has just made): left alone, "
+                                "trying another name", os.path.join(parent, name), _kind_of(found))
             except OSError as exc:
                 raise IolabError(f"cannot make the run's directory: {exc.strerror}",
                                  context=os.path.join(parent, name)) from None

@@ -127,7 +127,7 @@ def test_a_symlink_planted_at_the_run_directory_is_neither_followed_nor_used(tmp
     assert os.readlink(target / f"iolab-{RUN_ID}") == str(victim)
     assert (target / f"iolab-{RUN_ID}-2").read_text() == "a file in the way"
     assert not (target / f"iolab-{RUN_ID}-3").exists()
-    warned = [r.getMessage() for r in caplog.records if "is in the way" in r.getMessage()]
+    warned = [r.getMessage() for r in caplog.records if "is taken" in r.getMessage()]
     assert len(warned) == 2 and "a symlink" in warned[0] and "a file" in warned[1], warned
 
 
@@ -193,6 +193,35 @@ def test_a_job_file_run_leaves_files_that_were_in_the_target(tmp_path, state_dir
     (described,) = result.manifest["targets"]
     (argv,) = result.manifest["commands"].values()
     assert described["run_dir"].startswith(f"{target}/iolab-") and f"--directory={described['run_dir']}" in argv
+
+
+SMALL_RECIPE = """
+name: small-read
+description: one short read of iolab's own test file (run directory tests)
+isolation: none
+defaults: {size: 2M, runtime: 1, repeat: 1}
+fio: {ioengine: psync}
+tests:
+  - name: seqread
+    rw: read
+    bs: 64k
+"""
+
+
+@needs_fio
+def test_a_recipe_lays_out_its_test_file_in_the_run_directory_one_per_target(tmp_path, state_dir):
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "keep.txt").write_text("keep")
+    recipe = tmp_path / "small.yaml"
+    recipe.write_text(SMALL_RECIPE)
+    # the same directory twice: each target gets a directory of its own (the second name is the next free one)
+    result = runner.run(str(recipe), [str(target), str(target)], data_dir=tmp_path / "data", progress=False)
+    assert result.manifest["status"] == "completed", result.manifest.get("reason")
+    first, second = result.manifest["targets"]
+    assert first["run_dir"] == f"{target}/iolab-{result.manifest['run_id']}" and second["run_dir"] == first["run_dir"] + "-2"
+    assert first["test_file"] == first["run_dir"] + "/test.dat" and second["test_file"] == second["run_dir"] + "/test.dat"
+    assert _contents(target) == {"keep.txt": "keep"} and ownership.records("file") == []
 
 
 def _start(tmp_path, target: Path, jobfile: str) -> subprocess.Popen:
