@@ -332,22 +332,28 @@ def _job_accesses(job: Job, source: str = "job file", read_logs: bool = True) ->
         add("read_iolog", split(log)[0] if split(log) else log, "file", False, False)
         redirect = job.options.get("replay_redirect")
         replayed = {}
+        unknown = not read_logs
         for one in split(log):
             if read_logs:
-                replayed.update(iolog_files(one, source, job.name))
+                try:
+                    replayed.update(iolog_files(one, source, job.name))
+                except IolabError:
+                    if not redirect:
+                        raise
+                    unknown = True  # whatever it replays goes to replay_redirect: assume it writes
             elif not redirect:
                 raise IolabError(f"{one} is read by the fio server: iolab cannot see which files and devices "
                                  "it writes", context=f"{source}: [{job.name}] read_iolog",
                                  hint="send the replay to one file or device inside the target with "
                                       "replay_redirect")
         if redirect:  # every replayed I/O goes there; the log's own writes are unknown from afar
-            w = any(w for w, _ in replayed.values()) or not read_logs
-            t = any(t for _, t in replayed.values()) or not read_logs
+            w = any(w for w, _ in replayed.values()) or unknown
+            t = any(t for _, t in replayed.values()) or unknown
             for path in _placed(redirect, directory):
                 add("replay_redirect", path, None, w, t, "replays an iolog's writes" if w or t else "")
         else:
-            for name, (w, t) in replayed.items():
-                for path in _placed(name, directory):
+            for name, (w, t) in replayed.items():  # fio 3.33 puts directory= before them (and crashed doing so
+                for path in dict.fromkeys(_placed(name, directory) + [name]):  # here): both places are listed
                     add("read_iolog", path, None, w, t, f"the iolog {log} replays writes there" if w or t else "")
     else:
         files = []
