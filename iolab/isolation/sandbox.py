@@ -58,7 +58,7 @@ an HDD-like 150 IOPS limit cap 1 MiB streaming at 79 MB/s. Physically
 contiguous buffers keep a 1 MiB request one I/O.
 
 Huge page reservations are made as increments under a lock
-(``/run/lock/iolab-hugepages.lock``) and given back as the same decrement,
+(``hugepages.lock`` in the root-only ``/run/iolab``) and given back as the same decrement,
 so concurrent iolab runs on one machine do not undo each other's pages; when
 nobody else changed the pool, ``nr_hugepages`` is back at its previous value.
 """
