@@ -230,6 +230,8 @@ def _remove(parent_fd: int, name: str, fd: int, ident: tuple[int, int], path: st
     """Empty the directory open as ``fd`` and remove it by ``name`` in ``parent_fd`` if the name still
     is that directory; returns the number of entries removed from it."""
     count = _empty(fd, ident[0], path)
+    if os.fstat(fd).st_nlink == 0:
+        return count  # someone removed it already (with the target, say): nothing has its name
     try:
         st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
     except FileNotFoundError:

@@ -23,7 +23,7 @@ from iolab.core import ownership
 from iolab.core.errors import IolabError
 from iolab.engine import runner, targets, workdirs
 
-from cli_helpers import IOLAB, ROOT, live_processes, needs_fio
+from cli_helpers import IOLAB, ROOT, live_processes, needs_fio, needs_root
 
 RUN_ID = "20261126T000000-rundir-test-beef"
 
@@ -173,6 +173,35 @@ def test_a_target_replaced_mid_run_leaves_what_its_path_leads_to_alone(tmp_path,
     assert sorted(p.name for p in moved.iterdir()) == ["before.txt"]
     warned = [r.getMessage() for r in caplog.records if "the target was replaced during the run" in r.getMessage()]
     assert len(warned) == 1 and str(target) in warned[0], [r.getMessage() for r in caplog.records]
+
+
+def test_a_target_removed_mid_run_is_named_and_nothing_else_happens(tmp_path, state_dir, caplog):
+    target = tmp_path / "t"
+    target.mkdir()
+    t = _dir_target(target)
+    caplog.set_level(logging.WARNING)
+    with targets.opened(t, run_id=RUN_ID, size=1024**2, filesystem=None, scratch_dir=str(tmp_path)):
+        _fio_write(t.test_file)
+        subprocess.run(["rm", "-r", str(target)], check=True)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(f"{target} is gone" in m for m in messages) and not any("could not remove" in m for m in messages)
+    assert not target.exists() and ownership.records("file") == []
+
+
+@needs_root
+def test_an_emulated_devices_file_system_gets_the_run_directory(tmp_path, state_dir):
+    t = targets.Target(spec="emulated:sata-ssd", kind="emulated", name="sata-ssd")
+    with targets.opened(t, run_id=RUN_ID, size=16 * 1024**2, filesystem="ext4", scratch_dir=str(tmp_path)):
+        mountpoint = t.emulated.mountpoint
+        assert t.run_dir == os.path.join(mountpoint, f"iolab-{RUN_ID}") and stat.S_IMODE(os.lstat(t.run_dir).st_mode) == 0o700
+        assert Path(t.test_file).parent == Path(t.run_dir)
+        _fio_write(t.test_file)
+        (Path(mountpoint) / "beside.txt").write_text("not the run's")
+        assert [r.id for r in ownership.records("file") if r.undone_by == workdirs.__name__] == [t.run_dir]
+        left = {p.name for p in Path(mountpoint).iterdir()}
+    assert left == {f"iolab-{RUN_ID}", "beside.txt", "lost+found"}
+    assert not os.path.exists(mountpoint) or not os.path.ismount(mountpoint)
+    assert ownership.records("file") == []
 
 
 # ------------------------------------------------------------------ a user's job file, real runs
