@@ -4,13 +4,15 @@ The reproducer of issue 15 (7) runs against a real local fio server; the
 option-by-option cases check :func:`iolab.fleet.gate.refusals` on job texts
 (fio's option table is read from the installed fio).
 """
+import hashlib
 import os
 
 import pytest
 
 from iolab.fleet import fioserver, gate as fleetgate
 
-from cli_helpers import iolab_cli, needs_fio
+from cli_helpers import iolab_cli, needs_fio, needs_root
+from device_fixtures import make_loop, requires, scratch, sh  # noqa: F401  (fixtures)
 from test_fleet import inventory_file, tcp_host
 
 pytestmark = needs_fio
@@ -126,3 +128,25 @@ def test_symlinks_are_followed_for_a_server_on_this_machine(tmp_path):
 def test_pattern_files():
     assert fleetgate.pattern_files('"echo PWNED"0x0a') == []
     assert fleetgate.pattern_files("0xdead'/a/b'\"it's\"'c'") == ["/a/b", "c"]
+
+
+@needs_root
+@requires("mkfs.ext4")
+@pytest.mark.parametrize("job_text", [
+    "[global]\nrw=write\nsize=2m\nfilename={up}{dev}\n[job]\nfilename=ok1.dat\n",  # J1: the global's file is added
+    "[job]\nrw=write\nsize=2m\nfilename={up}{dev} ;\rfilename=ok5.dat\n",  # J5: one line to fio, cut at ';'
+], ids=["J1", "J5"])
+def test_a_job_sent_to_a_server_cannot_write_a_device_nobody_named(servers, make_loop, tmp_path, job_text):
+    """Issue 27: J1 through --hosts wiped the device (and fio unlinked its node with unique_filename)."""
+    victim = make_loop("64M")
+    sh("mkfs.ext4", "-q", victim)
+    before = hashlib.sha256(open(victim, "rb").read(4 << 20)).hexdigest()
+    target = tmp_path / "t"
+    job = tmp_path / "j.fio"
+    job.write_text(job_text.format(up="../" * 12, dev=victim.lstrip("/")))
+    inv = inventory_file(tmp_path, [tcp_host("h1", servers, target)])
+    proc = iolab_cli("run", job, "--hosts", inv, "--data", tmp_path / "data", "--no-progress", timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "refused" in proc.stderr and "Traceback" not in proc.stderr
+    assert os.path.exists(victim) and hashlib.sha256(open(victim, "rb").read(4 << 20)).hexdigest() == before
+    assert not (tmp_path / "data").exists()
