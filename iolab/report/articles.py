@@ -99,8 +99,9 @@ def _work(source: dict, lang: str) -> str:
     series = _given(source, "series")
     if series:
         where = i18n.text("citation.in_series", lang, series=_quoted(series, lang))
-        if _given(source, "series_gloss"):
-            where += i18n.text("citation.gloss", lang, gloss=source["series_gloss"])
+        gloss = (source.get("series_gloss") or {}).get(lang)  # per language: a Japanese page needs none
+        if gloss:
+            where += i18n.text("citation.gloss", lang, gloss=gloss)
         if _given(source, "part"):
             where += i18n.text("citation.part", lang, part=source["part"])
         what = f"{what} {where}" if lang == "en" else f"{where}の{what}"

@@ -1,0 +1,216 @@
+"""An emulated device's declared limits as what they are: ceilings, and each test measured against them.
+
+An emulated device (``--target emulated:hdd``) is a loop device throttled by
+the block cgroup: its profile's rates are the most the throttle lets through,
+not what a test will reach. A test with one I/O in flight is held by each I/O's
+latency (the loop device's, plus dm-delay's per-read delay on the
+latency-true ``hdd``), a CPU-bound one by the CPU, and the host's loop device
+may give less than the ceiling at any depth. This module compares every test
+of an emulated target with the ceiling that binds it (bandwidth or IOPS, for
+its block size and direction) and says, in ``en`` or ``ja``, which tests
+reached it, which fell short and why, and which went above it (a throttle that
+did not hold).
+
+Computation (:func:`against_ceilings`, a tidy frame) is separate from the
+sentences (:func:`sentences`, :func:`markdown`). The limits come from the
+run's manifest (``targets[].emulated.declared``, recorded by every run since
+the profiles carried them), else from the shipped profile of that name.
+"""
+from __future__ import annotations
+
+import logging
+import math
+
+import pandas as pd
+
+from iolab.core.errors import IolabError
+from iolab.report import i18n
+
+log = logging.getLogger(__name__)
+
+#: Within this fraction of the ceiling a test "reached" it (the design's ground truth: within 10%).
+NEAR = 0.10
+
+COLUMNS = ("system", "test", "direction", "bs", "outstanding", "iops", "bw_mbps", "lat_mean_us", "ceiling_iops",
+           "ceiling_mbps", "binding", "ratio", "verdict", "reason", "delay_ms", "profile", "limits")
+
+
+def _number(value) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def declared_limits(emulated: dict | None) -> dict | None:
+    """``{read_bps, write_bps, read_iops, write_iops}`` of an emulated target (None: not emulated or unknown)."""
+    if not isinstance(emulated, dict) or not emulated.get("profile"):
+        return None
+    declared = emulated.get("declared")
+    if isinstance(declared, dict) and any(_number(v) for v in declared.values()):
+        return {k: _number(declared.get(k)) for k in ("read_bps", "write_bps", "read_iops", "write_iops")}
+    try:  # older manifests name the profile only: the shipped profile of that name, if there is one
+        from iolab.devices.emulated import load_profiles
+        profile = load_profiles().get(str(emulated["profile"]))
+    except (IolabError, OSError) as err:
+        log.info("no emulated profiles to read (%s)", err)
+        return None
+    if profile is None or not profile.throttled:
+        return None
+    return {k: _number(v) for k, v in profile.limits.items()}
+
+
+def _delay_ms(emulated: dict, direction: str) -> float | None:
+    emulation = emulated.get("emulation") if isinstance(emulated, dict) else None
+    if not isinstance(emulation, dict) or emulation.get("kind") != "dm-delay":
+        return None
+    return _number(emulation.get(f"{direction}_delay_ms")) or None
+
+
+def _targets(manifests: pd.DataFrame) -> dict:
+    """``(run_id, target name) -> emulated dict`` for every emulated target of the runs."""
+    found = {}
+    for record in manifests.to_dict("records"):
+        for target in record.get("targets") or []:
+            if isinstance(target, dict) and target.get("emulated"):
+                found[(record.get("run_id"), target.get("name"))] = target["emulated"]
+    return found
+
+
+def _verdict(row: dict, ratio: float, flags: set[str]) -> tuple[str, str]:
+    if ratio > 1 + NEAR:
+        if "cache_suspect" in flags or "cache_inflated" in flags:
+            return "above", "cache"
+        if "v1_writeback" in flags:
+            return "above", "writeback"
+        return "above", "unknown"
+    if ratio >= 1 - NEAR:
+        return "reached", ""
+    if "cpu_bound" in flags:
+        return "short", "cpu"
+    return "short", "latency" if row["outstanding"] <= 1 else "loop"
+
+
+def against_ceilings(results: pd.DataFrame, manifests: pd.DataFrame, *, statistic: str = "mean") -> pd.DataFrame:
+    """One row per system x test x direction on an emulated target: the measurement, the ceiling that binds it
+    (``binding``: ``bw`` or ``iops``), ``ratio`` (measured / ceiling), ``verdict`` (reached, short, above) and
+    ``reason`` (latency, loop, cpu; cache, writeback, unknown for a figure above the ceiling)."""
+    columns = list(COLUMNS)
+    if results.empty or "target" not in results.columns:
+        return pd.DataFrame(columns=columns)
+    emulated = _targets(manifests)
+    if not emulated:
+        return pd.DataFrame(columns=columns)
+    rows = results[results["valid"].fillna(True).astype(bool)] if "valid" in results.columns else results
+    out = []
+    keys = ["system", "run_id", "target", "test", "direction"]
+    for (system, run_id, target, test, direction), group in rows.groupby(keys, sort=False, dropna=False):
+        info = emulated.get((run_id, target))
+        limits = declared_limits(info)
+        bs = _number(group["bs"].iloc[0]) if "bs" in group else None
+        if not limits or not bs or direction not in ("read", "write"):
+            continue
+        bps, iops_limit = limits.get(f"{direction}_bps"), limits.get(f"{direction}_iops")
+        rates = {"bw": bps / bs if bps else None, "iops": iops_limit}
+        rates = {k: v for k, v in rates.items() if v}
+        if not rates:
+            continue
+        binding = min(rates, key=rates.get)
+        ceiling = rates[binding]
+        agg = getattr(group[["iops", "bw_mbps", "lat_mean_us"]], statistic if statistic in ("mean", "median") else "mean")()
+        measured = _number(agg["iops"])
+        if measured is None:
+            continue
+        outstanding = int((_number(group["iodepth"].iloc[0]) or 1) * (_number(group["numjobs"].iloc[0]) or 1)) \
+            if "iodepth" in group and "numjobs" in group else 1
+        flags = set()
+        for value in group.get("flags", pd.Series(dtype=object)).dropna():
+            flags.update(f for f in str(value).split(";") if f)
+        row = {"system": system, "test": test, "direction": direction, "bs": int(bs), "outstanding": outstanding,
+               "iops": measured, "bw_mbps": _number(agg["bw_mbps"]), "lat_mean_us": _number(agg["lat_mean_us"]),
+               "ceiling_iops": ceiling, "ceiling_mbps": ceiling * bs / 1e6, "binding": binding,
+               "ratio": measured / ceiling, "delay_ms": _delay_ms(info, direction), "profile": info.get("profile"),
+               "limits": limits}
+        row["verdict"], row["reason"] = _verdict(row, row["ratio"], flags)
+        out.append(row)
+    return pd.DataFrame(out, columns=columns)
+
+
+def _t(key: str, lang: str, **fields) -> str:
+    return i18n.text(f"ceilings.{key}", lang, **fields)
+
+
+def _limits_text(limits: dict, lang: str) -> str:
+    """"at most 100 MB/s and 150 IOPS in each direction" (per direction where they differ)."""
+    def one(direction: str) -> str:
+        bps, iops = limits.get(f"{direction}_bps"), limits.get(f"{direction}_iops")
+        items = [f"{i18n.number(bps / 1e6)} {i18n.unit('MB/s', lang)}"] if bps else []
+        return i18n.join(items + ([f"{i18n.number(iops)} IOPS"] if iops else []), lang)
+    read, write = one("read"), one("write")
+    if read == write:
+        return _t("limits_both", lang, limits=read)
+    return i18n.join([_t("limits_one", lang, limits=text, direction=i18n.label(d, lang, section="directions"))
+                      for d, text in (("read", read), ("write", write)) if text], lang)
+
+
+def _measured(row, lang: str) -> str:
+    """"100 IOPS, 67% of 150 IOPS" below a ceiling; "2,522 MB/s, 25x 100 MB/s" above it."""
+    above = row["verdict"] == "above"
+    share = i18n.factor(row["ratio"]) if above else i18n.number(100 * row["ratio"], digits=0)
+    if row["binding"] == "bw":
+        return _t("above_bw" if above else "measured_bw", lang, value=i18n.number(row["bw_mbps"]),
+                  unit=i18n.unit("MB/s", lang), ceiling=i18n.number(row["ceiling_mbps"]), share=share)
+    return _t("above_iops" if above else "measured_iops", lang, value=i18n.number(row["iops"]),
+              ceiling=i18n.number(row["ceiling_iops"]), share=share)
+
+
+def _span(values, lang: str) -> str:
+    low, high = i18n.number(min(values)), i18n.number(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
+def _reason(rows: pd.DataFrame, lang: str) -> str:
+    first = rows.iloc[0]
+    fields = {"lat": _span([(v or 0) / 1000 for v in rows["lat_mean_us"]], lang),
+              "oio": "–".join(dict.fromkeys(str(int(v)) for v in sorted(rows["outstanding"])))}
+    if first["reason"] == "latency":
+        key = "why_latency_delay" if first["delay_ms"] else "why_latency"
+        return _t(key, lang, delay=f"{first['delay_ms'] or 0:g}", **fields)
+    if first["reason"] == "loop":
+        return _t("why_loop", lang, **fields)
+    return _t(f"why_{first['reason']}", lang)
+
+
+def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[str]:
+    """One paragraph per emulated profile: its ceilings once, then per system the tests that reached them and,
+    grouped by reason, those that fell short or went above, each with its measurement against the ceiling."""
+    i18n.check_lang(lang)
+    gap = " " if lang == "en" else ""
+    out = []
+    for profile, of_profile in found.groupby("profile", sort=False):
+        systems = list(dict.fromkeys(of_profile["system"]))
+        parts = [_t("intro", lang, systems=i18n.join(systems, lang), n=len(systems), profile=profile,
+                    limits=_limits_text(of_profile["limits"].iloc[0], lang))]
+        for system in systems:
+            rows = of_profile[of_profile["system"] == system]
+            label = lambda r: i18n.test_label(r["test"], r["direction"], lang)
+            reached = [label(r) for _, r in rows[rows["verdict"] == "reached"].iterrows()]
+            if reached:
+                parts.append(_t("reached", lang, system=system, tests=i18n.join_capped(reached, lang),
+                                n=len(reached)))
+            rest = rows[rows["verdict"] != "reached"]
+            for (verdict, _reason_key), group in rest.groupby(["verdict", "reason"], sort=False):
+                items = [f"{label(r)}{_t('paren', lang, text=_measured(r, lang))}" for _, r in group.iterrows()]
+                parts.append(_t(verdict, lang, system=system, tests=i18n.join_capped(items, lang), n=len(items),
+                                reason=_reason(group, lang)))
+        out.append(gap.join(parts))
+    return out
+
+
+def markdown(results: pd.DataFrame, manifests: pd.DataFrame, *, lang: str = "en", statistic: str = "mean") -> str:
+    """"**Emulated devices.** ..." paragraphs for the emulated targets among ``results`` ("" when none)."""
+    found = against_ceilings(results, manifests, statistic=statistic)
+    if found.empty:
+        return ""
+    return "\n\n".join(f"**{_t('heading', lang)}** {s}" for s in sentences(found, lang=lang))

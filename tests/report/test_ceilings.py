@@ -1,0 +1,134 @@
+"""An emulated device's limits are ceilings: each test against its ceiling, and why one fell short (issue 23, item 3).
+
+The sentences come from the numbers: the committed fixture store's emulated
+``hdd`` (150 IOPS, 100 MB/s: QD1 random I/O at ~100 IOPS, everything else at
+the ceiling, the cached run's reads 17-25x above it), and rows shaped like the
+demo's emulated sata-ssd (20k IOPS declared, 444 IOPS measured at QD1, 6,812
+at QD32) whose manifest records its declared limits as every run does. Also:
+every flag the engine writes has a sentence in en and ja and a line in the
+README's flags list.
+"""
+import re
+
+import pandas as pd
+import pytest
+
+from iolab.report import ceilings, commentary, i18n, notebooks as report
+from cli_helpers import FIXTURES, ROOT
+
+DATA = FIXTURES / "data"
+
+SATA_SSD = {"profile": "sata-ssd", "declared": {"read_bps": 500_000_000, "write_bps": 500_000_000,
+                                                "read_iops": 20000, "write_iops": 20000}}
+HDD_DM_DELAY = {"profile": "hdd", "declared": {"read_bps": 100_000_000, "write_bps": 100_000_000,
+                                               "read_iops": 150, "write_iops": 150},
+                "emulation": {"kind": "dm-delay", "read_delay_ms": 8, "write_delay_ms": 0}}
+
+
+def _run(emulated, rows):
+    """One run on one emulated target: its manifest row and its results (one repetition per row)."""
+    manifests = pd.DataFrame([{"run_id": "r1", "targets": [{"name": "t", "emulated": emulated}]}])
+    results = pd.DataFrame([{"system": "demo", "run_id": "r1", "target": "t", "test": test, "direction": direction,
+                             "bs": bs, "iodepth": qd, "numjobs": 1, "iops": iops, "bw_mbps": iops * bs / 1e6,
+                             "lat_mean_us": lat, "flags": flags, "valid": True}
+                            for test, direction, bs, qd, iops, lat, flags in rows])
+    return results, manifests
+
+
+def test_fixture_hdd_reaches_its_ceilings_except_at_queue_depth_one():
+    sel = report.select(DATA, host="hdd-node", recipe="crystaldiskmark", with_results=True)
+    found = ceilings.against_ceilings(sel.results, sel.manifests).set_index(["test", "direction"])
+    assert (found.loc[[("SEQ1M-Q8T1", "read"), ("RND4K-Q32T1", "read")], "verdict"] == "reached").all()
+    assert found.loc[("SEQ1M-Q8T1", "read"), "binding"] == "bw"  # 1 MiB: 100 MB/s binds before 150 IOPS
+    short = found.loc[("RND4K-Q1T1", "read")]
+    assert short["verdict"] == "short" and short["reason"] == "latency" and 0.6 < short["ratio"] < 0.7
+
+
+def test_cached_reads_above_the_ceiling_are_blamed_on_the_page_cache():
+    sel = report.select(DATA, label="HDD, cached", with_results=True)
+    found = ceilings.against_ceilings(sel.results, sel.manifests)
+    reads = found[found["direction"] == "read"]
+    assert (reads["verdict"] == "above").all() and (reads["reason"] == "cache").all()
+    text = ceilings.markdown(sel.results, sel.manifests, lang="en")
+    assert "went above it in SEQ1M-Q8T1 read (2,522 MB/s, 25x the 100 MB/s ceiling)" in text
+    assert "the page cache served part of the reads" in text
+
+
+@pytest.mark.parametrize("lang, phrases", [
+    ("en", ["demo is an emulated device (profile sata-ssd: a loop device throttled by the block cgroup). "
+            "The profile's declared limits are ceilings, not expected results: at most 500 MB/s and 20,000 IOPS",
+            "stayed below it in RND4K-Q1T1 read (444 IOPS, 2% of 20,000 IOPS): with one I/O in flight the rate is one "
+            "over the latency (2.25 ms per I/O on average), and that latency is this host's loop device",
+            "stayed below it in RND4K-Q32T1 write (6,812 IOPS, 34% of 20,000 IOPS): with 32 I/Os in flight each took "
+            "4.70 ms on average: this host's loop device",
+            "reached the ceiling in SEQ1M-Q8T1 read (within 10%)"]),
+    ("ja", ["demo はエミュレートしたデバイス（プロファイル sata-ssd：ブロック cgroup で帯域制限したループデバイス）。"
+            "宣言した値は上限であって期待値ではない：読み書きとも最大 500 MB/秒、20,000 IOPS。",
+            "RND4K-Q1T1 読み込み（444 IOPS、上限 20,000 IOPS の 2%）",
+            "同時に 32 個の I/O を発行し、1 回あたり平均 4.70 ミリ秒かかった"]),
+])
+def test_the_demos_sata_ssd_is_said_to_fall_short_of_its_ceiling_and_why(lang, phrases):
+    results, manifests = _run(SATA_SSD, [
+        ("SEQ1M-Q8T1", "read", 1048576, 8, 470.0, 17000.0, None),
+        ("RND4K-Q1T1", "read", 4096, 1, 444.0, 2250.0, "emulated_latency"),
+        ("RND4K-Q32T1", "write", 4096, 32, 6812.0, 4700.0, "emulated_latency")])
+    text = ceilings.markdown(results, manifests, lang=lang)
+    for phrase in phrases:
+        assert phrase in text, (phrase, text)
+    assert "follow" not in text
+
+
+def test_a_cpu_bound_test_is_blamed_on_the_cpu_and_dm_delay_named_at_queue_depth_one():
+    results, manifests = _run(HDD_DM_DELAY, [
+        ("RND4K-Q1T1", "read", 4096, 1, 90.0, 11000.0, "emulated_delay"),
+        ("RND4K-Q32T1", "read", 4096, 32, 60.0, 500000.0, "emulated_delay;cpu_bound")])
+    found = ceilings.against_ceilings(results, manifests).set_index("test")
+    assert found.loc["RND4K-Q32T1", "reason"] == "cpu" and found.loc["RND4K-Q1T1", "reason"] == "latency"
+    text = ceilings.markdown(results, manifests, lang="en")
+    assert "each I/O waits the emulated 8 ms delay (dm-delay)" in text
+    assert "the CPU, not the throttle, set the rate" in text
+
+
+def test_a_device_that_is_not_emulated_gets_no_ceiling_sentence():
+    sel = report.select(DATA, host="nvme-node", with_results=True)
+    assert ceilings.markdown(sel.results, sel.manifests, lang="en") == ""
+    results, manifests = _run({"profile": "no-such-profile"}, [("T", "read", 4096, 1, 10.0, 100.0, None)])
+    assert ceilings.against_ceilings(results, manifests).empty  # unknown limits: nothing is claimed
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_compare_page_states_the_emulated_hdds_ceilings(render_once, lang):
+    md = render_once(data=DATA, notebook="compare", lang=lang).markdown.read_text(encoding="utf-8")
+    if lang == "en":
+        assert "**Emulated devices.** HDD (emulated) is an emulated device (profile hdd" in md
+        assert "HDD (emulated) stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" in md
+    else:
+        assert "**エミュレートしたデバイス。** HDD (emulated) はエミュレートしたデバイス（プロファイル hdd" in md
+        assert "RND4K-Q1T1 読み込み（100 IOPS、上限 150 IOPS の 67%）" in md
+
+
+#: Every flag the engine, the statistics and the classic tools write into results.csv.
+ENGINE_FLAGS = ["cache_suspect", "cpu_bound", "too_short", "high_variance", "small_file", "oom_killed",
+                "emulated_latency", "emulated_delay", "v1_writeback", "ram_backed", "first_sample_dropped",
+                "fleet_aggregate"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+@pytest.mark.parametrize("flag", ENGINE_FLAGS)
+def test_every_flag_has_a_sentence_and_a_readme_line(flag, lang):
+    assert i18n.has(f"flags.{flag}", lang), flag
+    summary = pd.DataFrame([{"system": "tmp", "test": "T", "direction": "read", "value": 1.0, "metric": "bw_mbps",
+                             "unit": "MB/s", "cache_isolated": True, "n": 3, "ci_low": float("nan"),
+                             "ci_high": float("nan"), "flags": flag, "cov": 0.2}])
+    found = commentary.caveats(summary)
+    text = " ".join(commentary.caveat_sentences(found, lang=lang)) if not found.empty else \
+        i18n.text(f"flags.{flag}", lang, system="tmp", tests="T", threshold=5, cov=20)
+    assert (f"({flag})" in text or f"（{flag}）" in text) and "flagged" not in text and "フラグ " not in text
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    flags_section = readme.split("### Flags")[1].split("\n## ")[0]
+    assert re.search(rf"`{flag}`", flags_section), flag
+
+
+def test_ram_backed_says_the_figures_are_memorys_in_both_languages():
+    assert "not a storage device's" in i18n.text("flags.ram_backed", "en", system="tmpfs", tests="all tests")
+    assert "ストレージデバイスではなくメモリ" in i18n.text("flags.ram_backed", "ja", system="tmpfs", tests="全テスト")
