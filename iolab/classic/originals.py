@@ -30,11 +30,11 @@ import json
 import logging
 import os
 import re
-import shutil
 from collections import defaultdict
 
 import pandas as pd
 
+from iolab.core import commands
 from iolab.engine import directio, fio
 from iolab.core.errors import IolabError
 from iolab.engine.recipes import Step
@@ -389,6 +389,8 @@ class ClassicEngine(FioEngine):
         raw = self.run.path / rel
         raw.parent.mkdir(parents=True, exist_ok=True)
         self.run.manifest.setdefault("commands", {})[rel] = argv
+        if os.sep not in argv[0]:  # bonnie++, hdparm live in /usr/sbin: not on a normal user's PATH
+            argv = [commands.find(argv[0]) or argv[0], *argv[1:]]
         self.sandbox.prepare_test()
         return self._measure(self.sandbox, argv, target, raw, label, expected)
 
@@ -449,7 +451,7 @@ class ClassicEngine(FioEngine):
             return False
         if self.ORIGINAL in self.originals:
             return self.originals[self.ORIGINAL].get("ran", False)
-        path = shutil.which(self.ORIGINAL)
+        path = commands.find(self.ORIGINAL)  # bonnie++, hdparm: in /usr/sbin, also for a normal user
         if path is None:
             from iolab.core.commands import INSTALL_HINTS
             self.originals[self.ORIGINAL] = {"ran": False, "reason": f"{self.ORIGINAL} is not installed; "
