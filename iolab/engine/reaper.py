@@ -35,9 +35,9 @@ import os
 from typing import Callable
 
 from iolab.isolation import cgroupfs, cgroups, hugepages, systemd_scope
-from iolab.devices import dmdelay, emulated, loopdev
+from iolab.devices import dmdelay, emulated, iscsi, loopdev
 from iolab.core import owner, ownership, statedir
-from iolab.engine import store
+from iolab.engine import store, workdirs  # noqa: F401 - workdirs registers the undo of run directories
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -46,10 +46,12 @@ log = logging.getLogger(__name__)
 ORDER = ("pgcluster", "mariadb", "tasks", "mount", "dm", "iscsi", "loop", "file", "scope", "cgroup", "hugepages")
 
 
-#: the modules that register undo functions for records of layers above (or beside) the reaper,
-#: under their own names (``undone_by``); imported when a record names one. A record naming any
-#: other function is left alone.
-PROVIDERS = ("iolab.classic.pgcluster", "iolab.classic.mariadb", "iolab.devices.iscsi", "iolab.engine.workdirs")
+#: the modules of the layers above the reaper that register undo functions under their own names
+#: (``undone_by``), imported by these fixed names when a record names one (the reaper may not import
+#: them itself). Below and beside it, a module registers its undo when imported (iolab.engine.workdirs)
+#: or is registered here (iolab.devices.iscsi). A record naming any other function is left alone.
+PROVIDERS = ("iolab.classic.pgcluster", "iolab.classic.mariadb")
+ownership.register_undo(iscsi.__name__, iscsi.undo_stale)
 
 
 @dataclasses.dataclass
