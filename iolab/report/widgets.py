@@ -258,6 +258,13 @@ class Explorer:
             text = commentary.describe(summary, lang=lang)
         except IolabError as exc:
             text = f"(no findings: {exc})"
+        # the runs shown: each failed test with fio's reason, the tests never reached, each emulated test against
+        # its ceiling -- the same sentences as the compare notebook's
+        from iolab.report import ceilings, failures
+        shown = self.selection.manifests[self.selection.manifests["run_id"].isin(set(data["run_id"]))]
+        extra = [failures.coverage_markdown(shown, lang=lang, names=shown["system_name"], level=4),
+                 ceilings.markdown(data, shown, lang=lang)]
+        text = "\n\n".join([text, *(e for e in extra if e)])
         self.views = [_png(figure), _html(table._repr_html_()), _markdown("**Findings**\n\n" + text)]
         for output, view in zip((self.chart, self.table, self.findings), self.views):
             _show(output, view)

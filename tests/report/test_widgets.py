@@ -191,3 +191,17 @@ def test_explore_notebook_parameters_default_to_stored_data():
     # no output is committed except the checked cells' (the widgets render live)
     assert all(not c.outputs for c in nb.cells if c.cell_type == "code" and c not in checked)
 
+
+
+def test_explorer_findings_list_failed_tests_and_emulated_ceilings():
+    """The explorer says what the compare notebook says of the runs it shows: the failed test with
+    fio's reason, the tests never reached, and each emulated test against its ceiling."""
+    e = widgets.Explorer([str(FIXTURES)], recipe="quick")
+    findings = e.findings.outputs[0]["data"]["text/markdown"]
+    assert "#### Failed tests and tests not run" in findings
+    assert "No space left on device" in findings and "6 tests not run" in findings
+    assert "**Emulated devices.** HDD (emulated) and HDD, cached are emulated devices (profile hdd" in findings
+    e.hosts.value = ("nvme-node",)  # a real NVMe: no ceiling, no failure
+    e.recipe.value = "crystaldiskmark"
+    findings = e.findings.outputs[0]["data"]["text/markdown"]
+    assert "Emulated devices" not in findings and "Failed tests" not in findings
