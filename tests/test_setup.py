@@ -179,6 +179,28 @@ def test_install_leaves_an_existing_policy_alone(apt_stand_in):
     assert (apt_stand_in / "apt.log").read_text() == "policy 0\n"
 
 
+@needs_root
+def test_install_takes_over_the_policy_a_killed_set_up_left(apt_stand_in):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    policy = apt_stand_in / "policy-rc.d"
+    policy.write_text(f"#!/bin/sh\n# held by iolab's tools/install-system-deps.sh\n# pid {dead.pid}\nexit 101\n")
+    proc = run_install(apt_stand_in, policy)
+    assert proc.returncode == 1 and "exists" not in proc.stderr, proc.stderr
+    assert (apt_stand_in / "apt.log").read_text() == "policy 101\n"
+    assert not policy.exists()
+
+
+@needs_root
+def test_install_waits_for_a_live_set_up(apt_stand_in):
+    policy = apt_stand_in / "policy-rc.d"
+    text = f"#!/bin/sh\n# held by iolab's tools/install-system-deps.sh\n# pid {os.getpid()}\nexit 101\n"
+    policy.write_text(text)
+    proc = run_install(apt_stand_in, policy)
+    assert proc.returncode == 1 and f"another set-up (pid {os.getpid()})" in proc.stderr, proc.stderr
+    assert not (apt_stand_in / "apt.log").exists() and policy.read_text() == text
+
+
 # ---- the lists against the code
 
 #: calls whose first argument is an argv, and calls that look a program up

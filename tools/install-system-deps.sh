@@ -129,6 +129,16 @@ release_services() {
   held=""
 }
 hold_services() {
+  local owner
+  if [ -f "$POLICY" ] && [ ! -L "$POLICY" ] && grep -qxF "$POLICY_MARK" "$POLICY"; then
+    # ours: another set-up's, or one a killed set-up left behind
+    owner=$(sed -n 's/^# pid \([0-9][0-9]*\)$/\1/p' "$POLICY")
+    if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then
+      say "another set-up (pid $owner) is installing packages: try again when it has finished"
+      exit 1
+    fi
+    rm -f "$POLICY"   # left by a set-up that was killed: made afresh below, removed at the end
+  fi
   if [ -e "$POLICY" ] || [ -L "$POLICY" ]; then
     say "$POLICY exists: it decides whether the packages' services start (the check afterwards still runs)"
     return 0
@@ -137,8 +147,8 @@ hold_services() {
   trap 'release_services' EXIT
   trap 'release_services; exit 130' INT TERM HUP
   # noclobber: created, never written through a file that appeared meanwhile
-  ( set -o noclobber; printf '#!/bin/sh\n%s\n# no service starts while iolab installs packages\nexit 101\n' \
-      "$POLICY_MARK" >"$POLICY" ) || { held=""; say "cannot create $POLICY"; exit 1; }
+  ( set -o noclobber; printf '#!/bin/sh\n%s\n# pid %s\n# no service starts while iolab installs packages\nexit 101\n' \
+      "$POLICY_MARK" "$$" >"$POLICY" ) || { held=""; say "cannot create $POLICY"; exit 1; }
   chmod 0755 "$POLICY"
 }
 disable_services() {
