@@ -182,6 +182,22 @@ def _reason(rows: pd.DataFrame, lang: str) -> str:
     return _t(f"why_{first['reason']}", lang)
 
 
+def _same_ceiling(reached: pd.DataFrame, lang: str) -> list[str]:
+    """Tests of one block size and direction that reached the same ceiling at different queue depths (an emulated
+    hdd's 150 IOPS at QD1 and at QD32): one sentence saying why the depth changed nothing."""
+    out = []
+    for (_bs, direction, _binding), group in reached.groupby(["bs", "direction", "binding"], sort=False):
+        if group["outstanding"].nunique() < 2:
+            continue
+        first = group.iloc[0]
+        ceiling = (f"{i18n.number(first['ceiling_mbps'])} {i18n.unit('MB/s', lang)}" if first["binding"] == "bw"
+                   else f"{i18n.number(first['ceiling_iops'])} IOPS")
+        tests = [i18n.test_label(t, direction, lang) for t in group["test"]]
+        out.append(_t("same_ceiling", lang, tests=i18n.join(tests, lang), ceiling=ceiling,
+                      depths=i18n.join([str(int(v)) for v in sorted(set(group["outstanding"]))], lang)))
+    return out
+
+
 def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[str]:
     """One paragraph per emulated profile: its ceilings once, then per system the tests that reached them and,
     grouped by reason, those that fell short or went above, each with its measurement against the ceiling."""
@@ -199,6 +215,7 @@ def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[str]:
             if reached:
                 parts.append(_t("reached", lang, system=system, tests=i18n.join_capped(reached, lang),
                                 n=len(reached)))
+            parts.extend(_same_ceiling(rows[rows["verdict"] == "reached"], lang))
             rest = rows[rows["verdict"] != "reached"]
             for (verdict, _reason_key), group in rest.groupby(["verdict", "reason"], sort=False):
                 items = [f"{label(r)}{_t('paren', lang, text=_measured(r, lang))}" for _, r in group.iterrows()]

@@ -132,3 +132,13 @@ def test_every_flag_has_a_sentence_and_a_readme_line(flag, lang):
 def test_ram_backed_says_the_figures_are_memorys_in_both_languages():
     assert "not a storage device's" in i18n.text("flags.ram_backed", "en", system="tmpfs", tests="all tests")
     assert "ストレージデバイスではなくメモリ" in i18n.text("flags.ram_backed", "ja", system="tmpfs", tests="全テスト")
+
+
+def test_the_same_ceiling_at_queue_depth_1_and_32_is_explained():
+    results, manifests = _run(HDD_DM_DELAY | {"emulation": None}, [
+        ("RND4K-Q1T1", "read", 4096, 1, 149.0, 6700.0, "emulated_latency"),
+        ("RND4K-Q32T1", "read", 4096, 32, 151.0, 210000.0, "emulated_latency")])
+    text = ceilings.markdown(results, manifests, lang="en")
+    assert ("RND4K-Q1T1 read and RND4K-Q32T1 read run at the same 150 IOPS with 1 and 32 I/Os in flight: "
+            "the throttle sets the rate, so a deeper queue cannot raise it") in text
+    assert "同時に発行する I/O が 1、32 個でも同じ 150 IOPS になる" in ceilings.markdown(results, manifests, lang="ja")
