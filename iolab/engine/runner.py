@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -40,6 +41,7 @@ from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
 from iolab.engine.fiospread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
+from iolab.isolation import confine
 from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
 from iolab.isolation.resident import kept_resident
 from iolab.engine.store import Run, utcnow
@@ -106,13 +108,17 @@ def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
 
 def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
         runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
-        argv=None, scratch_dir=None, with_original=False, tests=None, allow=None, pause=None) -> RunResult:
+        argv=None, scratch_dir=None, with_original=False, tests=None, allow=None, pause=None,
+        unconfined=False) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
     reaper.reap_before_run(data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
     recipe, targets, outside = _checked_plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
                                              isolation=isolation, preset=preset, confirm=confirm,
                                              mem_limit=mem_limit, tests=tests, allow=allow, pause=pause)
     mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
+    engine_type = engine_class(recipe.engine)
+    if issubclass(engine_type, FioEngine) and not unconfined:
+        confine.require()  # before a run directory exists
     steps = recipe.steps()
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
                       recipe_description=recipe.description, tool=recipe.tool,
@@ -127,8 +133,10 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
     run_.write("recipe.yaml", yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True))
     log.info("run directory %s", run_.path)
     try:
-        engine = engine_class(recipe.engine)(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
+        engine = engine_type(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
                                              scratch_dir=scratch_dir or _scratch_dir())
+        engine.allowed_paths = tuple(allow.paths) if allow is not None else ()
+        engine.unconfined = unconfined
         with targets_mod.held_exclusively(outside, confirm=confirm):
             engine.execute()
     except KeyboardInterrupt as exc:
@@ -170,6 +178,13 @@ def engine_class(name: str):
 
 
 class FioEngine:
+    #: ``--allow-path`` paths (written by the job on purpose): bound into the confinement too
+    allowed_paths: tuple = ()
+    #: ``--unconfined``: run even where bubblewrap cannot confine the processes
+    unconfined: bool = False
+    #: the run's confinement, set when the session opens (None: unconfined)
+    confinement = None
+
     def __init__(self, recipe, targets, run_, *, mem_limit, progress, scratch_dir):
         self.recipe, self.targets, self.run = recipe, targets, run_
         self.mem_limit, self.progress, self.scratch_dir = mem_limit, progress, scratch_dir
@@ -188,8 +203,33 @@ class FioEngine:
             throttles = [th for t in self.targets if t.emulated is not None for th in t.emulated.throttles]
             box = stack.enter_context(open_sandbox(self.recipe.isolation, mem_limit=self.mem_limit,
                                                    throttles=throttles, buffered=buffered, direct_ok=direct_ok))
+            self.confinement = self._confine()
             stack.enter_context(kept_resident([fio.fio_binary(), "--parse-only", "-"], mode=box.mode))
             yield box  # fio's files stay cached across each test's cache drop (direct mode)
+
+    def _confine(self):
+        """The kernel's boundary for every process this run starts (:mod:`iolab.isolation.confine`):
+        the opened targets, the run's raw/ directory (fio's working directory) and ``--allow-path``.
+        Where bubblewrap cannot run, the run is refused unless ``--unconfined`` was given."""
+        reason = confine.unavailable()
+        if reason:
+            if self.unconfined:
+                log.warning("running UNCONFINED (--unconfined): %s", reason)
+                self.run.update(confinement=confine.unconfined(f"--unconfined: {reason}"))
+                return None
+            confine.require()
+        raw = self.run.path / "raw"
+        raw.mkdir(parents=True, exist_ok=True)
+        places, nodes = confine.allowed(self.allowed_paths)
+        confinement = confine.for_targets(self.targets, writable=[str(raw.absolute()), *places], devices=nodes)
+        self.run.update(confinement=confinement.describe())
+        return confinement
+
+    def popen(self, sandbox):
+        """How this run starts a measured process: in the sandbox's cgroups, confined."""
+        if self.confinement is None:
+            return sandbox.popen
+        return functools.partial(sandbox.popen, confinement=self.confinement)
 
     def execute(self) -> None:
         with self.session(buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok) as sandbox:
@@ -228,7 +268,7 @@ class FioEngine:
             fio.check_job(path)
             raw = self.run.path / _relpath("raw", "_layout", target, self.multi, ".json")
             limit = watchdog.Limit(0.0, 0.0, self.recipe.size / self._floor_bps(target), self._margin())
-            done = fioproc.run(fio.command(path), raw, popen=sandbox.popen, label=f"laying out {target.name}",
+            done = fioproc.run(fio.command(path), raw, popen=self.popen(sandbox), label=f"laying out {target.name}",
                                expected=None, limit=limit, show_progress=self.progress, grace=STOP_GRACE_S)
             if done.interrupt is not None:
                 raise done.interrupt
@@ -374,7 +414,7 @@ class FioEngine:
         """
         counter = _counter(target)
         before = counter.snapshot() if counter else None
-        done = fioproc.run(argv, raw, popen=sandbox.popen, label=label, expected=expected, limit=limit,
+        done = fioproc.run(argv, raw, popen=self.popen(sandbox), label=label, expected=expected, limit=limit,
                            show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=fio_run, cwd=cwd)
         device = counter.delta(before) if counter else {}
         if done.interrupt is not None and not fio_run:

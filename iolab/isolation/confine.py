@@ -166,6 +166,15 @@ def unavailable() -> str | None:
     return None
 
 
+def require() -> None:
+    """Raise, with the reason and the way out, when the run's processes cannot be confined here."""
+    reason = unavailable()
+    if reason:
+        raise IolabError(f"the run's processes cannot be confined to the targets here: {reason}",
+                         context="confinement", hint="pass --unconfined to run without the kernel's boundary "
+                                                     "(the manifest and the report will say so)")
+
+
 @functools.lru_cache(maxsize=1)
 def version() -> str:
     binary = bwrap_binary()
