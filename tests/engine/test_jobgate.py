@@ -51,6 +51,17 @@ def unmount(path) -> None:
     sh("udevadm", "settle", "--timeout=10", check=False)
 
 
+def detach(loop: str, wait_s: float = 30.0) -> None:
+    """Detach a loop device a test attached itself, and wait until the kernel has let it go (after a umount
+    the release is deferred: the fixture's check right after found it still bound)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        sh("losetup", "--detach", loop, check=False)
+        if not Path(f"/sys/block/{Path(loop).name}/loop/backing_file").exists():
+            return
+        time.sleep(0.2)
+
+
 def last_line(proc) -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
@@ -200,10 +211,7 @@ def test_a_file_backing_a_mounted_loop_device_is_that_device(scratch, tmp_path):
         assert head_digest(image) == before
     finally:
         unmount(scratch / "mnt")
-        for _ in range(100):  # udev may still hold the loop just after the umount
-            if sh("losetup", "--detach", loop, check=False).returncode == 0:
-                break
-            time.sleep(0.1)
+        detach(loop)
 
 
 @needs_root

@@ -21,6 +21,7 @@ from device_fixtures import make_loop, requires, scratch, sh  # noqa: F401  (fix
 from iolab.core.errors import IolabError
 from iolab.engine import jobaccess, jobcheck, jobgate, jobreader, watchdog
 from iolab.fleet import gate as fleetgate
+from test_jobgate import detach
 
 pytestmark = [needs_fio]
 
@@ -263,3 +264,55 @@ def test_a_write_hidden_behind_semicolon_cr_on_a_signed_target_needs_confirm(mak
     assert proc.returncode == 2 and "ext4" in proc.stderr and f"--confirm {victim}" in proc.stderr, proc.stderr
     assert "rw=write" in proc.stderr
     assert head_digest(victim) == before
+
+
+INSIDE_JOBS = {  # precious files inside the target that fio would overwrite: each needs --confirm
+    # (opendir is not here: under the --directory iolab gives fio, fio puts that directory before every file
+    # the walk finds, so it writes new files; the scratch-directory case above checks opendir without one)
+    "globalX": ("[globalX]\nrw=write\nsize=1m\n[j]\nfilename=keep.dat\n", "keep.dat"),
+    "ncpus": ("[j]\nrw=write\nsize=1m\nfilename=disk$ncpus.img\n", f"disk{os.cpu_count()}.img"),
+    "short-file-read": ("[r]\nrw=read\nsize=1m\nfilename=keep.dat\n", "keep.dat"),
+    "jobname-format": ("[keep.dat] ;]\nrw=write\nsize=1m\nfilename_format=$jobname\n", "keep.dat"),
+}
+
+
+@pytest.mark.parametrize("case", list(INSIDE_JOBS))
+def test_a_job_cannot_overwrite_a_file_inside_the_target_unasked(tmp_path, case):
+    text, name = INSIDE_JOBS[case]
+    target = tmp_path / "target"
+    keep = target / name
+    keep.parent.mkdir(parents=True)
+    keep.write_bytes(os.urandom(4096 if case == "short-file-read" else 2 << 20))
+    before = keep.read_bytes()
+    job = tmp_path / f"{case}.fio"
+    job.write_text(text.format(target=target))
+    proc = iolab_cli("run", job, "--target", target, "--no-progress", "--data", tmp_path / "data")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"refusing [" in proc.stderr and str(keep) in proc.stderr and f"--confirm {keep}" in proc.stderr
+    assert keep.read_bytes() == before and not (tmp_path / "data").exists()
+
+
+@needs_root
+@requires("mkfs.ext4")
+def test_ncpus_cannot_reach_the_backing_file_of_a_mounted_loop(scratch, tmp_path):
+    """Inside the target, filename=disk$ncpus.img named a mounted loop device's backing file."""
+    target = scratch / "target"
+    target.mkdir()
+    image = target / f"disk{os.cpu_count()}.img"
+    sh("truncate", "--size", "64M", image)
+    sh("mkfs.ext4", "-q", "-F", image)
+    loop = sh("losetup", "--find", "--show", image).stdout.strip()
+    (scratch / "mnt").mkdir()
+    sh("mount", loop, scratch / "mnt")
+    try:
+        before = head_digest(image)
+        job = tmp_path / "ncpus.fio"
+        job.write_text("[j]\nrw=write\nsize=2m\nfilename=disk$ncpus.img\n")
+        proc = iolab_cli("run", job, "--target", target, "--confirm", image, "--no-progress",
+                         "--data", tmp_path / "data")
+        assert proc.returncode == 2 and f"it backs {loop}" in proc.stderr and "mounted at" in proc.stderr, proc.stderr
+        assert head_digest(image) == before
+    finally:
+        sh("umount", scratch / "mnt")
+        sh("udevadm", "settle", "--timeout=10", check=False)
+        detach(loop)
