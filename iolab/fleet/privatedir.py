@@ -106,6 +106,13 @@ def ensure(path: str | os.PathLike, *, create: int = 1) -> str:
                     os.mkdir(name, 0o700, dir_fd=fd)
                     made = True
                 child = _open_component(fd, name, current)
+            except PermissionError:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(current)
+                    raise IolabError(f"cannot be entered by uid {uid} ({_describe_mode(st)}): not a private "
+                                     "directory of this user", context=current,
+                                     hint="remove it or choose another place") from None
+                raise IolabError("cannot open: permission denied", context=current) from None
             except OSError as exc:
                 raise IolabError(f"cannot open: {exc.strerror}", context=current) from None
             os.close(fd)

@@ -154,3 +154,43 @@ def test_allowed_places_must_exist_and_not_be_the_root(tmp_path, monkeypatch):
         fioserver.start(socket=tmp_path / "x.sock", writable=[tmp_path / "missing"])
     with pytest.raises(IolabError, match="the whole file system"):
         fioserver.start(socket=tmp_path / "x.sock", writable=["/"])
+
+
+def in_child_as(uid: int, func):
+    """``func()`` in a forked child running with effective uid ``uid``; its result or error text."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest machinery from here on
+        os.close(read)
+        try:
+            os.setegid(uid)
+            os.seteuid(uid)
+            text = f"ok {func()}"
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            text = f"error {exc}"
+        os.write(write, text.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    return text
+
+
+def test_a_normal_users_default_is_a_private_directory_of_theirs(monkeypatch):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    mine = "/tmp/iolab-65534"
+    shutil.rmtree(mine, ignore_errors=True)
+    try:
+        assert in_child_as(65534, privatedir.default_server_socket) == f"ok {mine}/servers/fio.sock"
+        for path in (mine, f"{mine}/servers"):
+            st = os.lstat(path)
+            assert st.st_uid == 65534 and stat.S_IMODE(st.st_mode) == 0o700
+        # someone else's /tmp/iolab-<uid> (made before the user's first server) is refused, not used
+        shutil.rmtree(mine)
+        os.mkdir(mine, 0o700)
+        result = in_child_as(65534, privatedir.default_server_socket)
+        assert result.startswith(f"error {mine}: cannot be entered by uid 65534 (mode 0700, owner uid 0): "
+                                 "not a private directory of this user"), result
+    finally:
+        shutil.rmtree(mine, ignore_errors=True)
