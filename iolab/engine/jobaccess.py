@@ -329,7 +329,8 @@ def _job_accesses(job: Job, source: str = "job file", read_logs: bool = True) ->
 
     log = job.options.get("read_iolog")
     if log:
-        add("read_iolog", split(log)[0] if split(log) else log, "file", False, False)
+        for one in split(log):
+            add("read_iolog", one, "file", False, False)
         redirect = job.options.get("replay_redirect")
         replayed = {}
         unknown = not read_logs

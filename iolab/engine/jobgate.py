@@ -37,7 +37,10 @@ trimming, ``verify`` trims (``trim_percentage``), ``zonemode=zbd`` (zone
 resets), ``unlink``, file-creating/deleting engines, and iolab's own layout
 pass over a ``--target`` file smaller than the test.
 
-How a job file is read and what each job touches: :mod:`iolab.engine.jobaccess`.
+How a job file is read: :mod:`iolab.engine.jobreader` (fio's own view of it, from ``fio --showcmd``;
+where that view is ambiguous the gate refuses); what each job touches, as fio sets it up (global files
+added to every job, each ``filename=`` line adding files, ``opendir``, iolog replays, a read job's
+layout rewriting a short file): :mod:`iolab.engine.jobaccess`.
 """
 from __future__ import annotations
 

@@ -10,7 +10,10 @@ file it will send with :func:`check`, from the *server's* point of view:
   ``merge_blktrace_file``; fio's aliases included) must be the inventory
   entry's ``target`` or lie below it; the list comes from
   :func:`iolab.engine.jobgate.accesses`, so the job file is read the way the local
-  gate reads it;
+  gate reads it: from fio's own view (:mod:`iolab.engine.jobreader`), a
+  ``[global]`` section's files added to every job, every ``filename=`` line
+  adding files; a ``read_iolog`` (read on the server, out of iolab's sight) is
+  refused unless ``replay_redirect`` sends its I/O to one place inside the target;
 * files read into the data written (``buffer_pattern``/``verify_pattern``
   with fio's ``'file'`` syntax) and buffer files (``mem=mmap:FILE``,
   ``mmaphuge:FILE``) likewise;
