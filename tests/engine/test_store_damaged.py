@@ -3,6 +3,7 @@ reports it once, naming the file, and skips that run; a command given that run d
 with one line and exit 2. It once gave a traceback and broke every later ``iolab run``."""
 import json
 import logging
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -159,3 +160,16 @@ def test_a_run_after_a_damaged_manifest_completes(data, tmp_path):
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
     assert store.read_manifest(run_dir)["status"] == "completed"
     assert (data / "badhost" / "20260101T000000Z-quick-array" / store.MANIFEST).read_bytes() == b"[]\n"
+
+
+def test_report_of_a_data_directory_skips_the_damaged_run(tmp_path):
+    """The real report over a data directory holding a damaged run: written, the damage named once."""
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "data", data)
+    bad = damaged_run(data, "array", b"[]\n")
+    proc = iolab_cli("report", "--data", data, "--recipe", "quick", "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    named = [line for line in proc.stderr.splitlines() if str(bad / "manifest.json") in line]
+    assert len(named) == 1 and named[0].startswith("iolab: WARNING:"), proc.stderr
+    html = Path(proc.stdout.strip().splitlines()[-1])
+    assert html.suffix == ".html" and "damaged manifest" not in html.read_text()
