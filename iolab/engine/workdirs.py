@@ -16,7 +16,9 @@ the directory as ``--directory``), bonnie++'s -- lives in
   here through ``undone_by``) with the device and inode numbers of the target
   and of the new directory, so that after a ``kill -9`` of its owner the next
   ``iolab run`` or ``iolab cleanup`` removes it (:func:`undo_stale`) -- and
-  only if both are still the very directories recorded.
+  only if both are still the very directories recorded. (The record follows the
+  ``mkdir``, as the inode number is part of it: a kill between the two leaves an
+  empty directory named after the run, nothing else.)
 * **removed** through descriptors only: everything in it with ``unlinkat`` and
   ``rmdir`` relative to its own descriptor, recursing with ``O_NOFOLLOW`` and
   never into another file system, then the directory itself relative to the
@@ -179,10 +181,10 @@ def make(parent: str, base: str) -> WorkDir:
 def work_dir(parent: str, base: str) -> Iterator[WorkDir]:
     """The run's directory in ``parent`` while the block runs, recorded in the ledger, removed afterwards."""
     made = make(parent, base)
-    ownership.record(KIND, made.path, undo=f"remove {made.path} and everything in it (through its descriptor)",
-                     undone_by=__name__, **made.details())
-    log.info("made the run's directory %s", made.path)
     try:
+        ownership.record(KIND, made.path, undo=f"remove {made.path} and everything in it (through its descriptor)",
+                         undone_by=__name__, **made.details())
+        log.info("made the run's directory %s", made.path)
         yield made
     finally:
         if made.remove():
