@@ -64,7 +64,7 @@ def _test_names(text: str) -> list[str]:
 
 
 def run(args) -> int:
-    from iolab.engine import runner
+    from iolab.engine import dryrun, runner
     from iolab.core.errors import IolabError
     if args.hosts:
         return _run_fleet(args)
@@ -78,7 +78,7 @@ def run(args) -> int:
                    preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests,
                    allow=allow, pause=args.pause)
     if args.dry_run:
-        print(runner.dry_run(args.recipe, args.target, **options))
+        print(dryrun.dry_run(args.recipe, args.target, **options))
         print("dry run: nothing was created or run")
         return 0
     result = runner.run(args.recipe, args.target, label=args.label,

@@ -208,27 +208,16 @@ class FioEngine:
             yield box  # fio's files stay cached across each test's cache drop (direct mode)
 
     def _confine(self):
-        """The kernel's boundary for every process this run starts (:mod:`iolab.isolation.confine`):
-        the opened targets, the run's raw/ directory (fio's working directory) and ``--allow-path``.
-        Where bubblewrap cannot run, the run is refused unless ``--unconfined`` was given."""
-        reason = confine.unavailable()
-        if reason:
-            if self.unconfined:
-                log.warning("running UNCONFINED (--unconfined): %s", reason)
-                self.run.update(confinement=confine.unconfined(f"--unconfined: {reason}"))
-                return None
-            confine.require()
+        """The kernel's boundary for every process this run starts (:func:`iolab.isolation.confine.for_run`)."""
         raw = self.run.path / "raw"
         raw.mkdir(parents=True, exist_ok=True)
-        places, nodes = confine.allowed(self.allowed_paths)
-        confinement = confine.for_targets(self.targets, writable=[str(raw.absolute()), *places], devices=nodes)
-        self.run.update(confinement=confinement.describe())
+        confinement, record = confine.for_run(self.targets, raw_dir=str(raw.absolute()),
+                                              allowed_paths=self.allowed_paths, unconfined=self.unconfined)
+        self.run.update(confinement=record)
         return confinement
 
     def popen(self, sandbox):
         """How this run starts a measured process: in the sandbox's cgroups, confined."""
-        if self.confinement is None:
-            return sandbox.popen
         return functools.partial(sandbox.popen, confinement=self.confinement)
 
     def execute(self) -> None:
@@ -519,34 +508,3 @@ def _counter(target):
     except IolabError as exc:
         log.info("no block device counters for %s: %s", path, exc)
         return None
-
-
-def dry_run(recipe, target_specs, **kwargs) -> str:
-    """The job files and commands a run would use, as text; nothing is created."""
-    recipe, targets = plan(recipe, target_specs, **{k: v for k, v in kwargs.items()
-                                                     if k in ("size", "runtime", "repeat", "isolation", "preset",
-                                                              "confirm", "mem_limit", "tests", "allow", "pause")})
-    lines = [f"# recipe {recipe.name}: {recipe.description}",
-             f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
-    if recipe.engine != "fio":
-        # these engines build their work at run time (python loops, pgbench, fio per sample)
-        lines.append(f"# engine {recipe.engine}: it runs these tests itself; the run directory will hold "
-                     "every command and job file it used")
-        lines += [f"# target: {t.spec} ({t.kind})" for t in targets]
-        lines += [f"#   {test.name}: {test.description}" for test in recipe.tests]
-        if recipe.options:
-            lines.append("# options: " + ", ".join(f"{k}={v}" for k, v in recipe.options.items()))
-        return "\n".join(lines)
-    for step in recipe.steps():
-        for target in targets:
-            if target.kind == "dir":
-                target.test_file = os.path.join(target.path, "iolab-<run_id>.dat")
-            elif target.kind == "emulated":
-                target.test_file = f"<emulated {target.spec[len(targets_mod.EMULATED_PREFIX):]} device>"
-            if recipe.jobfile is not None:
-                text = recipe.jobfile
-            else:
-                global_options, options = job_options(recipe, step, target, force_direct=False)
-                text = fio.render_job(step.id, options, global_options)
-            lines += [f"# --- {step.id} on {target.spec}: fio --output-format={recipe.output_format} <job file>", text]
-    return "\n".join(lines)

@@ -413,13 +413,13 @@ def plan_entry(entry: Entry) -> EntryResult:
     It checks what :func:`iolab.engine.runner.run` checks first (recipe, fio, targets,
     free space, block-device rules); a problem makes a ``failed`` result.
     """
-    from iolab.engine import runner
+    from iolab.engine import dryrun
     started = time.monotonic()
     parts = []
     try:
         for ref in entry.recipes:
             recipe = select_tests(ref, entry.tests, preset=entry.preset)
-            parts.append(runner.dry_run(recipe, entry.targets, size=entry.size, runtime=entry.runtime,
+            parts.append(dryrun.dry_run(recipe, entry.targets, size=entry.size, runtime=entry.runtime,
                                         repeat=entry.repeat, isolation=entry.isolation, confirm=entry.confirm,
                                         mem_limit=entry.mem_limit))
     except IolabError as exc:

@@ -187,9 +187,23 @@ def version() -> str:
     return "bubblewrap"
 
 
-def unconfined(reason: str) -> dict:
-    """For the manifest of a run that went without confinement (``--unconfined``)."""
-    return {"confined": False, "reason": reason}
+def for_run(targets: Iterable, *, raw_dir: str, allowed_paths: Iterable[str] = (),
+            unconfined: bool = False) -> tuple[Confinement | None, dict]:
+    """A run's confinement and its manifest entry: the opened targets (:func:`for_targets`), the run's
+    ``raw/`` directory (fio's working directory) and ``--allow-path`` (:func:`allowed`).
+
+    Where bubblewrap cannot run the run is refused (:func:`require`), unless
+    ``unconfined`` (``--unconfined``): then ``(None, {"confined": False, "reason": ...})``.
+    """
+    reason = unavailable()
+    if reason:
+        if not unconfined:
+            require()
+        log.warning("running UNCONFINED (--unconfined): %s", reason)
+        return None, {"confined": False, "reason": f"--unconfined: {reason}"}
+    places, nodes = allowed(allowed_paths)
+    confinement = for_targets(targets, writable=[raw_dir, *places], devices=nodes)
+    return confinement, confinement.describe()
 
 
 def _children(pid: int) -> list[int]:
