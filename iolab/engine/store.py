@@ -204,7 +204,8 @@ def run_dirs(path: str | os.PathLike) -> list[Path]:
 
 def read_manifest(run_dir: str | os.PathLike) -> dict:
     """The manifest of ``run_dir``; an :class:`IolabError` naming the file when it is unreadable,
-    not JSON, or JSON that is not an object (``[]``, a number: nothing iolab wrote)."""
+    not JSON, or not what iolab writes: an object (not ``[]`` or a number) with a string
+    ``run_id``, ``host``, ``recipe`` and ``status``, and arrays (if any) as ``targets`` and ``tests``."""
     path = Path(run_dir) / MANIFEST
     try:
         manifest = json.loads(path.read_text())
@@ -217,11 +218,34 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         raise IolabError(f"damaged manifest: a JSON {_json_type(manifest)} where iolab writes an object",
                          context=str(path),
                          hint="restore manifest.json from a copy of the run, or remove the run directory")
+    problem = _shape_problem(manifest)
+    if problem:
+        raise IolabError(f"damaged manifest: {problem}", context=str(path),
+                         hint="restore manifest.json from a copy of the run, or remove the run directory")
     return manifest
 
 
+#: what every manifest iolab writes holds (Run.create), with the JSON type readers rely on
+REQUIRED_FIELDS = {"run_id": str, "host": str, "recipe": str, "status": str}
+LIST_FIELDS = ("targets", "tests")
+
+
+def _shape_problem(manifest: dict) -> str | None:
+    """Why ``manifest`` cannot be one iolab wrote (None: it can): a missing or mistyped field."""
+    for field, kind in REQUIRED_FIELDS.items():
+        if field not in manifest:
+            return f"no {field}"
+        if not isinstance(manifest[field], kind):
+            return f"{field} is a JSON {_json_type(manifest[field])}, not a string"
+    for field in LIST_FIELDS:
+        if manifest.get(field) is not None and not isinstance(manifest[field], list):
+            return f"{field} is a JSON {_json_type(manifest[field])}, not an array"
+    return None
+
+
 def _json_type(value) -> str:
-    names = {list: "array", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    names = {list: "array", dict: "object", str: "string", bool: "boolean", int: "number", float: "number",
+             type(None): "null"}
     return names.get(type(value), type(value).__name__)
 
 

@@ -234,7 +234,8 @@ def test_a_run_of_another_pid_namespace_is_not_marked_interrupted(tmp_path, dead
     """Run manifests carry their process's PID namespace too (``owner.current()``)."""
     run_dir = tmp_path / "data" / "host" / "20261126T000000Z-x-0000"
     run_dir.mkdir(parents=True)
-    manifest = {"status": "running", **owner.current(), "pid": dead_pid}
+    manifest = {"run_id": run_dir.name, "host": "host", "recipe": "x", "status": "running", **owner.current(),
+                "pid": dead_pid}
     assert manifest["pid_ns"] == owner.pid_namespace()
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     env = {ownership.ENV: str(tmp_path / "owned")}

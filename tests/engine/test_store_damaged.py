@@ -24,6 +24,9 @@ DAMAGED = {
     "truncated": b'{"run_id": "x", "status": "runn',
     "latin1": b'{"label": "caf\xe9"}\n',
     "empty": b"",
+    "object-without-fields": b"{}\n",
+    "mistyped": b'{"run_id": "x", "host": 5, "recipe": "quick", "status": "completed"}\n',
+    "tests-not-a-list": b'{"run_id": "x", "host": "h", "recipe": "quick", "status": "running", "tests": 7}\n',
 }
 
 
