@@ -436,11 +436,21 @@ def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
         "mem_limit": (_size(isolation.get("mem_limit") or options.get("mem_limit"))
                       if mode in (None, "cgroup", "hugepages") else None),
         "fallback": fallback if fallback else None,
+        "confinement": _confinement(manifest.get("confinement"), lang),
         "size": _size(options.get("size")),
         "runtime": _seconds(options.get("runtime"), lang),
         "repeat": options.get("repeat"),
     }
     return {i18n.text(f"labels.{key}", lang): value for key, value in fields.items()}
+
+
+def _confinement(record, lang: str) -> str | None:
+    """How the run's processes were confined (iolab.isolation.confine); None for runs from before."""
+    if not isinstance(record, dict) or "confined" not in record:
+        return None
+    if record["confined"]:
+        return i18n.text("text.confined", lang).format(tool=record.get("tool") or "bubblewrap")
+    return i18n.text("text.unconfined", lang).format(reason=record.get("reason") or "?")
 
 
 def environment_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en", names: Sequence[str] | None = None,

@@ -242,3 +242,17 @@ def test_samples_along_a_device_are_one_measurement_not_repetitions():
     assert s.loc["read-rate", "n"] == 1 and s.loc["read-rate", "value"] == pytest.approx(read["bw_mbps"].mean())
     assert pd.isna(s.loc["read-rate", "ci_low"]) and pd.isna(s.loc["read-rate", "cov"])
     assert "high_variance" not in set(commentary.caveats(tables.summarize(rows))["flag"])
+
+
+def test_the_environment_table_says_how_each_run_was_confined():
+    """Issue 27: the report says a run went without the kernel's boundary, in both languages."""
+    from iolab.report import tables
+    confined = {"label": "a", "confinement": {"confined": True, "tool": "bubblewrap 0.8.0"}}
+    loose = {"label": "b", "confinement": {"confined": False, "reason": "--unconfined: bwrap is not installed"}}
+    old = {"label": "c"}
+    en = tables.environment_table([confined, loose, old], lang="en").frame
+    assert en.loc["Confinement", "a"].startswith("bubblewrap 0.8.0")
+    assert en.loc["Confinement", "b"] == "UNCONFINED: --unconfined: bwrap is not installed"
+    assert en.loc["Confinement", "c"] == tables.DASH
+    ja = tables.environment_table([confined, loose], lang="ja").frame
+    assert ja.loc["サンドボックス", "b"].startswith("なし（")
