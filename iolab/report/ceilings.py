@@ -186,21 +186,22 @@ def _same_ceiling(reached: pd.DataFrame, lang: str) -> list[str]:
     """Tests of one block size and direction that reached the same ceiling at different queue depths (an emulated
     hdd's 150 IOPS at QD1 and at QD32): one sentence saying why the depth changed nothing."""
     out = []
-    for (_bs, direction, _binding), group in reached.groupby(["bs", "direction", "binding"], sort=False):
+    # IOPS ceilings only: random I/O is where a disk gains from depth; streaming at one bandwidth at QD1 and QD8 is
+    # what a disk does too
+    reached = reached[reached["binding"] == "iops"]
+    for (_bs, _ceiling), group in reached.groupby(["bs", "ceiling_iops"], sort=False):
         if group["outstanding"].nunique() < 2:
             continue
-        first = group.iloc[0]
-        ceiling = (f"{i18n.number(first['ceiling_mbps'])} {i18n.unit('MB/s', lang)}" if first["binding"] == "bw"
-                   else f"{i18n.number(first['ceiling_iops'])} IOPS")
-        tests = [i18n.test_label(t, direction, lang) for t in group["test"]]
+        ceiling = f"{i18n.number(group['ceiling_iops'].iloc[0])} IOPS"
+        tests = [i18n.test_label(t, d, lang) for t, d in zip(group["test"], group["direction"])]
         out.append(_t("same_ceiling", lang, tests=i18n.join(tests, lang), ceiling=ceiling,
                       depths=i18n.join([str(int(v)) for v in sorted(set(group["outstanding"]))], lang)))
     return out
 
 
-def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[str]:
-    """One paragraph per emulated profile: its ceilings once, then per system the tests that reached them and,
-    grouped by reason, those that fell short or went above, each with its measurement against the ceiling."""
+def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[list[str]]:
+    """Per emulated profile: its ceilings once (the first item), then one text per system: the tests that reached
+    them and, grouped by reason, those that fell short or went above, each measured against its ceiling."""
     i18n.check_lang(lang)
     gap = " " if lang == "en" else ""
     out = []
@@ -209,19 +210,21 @@ def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[str]:
         parts = [_t("intro", lang, systems=i18n.join(systems, lang), n=len(systems), profile=profile,
                     limits=_limits_text(of_profile["limits"].iloc[0], lang))]
         for system in systems:
+            said = []
             rows = of_profile[of_profile["system"] == system]
             label = lambda r: i18n.test_label(r["test"], r["direction"], lang)
             reached = [label(r) for _, r in rows[rows["verdict"] == "reached"].iterrows()]
             if reached:
-                parts.append(_t("reached", lang, system=system, tests=i18n.join_capped(reached, lang),
+                said.append(_t("reached", lang, system=system, tests=i18n.join_capped(reached, lang),
                                 n=len(reached)))
-            parts.extend(_same_ceiling(rows[rows["verdict"] == "reached"], lang))
+            said.extend(_same_ceiling(rows[rows["verdict"] == "reached"], lang))
             rest = rows[rows["verdict"] != "reached"]
             for (verdict, _reason_key), group in rest.groupby(["verdict", "reason"], sort=False):
                 items = [f"{label(r)}{_t('paren', lang, text=_measured(r, lang))}" for _, r in group.iterrows()]
-                parts.append(_t(verdict, lang, system=system, tests=i18n.join_capped(items, lang), n=len(items),
+                said.append(_t(verdict, lang, system=system, tests=i18n.join_capped(items, lang), n=len(items),
                                 reason=_reason(group, lang)))
-        out.append(gap.join(parts))
+            parts.append(gap.join(said))
+        out.append(parts)
     return out
 
 
@@ -230,4 +233,7 @@ def markdown(results: pd.DataFrame, manifests: pd.DataFrame, *, lang: str = "en"
     found = against_ceilings(results, manifests, statistic=statistic)
     if found.empty:
         return ""
-    return "\n\n".join(f"**{_t('heading', lang)}** {s}" for s in sentences(found, lang=lang))
+    blocks = []
+    for intro, *systems in sentences(found, lang=lang):
+        blocks.append(f"**{_t('heading', lang)}** {intro}\n\n" + "\n".join(f"- {s}" for s in systems))
+    return "\n\n".join(blocks)
