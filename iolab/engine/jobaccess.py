@@ -94,12 +94,13 @@ class Job:
     target: str | None = None  # fio's command-line --directory
 
 
-def jobs(text: str, source: str = "job file", *, target: str | None = None) -> list[Job]:
-    """The jobs of job file ``text`` as fio sets them up; ``target`` is fio's command-line ``--directory``."""
+def jobs(text: str, source: str = "job file", *, target: str | None = None, load_code: bool = False) -> list[Job]:
+    """The jobs of job file ``text`` as fio sets them up; ``target`` is fio's command-line ``--directory``;
+    ``load_code``: the user allowed external ioengines (fio loads them to read the job)."""
     global_options: dict = {"directory": target} if target else {}
     global_files: list = []
     found = []
-    for section in jobreader.sections(text, source):
+    for section in jobreader.sections(text, source, load_code=load_code):
         if section.is_global:
             _apply(section.options, global_options, global_files, source, section.name)
             continue
@@ -124,7 +125,7 @@ def _apply(options: list, into: dict, files: list, source: str, section: str) ->
 
 
 def accesses(text: str, source: str = "job file", *, target: str | None = None,
-             read_logs: bool = True) -> list[Access]:
+             read_logs: bool = True, load_code: bool = False) -> list[Access]:
     """Every file, device and directory the jobs of fio job file ``text`` open.
 
     ``target`` is the directory fio is given on its command line
@@ -135,10 +136,11 @@ def accesses(text: str, source: str = "job file", *, target: str | None = None,
     replaying an iolog without ``replay_redirect`` is then refused). Raises
     :class:`IolabError` naming ``source``, the job and the option for what
     the gate cannot decide (fio refuses the file, ``include`` lines, a value
-    fio's view leaves ambiguous, too many names, an iolog iolab cannot read).
+    fio's view leaves ambiguous, too many names, an iolog iolab cannot read)
+    and for an external ioengine unless ``load_code`` (fio loads it to read the job).
     """
     found: list[Access] = []
-    for job in jobs(text, source, target=target):
+    for job in jobs(text, source, target=target, load_code=load_code):
         found += _job_accesses(job, source, read_logs)
     return found
 

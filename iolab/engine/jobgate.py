@@ -112,8 +112,8 @@ def plan_jobs(recipe, target) -> list[tuple[str, str | None]]:
     return texts
 
 
-def target_accesses(recipe, target) -> tuple[list[Access], list[str]]:
-    """Every access of ``recipe`` on ``target`` and the job texts behind them."""
+def target_accesses(recipe, target, *, load_code: bool = False) -> tuple[list[Access], list[str]]:
+    """Every access of ``recipe`` on ``target`` and the job texts behind them (``load_code``: --allow-exec)."""
     if recipe.engine != "fio":  # the engine opens the target itself, in the steps' directions
         texts, found = [], []
         for step in recipe.steps():
@@ -128,7 +128,7 @@ def target_accesses(recipe, target) -> tuple[list[Access], list[str]]:
                             "iolab writes the test file up to --size"))
     for text, directory in plan_jobs(recipe, target):
         texts.append(text)
-        found += accesses(text, f"recipe {recipe.name}", target=directory)
+        found += accesses(text, f"recipe {recipe.name}", target=directory, load_code=load_code)
     return found, texts
 
 
@@ -144,7 +144,7 @@ def check(recipe, targets, *, confirm=None, allow: Allowances | None = None) -> 
     roots = [root_of(t) for t in targets] + list(allow.paths)
     everything: list[Access] = []
     for target in targets:
-        found, texts = target_accesses(recipe, target)
+        found, texts = target_accesses(recipe, target, load_code=allow.exec)
         for text in texts:
             _check_options(text, f"recipe {recipe.name}", allow, _default_dir(target) if recipe.jobfile else None)
         root = os.path.realpath(root_of(target))
@@ -202,7 +202,7 @@ def _check_options(text: str, source: str, allow: Allowances, target: str | None
     """allow_mounted_write, options that change the machine outside the targets and network engines are
     never accepted; exec hooks and triggers need ``--allow-exec``. Read from fio's view of the file
     (:mod:`iolab.engine.jobreader`): what fio applies, also from ``[global]`` sections."""
-    for job in jobs(text, source, target=target):
+    for job in jobs(text, source, target=target, load_code=allow.exec):
         if str(job.options.get("allow_mounted_write", "0") or "1").strip() not in ("0", "", "false"):
             raise IolabError("allow_mounted_write: refused: iolab never writes to a mounted file system's device",
                              context=f"{source}: [{job.name}]")
@@ -212,7 +212,7 @@ def _check_options(text: str, source: str, allow: Allowances, target: str | None
             raise IolabError(f"{option}={value}: refused: it {why}", context=f"{source}: [{job.name}]", hint=hint)
     if allow.exec:
         return
-    for section in jobreader.sections(text, source):
+    for section in jobreader.sections(text, source, load_code=allow.exec):
         for option in section.options:
             problem = jobcheck.option_problem(option.name, option.value)
             if problem and problem[0] in ("exec", "trigger"):

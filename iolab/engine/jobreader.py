@@ -29,6 +29,7 @@ import functools
 import hashlib
 import logging
 import os
+import re
 import subprocess
 import tempfile
 
@@ -204,16 +205,36 @@ def _ambiguous(section: str, number: int, source: str, why: str) -> IolabError:
                       hint="write each value without ' --' (fio's own view of the file is ambiguous there)")
 
 
-def sections(text: str, source: str = "job file") -> list[Section]:
+def sections(text: str, source: str = "job file", *, load_code: bool = False) -> list[Section]:
     """fio's view of job file ``text``: every section with its options, values after fio's expansion.
 
     Raises :class:`IolabError` naming ``source`` when fio rejects the file, when
     it holds ``include`` lines (text iolab does not see), or when fio's view
     cannot be matched to the file's lines (a value containing `` --``).
     Expansion uses this process's environment, as the fio iolab starts does.
+
+    Reading a job can run code: fio loads an external ioengine (``ioengine=/x.so``,
+    ``external:/x.so``) while it parses, before anything runs. Unless
+    ``load_code`` (the user allowed it: ``--allow-exec``), a job naming an engine
+    that is not a plain name is refused here, before fio sees it.
     """
     text = decode(text, source)
+    if not load_code:
+        loading = code_loading(lines(text, source))
+        if loading:
+            raise IolabError(f"[{loading.section}] line {loading.number}: {loading.text}: refused: an external "
+                             "ioengine loads a shared object into fio (fio loads it even to read the job)",
+                             context=source, hint="run programs from a job on purpose with --allow-exec")
     return [dataclasses.replace(s, options=list(s.options)) for s in _sections(text, source, _env_key())]
+
+
+def code_loading(file_lines: list[Line]) -> Line | None:
+    """The first line setting ``ioengine`` to anything but a plain engine name (a path, ``external:``, ``$``)."""
+    for line in file_lines:
+        if line.kind == "option" and line.value is not None and canonical(line.key) == "ioengine":
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", line.value.strip().strip("'\"").strip()):
+                return line
+    return None
 
 
 def _env_key() -> str:

@@ -196,16 +196,17 @@ def _job_refusals(job: jobgate.Job, source: str, root: str, local: bool) -> list
     return found
 
 
-def refusals(text: str, source: str, *, root: str, local: bool = False) -> list[Refusal]:
+def refusals(text: str, source: str, *, root: str, local: bool = False, allow_code: bool = False) -> list[Refusal]:
     """Every path of job file ``text`` that the fio server of a host with target ``root`` must not open.
 
     The job file is read the way fio reads it (:func:`iolab.engine.jobaccess.jobs`: fio's own view of it,
     global files added to every job, every ``filename=`` line adding files). ``local``: the server runs on
-    this machine, so symlinks are resolved and iologs read here.
+    this machine, so symlinks are resolved and iologs read here. ``allow_code``: external ioengines were
+    allowed (``allow_job_options: [exec]``); fio loads them to read the job, so without it they are refused.
     """
     found = _raw_refusals(text, source) + _read_refusals(text, source, root, local)
     try:
-        parsed = jobgate.jobs(text, source)
+        parsed = jobgate.jobs(text, source, load_code=allow_code)
     except IolabError as exc:  # fio's view cannot be had or matched: nothing more can be judged
         if not found:
             raise
@@ -214,7 +215,7 @@ def refusals(text: str, source: str, *, root: str, local: bool = False) -> list[
         found += _job_refusals(job, source, root, local)
     done = {(r.job, r.option) for r in found}
     try:
-        listed = jobgate.accesses(text, source, read_logs=local)
+        listed = jobgate.accesses(text, source, read_logs=local, load_code=allow_code)
     except IolabError as exc:  # what the gate cannot decide (an iolog it cannot read) is refused
         found.append(Refusal(source, "?", "job file", "", exc.message))
         listed = []
@@ -232,9 +233,10 @@ def refusals(text: str, source: str, *, root: str, local: bool = False) -> list[
     return found
 
 
-def check(text: str, source: str, *, root: str, local: bool = False, context: str | None = None) -> None:
+def check(text: str, source: str, *, root: str, local: bool = False, context: str | None = None,
+          allow_code: bool = False) -> None:
     """Raise :class:`IolabError` listing every refusal of :func:`refusals` (none: return)."""
-    found = refusals(text, source, root=root, local=local)
+    found = refusals(text, source, root=root, local=local, allow_code=allow_code)
     if not found:
         return
     message = f"refused: {found[0]}"

@@ -80,7 +80,8 @@ def target_kind(host: Host, recipe, writes: bool) -> tuple[str, str]:
 def check_job(text: str, source: str, plan: HostPlan, inventory: Inventory) -> None:
     """What a fio server would run (jobcheck) and open (fleetgate: only inside the host's target)."""
     jobcheck.check_text(text, source, allow=inventory.allow_job_options)
-    fleetgate.check(text, source, root=plan.path, local=plan.host.local, context=plan.host.context)
+    fleetgate.check(text, source, root=plan.path, local=plan.host.local, context=plan.host.context,
+                    allow_code="exec" in inventory.allow_job_options)
 
 
 def writes_data(recipe) -> bool:

@@ -316,3 +316,26 @@ def test_ncpus_cannot_reach_the_backing_file_of_a_mounted_loop(scratch, tmp_path
         sh("umount", scratch / "mnt")
         sh("udevadm", "settle", "--timeout=10", check=False)
         detach(loop)
+
+
+@requires("gcc")
+@pytest.mark.parametrize("engine", ["external:{so}", "{so}", "${{IOLAB_TEST_ENGINE}}"])
+def test_reading_a_job_never_loads_an_engine_nobody_allowed(tmp_path, monkeypatch, engine):
+    """fio loads an external ioengine while it parses a job with an engine option (its constructor runs as
+    root): the reader refuses such a job before fio sees it, unless --allow-exec."""
+    marker = tmp_path / "loaded"
+    source = tmp_path / "evil.c"
+    source.write_text('#include <stdio.h>\n__attribute__((constructor)) static void boom(void) '
+                      f'{{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
+    so = tmp_path / "evil.so"
+    sh("gcc", "-shared", "-fPIC", "-o", so, source)
+    monkeypatch.setenv("IOLAB_TEST_ENGINE", f"external:{so}")
+    (tmp_path / "dir").mkdir()
+    job = tmp_path / "engine.fio"
+    job.write_text(f"[j]\nrw=read\nsize=1m\nioengine={engine.format(so=so)}\nfoo=1\n")
+    proc = iolab_cli("run", job, "--target", tmp_path / "dir", "--dry-run",
+                     env={**os.environ, "IOLAB_TEST_ENGINE": f"external:{so}"})
+    assert proc.returncode == 2 and "external ioengine" in proc.stderr and "--allow-exec" in proc.stderr, proc.stderr
+    with pytest.raises(IolabError, match="external ioengine"):
+        fleetgate.refusals(job.read_text(), "jobs/e.fio", root=str(tmp_path / "dir"))
+    assert not marker.exists()
