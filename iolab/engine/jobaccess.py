@@ -35,6 +35,9 @@ from iolab.engine.fioparse import parse_fio_size
 
 #: Options whose value names files fio writes (logs).
 LOG_OPTIONS = ("write_iolog", "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
+#: The files each log option writes: NAME_<kind>.<job>.log for each kind.
+LOG_KINDS = {"write_bw_log": ("bw",), "write_lat_log": ("lat", "clat", "slat"), "write_iops_log": ("iops",),
+             "write_hist_log": ("clat_hist",)}
 #: Engines that create or delete files instead of reading/writing blocks.
 FILE_ENGINES = ("filecreate", "filedelete", "dircreate", "dirdelete")
 #: filename_format's default (fio's).
@@ -117,8 +120,9 @@ def parse(text: str, source: str = "job file") -> list[Job]:
 
 def _apply(options: list, into: dict, files: list, source: str, section: str) -> None:
     for option in options:
-        if option.name == "filename":
-            files += [("filename", name, into.get("directory")) for name in split(option.value or "")]
+        if option.name == "filename":  # fio strips the whole value, not each ':' part (checked with fio 3.33)
+            value = (option.value or "").lstrip(" \t\n\v\f\r").rstrip("".join(map(chr, range(33))) + "\x7f")
+            files += [("filename", name, into.get("directory")) for name in split(value)]
         elif option.name == "opendir" and option.value:
             files.append(("opendir", option.value, into.get("directory")))
         into[option.name] = option.value
@@ -380,8 +384,13 @@ def _job_accesses(job: Job, source: str = "job file", read_logs: bool = True) ->
         if not writes:
             _layout_rewrites(job, found)
     for log_option in LOG_OPTIONS:
-        if job.options.get(log_option):
-            add(log_option, job.options[log_option], "file", True, False, f"{log_option} writes a log")
+        name = job.options.get(log_option)
+        if name:
+            add(log_option, name, "file", True, False, f"{log_option} writes a log")
+            clones = max(1, _int(job.options.get("numjobs") or 1, 1))
+            for kind in LOG_KINDS.get(log_option, ()):  # fio's NAME_bw.1.log, ... (NAME_bw.log: per_job_logs=0)
+                for path in [f"{name}_{kind}.log"] + [f"{name}_{kind}.{n}.log" for n in range(1, clones + 1)]:
+                    add(log_option, path, "file", True, False, f"{log_option} writes a log")
     if job.options.get("replay_redirect") and not log:
         add("replay_redirect", job.options["replay_redirect"], None, True, False, "replays an iolog's writes")
     return found

@@ -74,6 +74,8 @@ CASES = {
     "ncpus-in-a-name": ("[j]\nrw=write\nsize=64k\nfilename=disk$ncpus.img\n", [f"disk{os.cpu_count()}.img"]),
     "jobname-cut-at-semicolon": ("[keep.dat] ;]\nrw=write\nsize=64k\nfilename_format=$jobname\n", ["keep.dat"]),
     "opendir-writes-every-file": ("[j]\nrw=write\nsize=64k\nopendir=sub\n", ["sub/a", "sub/deep/b"]),
+    "spaces-around-filename-parts": ("[j]\nrw=write\nsize=64k\nfilename= a.dat :  b.dat \nwrite_bw_log= bw\n",
+                                     ["a.dat "]),
     "read-job-rewrites-a-short-file": ("[r]\nrw=read\nsize=64k\nfilename=short.dat\n", []),
     "J9b-read-iolog-replays-writes": ("[r]\nrw=read\nfilename=mine.dat\nsize=64k\nread_iolog=trace.log\n",
                                       ["other.dat"]),
