@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 8765
 LOOPBACK = "127.0.0.1"
 #: Seconds a server gets to listen after it was started.
-START_TIMEOUT_S = 20.0
+START_TIMEOUT_S = 60.0  # fio under bubblewrap in the lab VM (TCG) took over 20 s
 #: Seconds a stopping server (and its children) gets after SIGTERM before SIGKILL.
 STOP_GRACE_S = 5.0
 
@@ -361,19 +361,10 @@ def _umask_077() -> None:  # runs in the child before exec: the socket file is 0
     os.umask(0o077)
 
 
-def _confine_module() -> bool:
-    try:
-        from iolab.isolation import confine  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def confinement_problem() -> str | None:
     """Why fio servers cannot be confined here (``None``: they can)."""
     from iolab.isolation import confine
-    check = getattr(confine, "unavailable", None) or getattr(confine, "available")
-    return check()
+    return confine.unavailable()
 
 
 def _checked_paths(writable, devices) -> tuple[list[str], list[str]]:
@@ -432,12 +423,6 @@ def start(*, port: int | None = None, socket: str | os.PathLike | None = None, a
         socket = privatedir.check_socket_dir(socket)
     paths, devs = _checked_paths(writable, devices)
     confinement = {"confined": bool(confined), "writable": paths, "devices": devs}
-    if confined and not _confine_module():
-        # TODO(issue 27 item 1): iolab.isolation.confine is being written; until it lands the
-        # server runs as before, and says so
-        confined = False
-        confinement.update(confined=False, reason="iolab.isolation.confine is not available in this checkout")
-        log.warning("fio server unconfined: iolab.isolation.confine is not available in this checkout")
     if confined:
         problem = confinement_problem()
         if problem:
