@@ -37,6 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--unconfined", action="store_true",
                         help="run even where bubblewrap cannot confine fio to the targets (the kernel then "
                              "enforces no boundary; the manifest and the report say the run was unconfined)")
+    parser.add_argument("--keep-serials", action="store_true",
+                        help="record the drives' serial numbers as they are (default: a SHA-256 digest of each)")
     parser.add_argument("--with-original", action="store_true",
                         help="also run the original tool (bonnie++, hdparm) where the recipe emulates one")
     parser.add_argument("--dry-run", action="store_true", help="print the job files and commands; run nothing")
@@ -83,7 +85,8 @@ def run(args) -> int:
         return 0
     result = runner.run(args.recipe, args.target, label=args.label,
                         data_dir=args.data, progress=False if args.no_progress else None,
-                        argv=sys.argv, with_original=args.with_original, unconfined=args.unconfined, **options)
+                        argv=sys.argv, with_original=args.with_original, unconfined=args.unconfined,
+                        keep_serials=args.keep_serials, **options)
     status = result.manifest["status"]
     if status != "completed":
         print(f"iolab: run {status}: {result.manifest.get('reason')}", file=sys.stderr)
@@ -103,6 +106,9 @@ def _run_fleet(args) -> int:
             raise IolabError(f"{option} does not go with --hosts: the inventory gives each host's target "
                              "(and 'confirm'); jobs run inside the fio servers, out of reach of cgroups",
                              context="iolab run --hosts")
+    if getattr(args, "keep_serials", False):
+        raise IolabError("--keep-serials does not go with --hosts: a fleet run records no drive identity yet",
+                         context="iolab run --hosts")
     if getattr(args, "pause", None) is not None:
         raise IolabError("--pause is not supported with --hosts yet: the fleet uses the recipe's pause",
                          context="iolab run --hosts")

@@ -37,6 +37,7 @@ from iolab.engine import fio, fioproc, jobgate, reaper, recipes, runinput, sysin
 from iolab.core import progress as progress_
 from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
+from iolab.engine.devicewatch import NoWatch, watching
 from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
 from iolab.engine.fiospread import client_fairness, latency_over
@@ -109,7 +110,7 @@ def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
 def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
         runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
         argv=None, scratch_dir=None, with_original=False, tests=None, allow=None, pause=None,
-        unconfined=False) -> RunResult:
+        unconfined=False, keep_serials=False) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
     reaper.reap_before_run(data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
     recipe, targets, outside = _checked_plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
@@ -136,7 +137,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
         engine = engine_type(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
                                              scratch_dir=scratch_dir or _scratch_dir())
         engine.allowed_paths = tuple(allow.paths) if allow is not None else ()
-        engine.unconfined = unconfined
+        engine.unconfined, engine.keep_serials = unconfined, keep_serials
         with targets_mod.held_exclusively(outside, confirm=confirm):
             engine.execute()
     except KeyboardInterrupt as exc:
@@ -184,6 +185,7 @@ class FioEngine:
     unconfined: bool = False
     #: the run's confinement, set when the session opens (None: unconfined)
     confinement = None
+    keep_serials, watch = False, NoWatch()  # --keep-serials; the drives' health and temperature
 
     def __init__(self, recipe, targets, run_, *, mem_limit, progress, scratch_dir):
         self.recipe, self.targets, self.run = recipe, targets, run_
@@ -199,7 +201,8 @@ class FioEngine:
                 stack.enter_context(targets_mod.opened(
                     target, run_id=self.run.run_id, size=self.recipe.size,
                     filesystem=self.recipe.filesystem, scratch_dir=self.scratch_dir))
-            self.run.update(targets=[t.describe() for t in self.targets])
+            self.run.update(targets=[t.describe(keep_serials=self.keep_serials) for t in self.targets])
+            self.watch = stack.enter_context(watching(self.run, self.targets))  # health before/after
             throttles = [th for t in self.targets if t.emulated is not None for th in t.emulated.throttles]
             box = stack.enter_context(open_sandbox(self.recipe.isolation, mem_limit=self.mem_limit,
                                                    throttles=throttles, buffered=buffered, direct_ok=direct_ok))
@@ -381,11 +384,12 @@ class FioEngine:
         label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
         limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
                                        floor_bps=self._floor_bps(target), margin_s=self._margin())
-        done, _, device, evidence, elapsed = self._measure(sandbox, argv, target, raw, label,
-                                                           self._expected_seconds(step), limit, fio_run=True,
-                                                           cwd=raw.parent.absolute())
+        with self.watch.test(target, raw) as temperature:  # sampled each second while fio runs
+            done, _, device, evidence, elapsed = self._measure(sandbox, argv, target, raw, label,
+                                                               self._expected_seconds(step), limit, fio_run=True,
+                                                               cwd=raw.parent.absolute())
         frame = self._parse(fioproc.read_raw(raw), done, step)
-        frame = self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox)
+        frame = temperature.annotate(self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox))
         if done.interrupt is not None:  # keep what fio wrote before it was stopped, then stop the run
             if rep:
                 self.run.add_results(frame)

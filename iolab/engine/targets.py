@@ -13,6 +13,7 @@ import os
 import stat
 from pathlib import Path
 
+from iolab.devices import health
 from iolab.engine import sysinfo, workdirs
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size
@@ -46,7 +47,8 @@ class Target:
         """What fio's ``filename=`` gets."""
         return self.test_file or self.path
 
-    def describe(self) -> dict:
+    def describe(self, *, keep_serials: bool = False) -> dict:
+        """The target for the manifest; ``drives``: what serves it (:mod:`iolab.devices.health`), serials hashed."""
         info = {"spec": self.spec, "kind": self.kind, "name": self.name, "path": self.path,
                 "test_file": self.test_file, "run_dir": self.run_dir}
         where = self.test_file if self.test_file and os.path.exists(self.test_file) else self.path
@@ -55,7 +57,8 @@ class Target:
             info.update(sysinfo.mount_of(where))
         info["device"] = _provenance(self.path) if self.path else None
         info["emulated"] = self.emulated.describe() if self.emulated is not None else None
-        return info
+        info["drives"] = health.describe(self.path, keep_serials=keep_serials) if self.path else []
+        return health.hide_serials(info, keep=keep_serials)
 
 
 def _provenance(path: str) -> dict | None:

@@ -1,0 +1,181 @@
+"""A drive's identity, health and temperature (issue 25, items 1 and 2).
+
+The parsers read real output captured in the lab VM from qemu's emulated NVMe
+drive (tests/fixtures/health: ``smartctl -x --json=c``, ``nvme smart-log/id-ctrl/id-ns
+-o json``, and smartctl after 64 MiB were written with dd). This host has no SMART
+device at all: real smartctl on a real loop device proves that a device no tool can
+read is said so ("not a SMART device: ..."), never filled in. tests/lab/test_lab_nvme.py
+runs the same collection against the NVMe drive itself.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from device_fixtures import make_loop, requires, requires_root, scratch  # noqa: F401
+from iolab.devices import health, smart, thermal
+from iolab.engine import devicewatch, runner
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "health"
+
+
+def fixture(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def test_smartctl_reads_the_qemu_nvme_drives_identity_and_health():
+    reading = smart.from_smartctl(fixture("smartctl-x-qemu-nvme.json"), "/dev/nvme0")
+    assert reading.ok
+    assert reading.identity == {"protocol": "NVMe", "type": "nvme", "model": "QEMU NVMe Ctrl",
+                                "firmware": "7.2.22", "serial": "IOLABSERIAL42", "interface": "1.4"}
+    assert reading.health["temperature_c"] == 50
+    assert reading.health["percentage_used"] == 0 and reading.health["media_errors"] == 0
+    assert reading.health["data_written_bytes"] == 0 and reading.health["data_read_bytes"] == 3 * 512_000
+    assert reading.health["power_on_hours"] == 0 and reading.health["critical_warning"] == 0
+    assert reading.health["warning_temp_minutes"] == 0 and reading.health["smart_passed"] is True
+
+
+def test_nvme_data_units_count_what_was_written():
+    """64 MiB written by dd: the drive counts it in units of 512,000 bytes, rounded up."""
+    written = smart.from_smartctl(fixture("smartctl-a-qemu-nvme-after-64MiB.json"), "/dev/nvme0").health
+    assert 64 * 2**20 <= written["data_written_bytes"] < 64 * 2**20 + smart.NVME_DATA_UNIT
+    assert written["host_write_commands"] == 128
+
+
+def test_nvme_cli_smart_log_kelvin_and_string_counters():
+    health_ = smart.nvme_log_health(fixture("nvme-smart-log-qemu.json"))
+    assert health_["temperature_c"] == 50  # 323 K
+    assert health_["host_write_commands"] == 0 and health_["data_read_bytes"] == 3 * 512_000  # "3" as a string
+    assert health_["thermal_transitions"] == 0 and health_["available_spare_pct"] == 0
+    assert smart.nvme_thresholds(fixture("nvme-id-ctrl-qemu.json")) == {"warning_temp_c": 70, "critical_temp_c": 100}
+
+
+def test_nvme_namespace_format():
+    ns = smart.namespace_format(fixture("nvme-id-ns-qemu.json"))
+    assert (ns["lba_format"], ns["data_bytes"], ns["metadata_bytes"], ns["size_blocks"]) == (0, 512, 0, 524288)
+    assert len(ns["formats"]) == 8 and ns["formats"][1] == {"index": 1, "data_bytes": 512, "metadata_bytes": 8,
+                                                            "relative_performance": 0}
+    assert {f["data_bytes"] for f in ns["formats"]} == {512, 4096}
+
+
+@pytest.mark.parametrize("name, device", [("smartctl-x-loop.json", "/dev/loop2"),
+                                          ("smartctl-a-virtio.json", "/dev/vda")])
+def test_a_device_smartctl_cannot_identify_is_said(name, device):
+    reading = smart.from_smartctl(fixture(name), device)
+    assert not reading.ok and reading.identity == {} and reading.health == {}
+    assert reading.reason == f"not a SMART device: {device}: Unable to detect device type"
+
+
+def test_a_missing_tool_is_said():
+    doc, why = smart.run_json(["iolab-no-such-smartctl", "-x", "/dev/null"])
+    assert doc is None and why == "iolab-no-such-smartctl not installed"
+
+
+def test_serials_are_hashed_everywhere_unless_kept():
+    entry = {"device": {"serial": "S3EVNX0K123", "raid": {"members": [{"serial": "WD-1"}]}}, "drives": []}
+    hidden = health.hide_serials(entry)
+    assert hidden["device"]["serial"] == health.hidden_serial("S3EVNX0K123") != "S3EVNX0K123"
+    assert hidden["device"]["serial"].startswith("sha256:") and len(hidden["device"]["serial"]) == 23
+    assert hidden["device"]["raid"]["members"][0]["serial"] == health.hidden_serial("WD-1")
+    assert health.hide_serials(hidden) == hidden  # hashed once, not twice
+    assert health.hide_serials(entry, keep=True) is entry
+
+
+def test_pcie_generation_from_the_link_speed():
+    assert health._generation("8.0 GT/s PCIe") == 3 and health._generation("16.0 GT/s PCIe") == 4
+    assert health._generation("Unknown") is None and health._generation(None) is None
+
+
+@requires_root
+@requires("smartctl")
+def test_a_loop_device_is_described_without_guessing(make_loop):  # noqa: F811
+    loop = make_loop("16M")
+    disk = Path(loop).name
+    assert health.disks_of(loop) == [disk]
+    ident = health.identity(disk)
+    assert ident["transport"] == "loop" and ident["model"] == "loop device"
+    assert ident["capacity_bytes"] == 16 * 2**20 and ident["logical_block_size"] == 512
+    assert ident["sources"] == {"smartctl": f"not a SMART device: {loop}: Unable to detect device type"}
+    assert "firmware" not in ident and "serial" not in ident
+    snap = health.snapshot(disk)
+    assert set(snap) == {"device", "at", "sources"}, snap  # no temperature, no counters: none were read
+    found, missing = thermal.sources([disk])
+    assert found == [] and missing == {loop: "no temperature sensor (no hwmon sensor, smartctl reports none)"}
+
+
+def _hwmon_like(path: Path, millidegrees: int) -> None:
+    path.write_text(f"{millidegrees}\n")
+
+
+def test_the_sampler_keeps_a_series_and_its_maximum(tmp_path):
+    """First sample on entry, last on exit; the thread's own samples (every hour here) never come."""
+    sensor = tmp_path / "temp1_input"
+    _hwmon_like(sensor, 41000)
+    source = thermal.Source("/dev/nvme9n1", "hwmon", lambda: thermal._millidegrees(sensor), warning_c=70.0)
+    series = tmp_path / "seq-read-1.temp.csv"
+    with thermal.Sampler([source], series, interval=3600) as sampler:
+        _hwmon_like(sensor, 72500)
+    rows = list(csv.DictReader(series.open()))
+    assert [(r["device"], float(r["temperature_c"])) for r in rows] == [("/dev/nvme9n1", 41.0), ("/dev/nvme9n1", 72.5)]
+    assert sampler.maximum == 72.5
+    assert thermal.verdict(sampler, {}, {}) == "/dev/nvme9n1 reached 72.5 C, at or above its warning threshold of 70 C"
+    cooler = {"/dev/nvme9n1": {"warning_temp_c": 80}}  # the drive's own threshold wins over the sensor's
+    assert thermal.verdict(sampler, cooler, {}) is None
+
+
+def test_throttling_reported_by_the_drive_is_thermal(tmp_path):
+    sampler = thermal.Sampler([], tmp_path / "x.temp.csv")
+    with sampler:
+        pass
+    assert not (tmp_path / "x.temp.csv").exists()  # no source, no series
+    before = {"/dev/nvme0": {"thermal_transitions": 0, "critical_warning": 0}}
+    assert thermal.verdict(sampler, before, before) is None
+    after = {"/dev/nvme0": {"thermal_transitions": 2, "critical_warning": 0}}
+    assert "thermal throttling (thermal_transitions 0 -> 2)" in thermal.verdict(sampler, before, after)
+    hot = {"/dev/nvme0": {"critical_warning": 0x02}}
+    assert "temperature warning" in thermal.verdict(sampler, {}, hot)
+
+
+def test_the_thermal_flag_joins_the_rows_flags():
+    frame = pd.DataFrame({"flags": ["cache_suspect", None]})
+    out = devicewatch.TestTemperature(maximum_c=71.0, thermal="hot").annotate(frame)
+    assert list(out["flags"]) == ["cache_suspect;thermal", "thermal"] and list(out["temp_max_c"]) == [71.0, 71.0]
+    cool = devicewatch.TestTemperature().annotate(frame)
+    assert cool["temp_max_c"].isna().all() and cool["flags"][0] == "cache_suspect" and pd.isna(cool["flags"][1])
+
+
+RECIPE = """
+name: health-probe
+description: one short read of a block device
+isolation: none
+defaults: {size: 4M, runtime: 1}
+fio: {ioengine: psync, direct: 1}
+tests:
+  - name: READ
+    rw: read
+    bs: 1M
+"""
+
+
+@requires_root
+@requires("smartctl", "fio", "bwrap")
+def test_a_run_records_the_drive_and_its_health_said_not_guessed(make_loop, tmp_path):  # noqa: F811
+    loop = make_loop("16M")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(RECIPE)
+    result = runner.run(str(recipe), [loop], data_dir=tmp_path / "data", progress=False)
+    assert result.manifest["status"] == "completed", result.manifest.get("reason")
+    target = result.manifest["targets"][0]
+    reason = f"not a SMART device: {loop}: Unable to detect device type"
+    assert [d["device"] for d in target["drives"]] == [loop] and target["drives"][0]["sources"]["smartctl"] == reason
+    assert [set(h) for h in target["health_before"]] == [{"device", "at", "sources"}]
+    assert target["health_after"][0]["sources"] == {"smartctl": reason}
+    assert target["temperature_sources"] == {loop: "no temperature sensor (no hwmon sensor, smartctl reports none)"}
+    saved = json.loads((result.path / "manifest.json").read_text())
+    assert saved["targets"][0]["health_after"] == target["health_after"]
+    assert result.results["temp_max_c"].isna().all()
+    assert not list((result.path / "raw").glob("*.temp.csv"))
