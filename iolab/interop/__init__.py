@@ -1,0 +1,6 @@
+"""What other tools wrote, brought into the store, and iolab's runs written the way other tools read:
+plain fio JSON and bench-fio trees, CrystalDiskMark/KDiskMark text exports (in), fio-plot's folder
+layout and CrystalDiskMark's text layout (out).
+
+May import: every layer below (core, analysis, isolation, devices, engine, classic, fleet).
+"""
