@@ -75,7 +75,9 @@ def winners(summary: pd.DataFrame, *, higher: bool | None = None, rules: Rules =
                "winner": best["system"], "value": best["value"], "runner_up": None,
                "runner_value": math.nan, "factor": math.nan, "close": "", "tied": [best["system"]],
                "low": best["value"], "high": best["value"], "ci_pct": math.nan,
-               "unmeasurable": too_fast, "higher": up, "n_systems": len(pool)}
+               "unmeasurable": too_fast, "higher": up, "n_systems": len(pool),
+               # systems with a figure here that is not cache-isolated: in the tables, never a runner-up
+               "cached": list(group[~group["cache_isolated"] & group["value"].notna()]["system"])}
         if best.get("n", 1) >= 2 and not pd.isna(best["ci_high"]) and best["value"]:
             row["ci_pct"] = (best["ci_high"] - best["ci_low"]) / 2 / abs(best["value"])
         if len(pool) >= 2:
@@ -209,18 +211,30 @@ def pick_baseline(summary: pd.DataFrame) -> str | None:
 def lone_results(win: pd.DataFrame, lang: str) -> dict[str, list[str]]:
     """Tests only one system has a result for, per system: a coverage fact, not a finding."""
     alone: dict[str, list[str]] = {}
-    for _, row in win.iterrows():
-        if (row["runner_up"] is None or pd.isna(row["runner_up"])) and row["close"] == "":
-            alone.setdefault(row["winner"], []).append(_test(row["test"], row["direction"], lang))
+    for system, _cached, tests in _lone(win, lang):
+        alone.setdefault(system, []).extend(tests)
     return alone
 
 
+def _lone(win: pd.DataFrame, lang: str) -> list[tuple[str, bool, list[str]]]:
+    """``(system, others have a cached figure there, tests)`` for the tests only one isolated system has."""
+    found: dict[tuple[str, bool], list[str]] = {}
+    for _, row in win.iterrows():
+        if (row["runner_up"] is None or pd.isna(row["runner_up"])) and row["close"] == "":
+            cached = bool(row.get("cached")) if isinstance(row.get("cached"), list) else False
+            found.setdefault((row["winner"], cached), []).append(_test(row["test"], row["direction"], lang))
+    return [(system, cached, tests) for (system, cached), tests in found.items()]
+
+
 def coverage_note(win: pd.DataFrame, *, lang: str) -> str:
-    """One sentence on the tests only one system has results for ('' when every test has two or more)."""
-    alone = lone_results(win, lang)
-    if not alone:
+    """One sentence on the tests only one system has results for ('' when every test has two or more);
+    where another system has a figure there that is not cache-isolated, it says "cache-isolated result"
+    (the other system fills the table: "only X has results" would be false)."""
+    lone = _lone(win, lang)
+    if not lone:
         return ""
-    items = [_t("coverage_item", lang, system=system, tests=i18n.join(tests, lang)) for system, tests in alone.items()]
+    items = [_t("coverage_item_isolated" if cached else "coverage_item", lang, system=system,
+                tests=i18n.join(tests, lang)) for system, cached, tests in lone]
     return _t("coverage", lang, items=i18n.join(items, lang) if lang == "en" else "、".join(items))
 
 

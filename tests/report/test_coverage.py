@@ -99,3 +99,15 @@ def test_compare_page_lists_failures_under_the_tables_they_explain(render_once, 
         assert "**quick** (" in md and "): 4 tests;" in md.split("**quick** (")[1]
     else:
         assert "SATA SSD (emulated) の数値は 8 個のテストのうち 1 個（SEQ1M-Q8T1 読み込み）だけ" in quick
+
+
+def test_coverage_note_beside_a_cached_system_says_cache_isolated():
+    """An isolated system alone beside a cached one that fills the table: "only A has results" would be false."""
+    from iolab.report import commentary
+    summary = _summary([("A", "T1", "read", 100.0), ("cached", "T1", "read", 9000.0),
+                        ("A", "T2", "read", 90.0), ("B", "T2", "read", 80.0)])
+    summary["unmeasurable"] = False
+    text = commentary.describe(summary, lang="en")
+    assert "only A has a cache-isolated result for T1 read (the other figures there are the page cache's)" in text
+    assert "only A has results" not in text
+    assert "T1 読み込み でページキャッシュから隔離した結果は A のみ" in commentary.describe(summary, lang="ja")
