@@ -227,10 +227,12 @@ def _heads(node) -> list[str]:
 
 
 def _argv_shaped(node) -> bool:
-    """``["prog", "-x", ...]``: all strings, an option after the first."""
-    return (isinstance(node, ast.List) and len(node.elts) >= 2
-            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
-            and any(e.value.startswith("-") for e in node.elts[1:]))
+    """``["prog", "-x", ...]``: a name first, an option (a string starting with "-") after it."""
+    if not isinstance(node, ast.List) or len(node.elts) < 2:
+        return False
+    strings = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return (isinstance(node.elts[0], ast.Constant) and isinstance(node.elts[0].value, str)
+            and any(len(s) > 1 and s.startswith("-") for s in strings[1:]))
 
 
 def programs_in_code(root: Path) -> dict[str, set[str]]:

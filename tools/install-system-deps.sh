@@ -19,7 +19,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PACKAGES=${IOLAB_PACKAGES:-$HERE/packages.txt}
 POLICY=${IOLAB_POLICY_RC_D:-/usr/sbin/policy-rc.d}
 POLICY_MARK="# held by iolab's tools/install-system-deps.sh"
-SERVICE_PROGRAMS="sshd mariadbd mysqld mysqld_safe postgres iscsid"
+SERVICE_PROGRAMS="sshd mariadbd mysqld mysqld_safe postgres iscsid smartd"
 # where Debian puts programs; a normal user's PATH lacks the sbin ones
 PROGRAM_DIRS="/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin"
 
