@@ -14,6 +14,7 @@ import subprocess
 from iolab.core import commands
 from iolab.core.errors import IolabError
 from iolab.core.units import fio_size
+from iolab.isolation import confine
 from iolab.engine.fioparse import parse_output  # noqa: F401  (contract: iolab.fio.parse_output)
 
 log = logging.getLogger(__name__)
@@ -70,8 +71,15 @@ def job_options(recipe, step, target, *, force_direct: bool) -> tuple[dict, dict
 
 
 def check_job(path: str | os.PathLike) -> None:
-    """``fio --parse-only``: a bad option stops the run before anything is measured."""
-    proc = commands.run([fio_binary(), "--parse-only", str(path)], check=False)
+    """``fio --parse-only``: a bad option stops the run before anything is measured.
+
+    fio loads an external ioengine while it parses (its constructor runs), so the parse is
+    confined too where it can be: nothing writable, no device, no network.
+    """
+    argv = [fio_binary(), "--parse-only", str(path)]
+    if confine.unavailable() is None:
+        argv = confine.Confinement().wrap(argv)
+    proc = commands.run(argv, check=False)
     if proc.returncode != 0:
         text = (proc.stderr + proc.stdout).strip().splitlines()
         problems = [line.strip() for line in text if line.startswith("fio:")] or text[-1:]
