@@ -121,13 +121,26 @@ def ranking_paragraph(summary: pd.DataFrame, *, lang: str, rules=commentary.Rule
     return _join_sentences(parts, lang)
 
 
+def ram_backed(frame: pd.DataFrame) -> list[str]:
+    """Systems whose every figure carries ``ram_backed`` (a target on tmpfs or ramfs): memory, not storage."""
+    if "flags" not in frame.columns:
+        return []
+    flagged = frame["flags"].fillna("").astype(str).str.split(";").map(lambda f: "ram_backed" in f)
+    measured = frame["value"].notna()
+    return [s for s in dict.fromkeys(frame.loc[measured, "system"])
+            if flagged[measured & (frame["system"] == s)].all()]
+
+
 def coverage(frame: pd.DataFrame, systems: list[str], *, lang: str) -> list[str]:
     """What the comparison leaves out, said where it is said: systems in the tables that were not isolated
     from the page cache, and each compared system's tests without a figure (a failed or unrun test)."""
     measured = frame[frame["value"].notna()]
     tests = list(dict.fromkeys(zip(measured["test"], measured["direction"])))
     out = []
-    cached = [s for s in dict.fromkeys(measured["system"]) if s not in systems]
+    in_ram = ram_backed(frame)
+    if in_ram:
+        out.append(_t("in_ram", lang, systems=i18n.join(in_ram, lang), n=len(in_ram)))
+    cached = [s for s in dict.fromkeys(measured["system"]) if s not in systems and s not in in_ram]
     if cached:
         out.append(_t("not_isolated", lang, systems=i18n.join(cached, lang), n=len(cached)))
     if len(systems) < 2:
@@ -156,7 +169,9 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     frame = commentary._check(summary)
     if frame.empty or frame["value"].notna().sum() == 0:
         return commentary._t("no_data", lang)
-    systems = list(dict.fromkeys(frame[frame["cache_isolated"] & frame["value"].notna()]["system"]))
+    in_ram = ram_backed(frame)
+    systems = [s for s in dict.fromkeys(frame[frame["cache_isolated"] & frame["value"].notna()]["system"])
+               if s not in in_ram]
     if len(systems) > rules.max_listed:
         return commentary.describe(summary, lang=lang, baseline=baseline, rules=rules)
     present = list(dict.fromkeys(frame.loc[frame["value"].notna(), "system"]))

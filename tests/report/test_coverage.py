@@ -111,3 +111,15 @@ def test_coverage_note_beside_a_cached_system_says_cache_isolated():
     assert "only A has a cache-isolated result for T1 read (the other figures there are the page cache's)" in text
     assert "only A has results" not in text
     assert "T1 読み込み でページキャッシュから隔離した結果は A のみ" in commentary.describe(summary, lang="ja")
+
+
+def test_a_target_in_ram_is_left_out_of_the_factors_and_said_to_be_memory():
+    """tmpfs beside two disks: "tmpfs is 2,341x as fast" would compare memory with storage."""
+    summary = _summary([("tmpfs", "T1", "read", 9000.0), ("A", "T1", "read", 100.0), ("B", "T1", "read", 50.0)])
+    summary["flags"] = ["ram_backed", None, None]
+    text = narrative.describe(summary, lang="en")
+    assert "tmpfs is left out of the comparison: its target is on a file system in RAM (tmpfs or ramfs)" in text
+    assert text.startswith("A is 2.0x as fast as B in T1 read.") and "tmpfs is" not in text.split(".")[0]
+    assert "(ram_backed)" in text  # and the caveat names the flag
+    ja = narrative.describe(summary, lang="ja")
+    assert "tmpfs は対象が RAM 上のファイルシステム（tmpfs または ramfs）にあるため比較から外した。" in ja
