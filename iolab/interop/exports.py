@@ -1,0 +1,248 @@
+"""``iolab export``: a run written the way other tools read it.
+
+``fio-plot``: fio-plot reads a folder of fio JSON files, one per (rw, iodepth, numjobs), and takes
+those three from each file's ``job options`` (bench-fio's layout names the files after them:
+``<bs>/<rw>-<iodepth>-<numjobs>.json``). A run of N passes holds N files per test, which one fio-plot
+folder cannot tell apart (fio-plot's issue #116), so each pass gets its folder (``warmup``, ``pass-1``
+... ``pass-N``) and ``best`` holds, per test, the pass with the highest bandwidth (CrystalDiskMark's
+statistic). Each file is fio's last JSON document of that pass (text fio printed around it left out)
+with its ``job options`` completed by fio's own defaults where the job file did not set them
+(``rw=read``, ``iodepth=1``, ``numjobs=1``, ``bs=4k``): fio-plot skips files without them. A run of
+several targets gets one such tree per target. iolab writes no time-series logs for local runs, so
+there is nothing for ``fio-plot -g``.
+
+``cdm-text``: the run's figures in CrystalDiskMark 8's text layout (:mod:`iolab.interop.cdmtext`),
+one file per target: the best pass (or the mean of the passes) of each test, MB/s = 10^6 B/s,
+latency = iolab's mean total latency (fio's ``lat``). Mixed tests get one figure per row, as
+CrystalDiskMark shows them (read + write bandwidth, IOPS, their IOPS-weighted latency).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from iolab import __version__
+from iolab.core.errors import IolabError
+from iolab.core.files import atomic_write
+from iolab.core.units import human_size
+from iolab.engine import store
+from iolab.engine.fiotext import scan_documents
+from iolab.interop import cdmtext
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("fio-plot", "cdm-text")
+#: fio's defaults for what fio-plot needs from ``job options``
+FIO_DEFAULTS = {"rw": "read", "iodepth": "1", "numjobs": "1", "bs": "4k"}
+_RAW = re.compile(r"^(?P<step>.+)-(?P<rep>warmup|\d+)\.json$")
+
+
+def export(run_dir, out_dir, *, fmt: str, statistic: str = "best") -> list[Path]:
+    """Write ``run_dir`` as ``fmt`` into ``out_dir``; returns what was written (folders or files)."""
+    run_dir = Path(run_dir)
+    manifest = store.read_manifest(run_dir)
+    if fmt == "fio-plot":
+        return fio_plot(run_dir, Path(out_dir), manifest)
+    if fmt == "cdm-text":
+        return cdm_text(run_dir, Path(out_dir), manifest, statistic=statistic)
+    raise IolabError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})", context="export")
+
+
+# ------------------------------------------------------------------------------------- fio-plot
+
+def _raw_files(run_dir: Path) -> list[tuple[str | None, str, str, Path]]:
+    """(target or None, step, pass name, path) of every raw fio JSON file of the run."""
+    found = []
+    for path in sorted((run_dir / "raw").rglob("*.json")):
+        match = _RAW.match(path.name)
+        if not match:
+            continue
+        rel = path.relative_to(run_dir / "raw").parts
+        target = rel[0] if len(rel) > 1 else None
+        rep = match["rep"]
+        found.append((target, match["step"], "warmup" if rep == "warmup" else f"pass-{int(rep)}", path))
+    return found
+
+
+def _document(path: Path) -> dict | None:
+    docs = scan_documents(path.read_text(encoding="utf-8", errors="replace")).docs
+    return docs[-1] if docs else None
+
+
+def _completed(doc: dict) -> tuple[dict, dict]:
+    """``doc`` with every job's options completed by fio's defaults; the first job's options."""
+    doc = json.loads(json.dumps(doc))
+    global_options = doc.get("global options") or {}
+    jobs = doc.get("jobs") or doc.get("client_stats") or []
+    first = {}
+    for job in jobs:
+        options = job.setdefault("job options", {})
+        for key, value in FIO_DEFAULTS.items():
+            if key not in options and key not in global_options:
+                options[key] = value
+        if not first:
+            first = {**global_options, **options}
+    if "client_stats" in doc:  # fio-plot reads client/server options from "global options"
+        for key, value in FIO_DEFAULTS.items():
+            global_options.setdefault(key, first.get(key, value))
+        doc["global options"] = global_options
+    return doc, first
+
+
+def fio_plot(run_dir: Path, out_dir: Path, manifest: dict) -> list[Path]:
+    files = _raw_files(run_dir)
+    if not files:
+        raise IolabError("no raw fio JSON files (raw/<test>-<rep>.json) in the run", context=str(run_dir))
+    written: dict[Path, str] = {}
+    best: dict[tuple, tuple[float, Path, dict, str]] = {}
+    for target, step, pass_name, path in files:
+        doc = _document(path)
+        if doc is None:
+            log.warning("%s: no complete fio JSON document; left out of the export", path)
+            continue
+        doc, options = _completed(doc)
+        name = f"{options['rw']}-{options['iodepth']}-{options['numjobs']}.json"
+        where = (Path(target) if target else Path()) / pass_name / str(options["bs"]) / name
+        _put(out_dir, where, doc, step, written)
+        if pass_name.startswith("pass-"):
+            bw = _bandwidth(doc)
+            key = (target, step)
+            if key not in best or bw > best[key][0]:
+                best[key] = (bw, where, doc, step)
+    for (target, _), (_, where, doc, step) in best.items():
+        stat = (Path(target) if target else Path()) / "best" / Path(*where.parts[-2:])
+        _put(out_dir, stat, doc, step, written)
+    atomic_write(out_dir / "README.txt", _readme(manifest))
+    return sorted({out_dir / p.parent for p in written})
+
+
+def _put(out_dir: Path, where: Path, doc: dict, step: str, written: dict) -> None:
+    if where in written:
+        raise IolabError(f"tests {written[where]!r} and {step!r} have the same rw, iodepth, numjobs and bs: "
+                         "fio-plot could not tell them apart", context=str(out_dir / where))
+    written[where] = step
+    atomic_write(out_dir / where, json.dumps(doc, indent=2) + "\n")
+
+
+def _bandwidth(doc: dict) -> float:
+    jobs = doc.get("jobs") or doc.get("client_stats") or []
+    return float(sum(job.get(d, {}).get("bw_bytes", 0) for job in jobs for d in ("read", "write", "trim")
+                     if job.get("jobname") != "All clients"))
+
+
+def _readme(manifest: dict) -> str:
+    return (f"fio-plot folders of iolab run {manifest['run_id']} ({manifest.get('label')}), written by iolab "
+            f"{__version__}.\nOne folder per pass (warmup, pass-1 ...) and best (per test, the pass with the "
+            "highest bandwidth); below each, bench-fio's <bs>/<rw>-<iodepth>-<numjobs>.json.\n"
+            "Each file is fio's JSON of that pass with job options completed by fio's defaults "
+            "(rw=read, iodepth=1, numjobs=1, bs=4k) where the job file did not set them.\n"
+            "Example: fio-plot -i best/4k -T title -l -r randread -d 1 32 -n 1\n")
+
+
+# ------------------------------------------------------------------------------------- cdm-text
+
+MIXED = ("rw", "randrw", "readwrite")
+
+
+def _rw_of(manifest: dict) -> dict[str, set]:
+    """Each test's fio rw modes (a test's read and write steps are two entries of the manifest)."""
+    found: dict[str, set] = {}
+    for step in manifest.get("tests") or []:
+        if isinstance(step, dict) and step.get("rw"):
+            found.setdefault(step.get("test"), set()).add(str(step["rw"]))
+    return found
+
+
+def _random(test: str, modes: set) -> bool:
+    """Random or sequential: iolab's CrystalDiskMark names say it (RND/SEQ), else the test's fio rw modes."""
+    name = test.removeprefix("MIX-")
+    if name.startswith(("RND", "SEQ")):
+        return name.startswith("RND")
+    return any(m.startswith("rand") for m in modes)
+
+
+def _mix_of(run_dir: Path) -> dict[str, int]:
+    import yaml
+    try:
+        recipe = yaml.safe_load((run_dir / "recipe.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+    return {t.get("name"): t.get("rwmixread") for t in recipe.get("tests") or []
+            if isinstance(t, dict) and t.get("rwmixread") is not None}
+
+
+def _per_pass(rows: pd.DataFrame) -> pd.DataFrame:
+    """One line per pass of a test: bandwidth and IOPS summed over directions, latency IOPS-weighted."""
+    rows = rows.assign(weighted=rows["lat_mean_us"] * rows["iops"])
+    per = rows.groupby("rep").agg(bw_mbps=("bw_mbps", "sum"), iops=("iops", "sum"), weighted=("weighted", "sum"))
+    per["lat_mean_us"] = per["weighted"] / per["iops"]
+    return per
+
+
+def _figure(per: pd.DataFrame, statistic: str) -> dict:
+    if statistic == "best":
+        return per.loc[per["bw_mbps"].idxmax()].to_dict()
+    return per.mean().to_dict()
+
+
+def cdm_text(run_dir: Path, out_dir: Path, manifest: dict, *, statistic: str) -> list[Path]:
+    if statistic not in ("best", "mean"):
+        raise IolabError(f"statistic {statistic!r}: best or mean", context="export --statistic")
+    results = store.load(run_dir)
+    results = results[(results["rep"].fillna(0).astype(int) > 0) & results["valid"].fillna(True).astype(bool)]
+    results = results.dropna(subset=["bs", "iodepth", "numjobs", "bw_mbps"])
+    if results.empty:
+        raise IolabError("no result with a block size, queue depth and thread count to write", context=str(run_dir))
+    rws, mixes = _rw_of(manifest), _mix_of(run_dir)
+    written = []
+    targets = results["target"].fillna("").unique() if "target" in results else [""]
+    for target in targets:
+        part = results[results["target"].fillna("") == target] if "target" in results else results
+        sections = {"Read": [], "Write": [], "Mix": []}
+        for test, rows in part.groupby("test", sort=False):
+            modes = rws.get(test, set())
+            mixed = bool(modes & set(MIXED))
+            groups = [("Mix", rows)] if mixed else [(d.capitalize(), r) for d, r in rows.groupby("direction")]
+            for heading, group in groups:
+                if heading not in sections:
+                    continue
+                first = group.iloc[0]
+                figure = _figure(_per_pass(group), statistic)
+                sections[heading].append(cdmtext.result_line(
+                    random=_random(str(test), modes),
+                    bs=first["bs"], iodepth=first["iodepth"], numjobs=first["numjobs"],
+                    bw_mbps=figure["bw_mbps"], iops=figure["iops"], lat_us=figure["lat_mean_us"]))
+        if any(sections.values()):
+            written.append(_write_text(out_dir, manifest, target, sections, statistic, mixes, part, len(targets) > 1))
+    return written
+
+
+def _write_text(out_dir, manifest, target, sections, statistic, mixes, part, several) -> Path:
+    mix = sorted({v for k, v in mixes.items() if k in set(part["test"])})
+    headings = {"Read": "[Read]", "Write": "[Write]",
+                "Mix": f"[Mix] Read {mix[0]}%/Write {100 - mix[0]}%" if len(mix) == 1 else "[Mix]"}
+    sections = {headings[k]: v for k, v in sections.items()}
+    options = manifest.get("options") or {}
+    system = manifest.get("system") or {}
+    tgt = next((t for t in manifest.get("targets") or [] if t.get("name") in (target, None) or not target), {})
+    size = options.get("size")
+    passes = int(part["rep"].max())
+    footer = {
+        "Profile": f"{manifest.get('recipe')} ({options.get('preset') or 'default'})",
+        "Test": f"{human_size(size) if isinstance(size, (int, float)) else size or '?'} (x{passes}) "
+                f"[{tgt.get('path') or tgt.get('spec') or target or '?'}]",
+        "Mode": f"isolation {(manifest.get('isolation') or {}).get('mode') or '?'}",
+        "Time": f"Measure {options.get('runtime') or '?'} sec / Interval {options.get('pause') or 0} sec",
+        "Date": manifest.get("started"),
+        "OS": f"{system.get('os') or '?'} [{system.get('kernel') or '?'}]",
+    }
+    text = cdmtext.render(sections, iolab_version=__version__, run_id=manifest["run_id"],
+                          fio_version=(manifest.get("versions") or {}).get("fio"), statistic=statistic, footer=footer)
+    name = f"{manifest['run_id']}-{store.safe_name(target)}.txt" if several else f"{manifest['run_id']}.txt"
+    path = Path(out_dir) / name
+    atomic_write(path, text)
+    return path
