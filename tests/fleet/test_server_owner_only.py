@@ -18,6 +18,7 @@ from iolab.core.errors import IolabError
 from iolab.fleet import fioserver, privatedir
 
 from cli_helpers import needs_fio, needs_root
+from device_fixtures import make_loop, scratch, sh  # noqa: F401 - fixtures
 
 pytestmark = [needs_fio, needs_root]
 
@@ -194,3 +195,22 @@ def test_a_normal_users_default_is_a_private_directory_of_theirs(monkeypatch):
                                  "not a private directory of this user"), result
     finally:
         shutil.rmtree(mine, ignore_errors=True)
+
+
+def test_an_allowed_device_is_the_one_device_the_server_can_write(servers, make_loop, tmp_path):  # noqa: F811
+    """--allow-path /dev/loopA binds that device; a job naming another device (ext4-signed, never allowed)
+    finds no such node in the server's /dev, and the device keeps its signature."""
+    allowed, other = make_loop("16M"), make_loop("16M")
+    sh("mkfs.ext4", "-q", "-F", other)
+    before = Path(other).read_bytes()[:2 * 1024 * 1024]
+    server = servers(socket=tmp_path / "d.sock", writable=[allowed])
+    assert server.confinement["devices"] == [allowed] and server.confinement["writable"] == []
+    job = tmp_path / "dev.fio"
+    job.write_text(f"[global]\nrw=write\nsize=1m\nbs=64k\ndirect=1\n[ok]\nfilename={allowed}\n"
+                   f"[other]\nfilename={other}\n")
+    proc = subprocess.run(["fio", f"--client={server.endpoint.client_spec}", str(job)],
+                          capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert "No such file or directory" in out or "Read-only file system" in out, out
+    assert Path(other).read_bytes()[:2 * 1024 * 1024] == before
+    assert Path(allowed).read_bytes()[:1024 * 1024] != bytes(1024 * 1024)  # the allowed one was written
