@@ -62,6 +62,7 @@ import yaml
 from iolab.isolation import blockstat
 from iolab.core import commands, ownership
 from iolab.devices import latency, loopdev
+from iolab.devices.cliffwatch import CliffSpec, CliffWatch, parse_cliff
 from iolab.isolation.cgroups import Throttle
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size, parse_size
@@ -102,6 +103,8 @@ class Profile:
     read_delay_ms: int | None = None
     write_delay_ms: int | None = None
     flush_delay_ms: int | None = None  # a cache flush (fsync's REQ_PREFLUSH), dm-delay's third class
+    #: a write cliff (a consumer SSD's cache running out; :mod:`iolab.devices.cliffwatch`); None: none
+    cliff: CliffSpec | None = None
 
     @property
     def limits(self) -> dict:
@@ -157,14 +160,17 @@ def load_profiles(path: str | os.PathLike | None = None) -> dict[str, Profile]:
     for name, spec in (data.get("profiles") or {}).items():
         if not isinstance(spec, dict):
             raise IolabError("a profile must be a mapping", context=f"{where}: {name}")
-        unknown = set(spec) - {"description", "rotational", "notes", *LIMIT_FIELDS, *DELAY_FIELDS}
+        unknown = set(spec) - {"description", "rotational", "notes", "cliff", *LIMIT_FIELDS, *DELAY_FIELDS}
         if unknown:
             raise IolabError(f"unknown field(s) {', '.join(sorted(unknown))}", context=f"{where}: {name}")
         profiles[name] = Profile(
             name=name, description=str(spec.get("description", "")), rotational=bool(spec.get("rotational")),
             notes=tuple(spec.get("notes") or ()),
             **{f: _positive_int(spec.get(f), f"{where}: {name}.{f}") for f in LIMIT_FIELDS},
-            **{f: _delay_ms(spec.get(f), f"{where}: {name}.{f}") for f in DELAY_FIELDS})
+            **{f: _delay_ms(spec.get(f), f"{where}: {name}.{f}") for f in DELAY_FIELDS},
+            cliff=parse_cliff(spec.get("cliff"), f"{where}: {name}.cliff"))
+        if profiles[name].cliff is not None and profiles[name].write_bps is None:
+            raise IolabError("a cliff needs a burst write_bps to fall from", context=f"{where}: {name}.cliff")
     return profiles
 
 
@@ -191,6 +197,8 @@ class EmulatedDevice:
     #: the loop device over the backing file (``device`` is a dm-delay device over it when latency-true)
     loop_device: str | None = None
     emulation: latency.Emulation | None = None
+    #: the thread that moves the write ceiling of a profile with a cliff (None: no cliff)
+    cliff_watch: CliffWatch | None = None
 
     @property
     def target(self) -> str:
@@ -202,6 +210,8 @@ class EmulatedDevice:
         """Limits for :func:`iolab.isolation.sandbox.open_sandbox` (empty when unthrottled)."""
         if not self.profile.throttled:
             return []
+        if self.cliff_watch is not None:  # the ceiling in force now (a sandbox opened after the cliff)
+            return [self.cliff_watch.throttle]
         return [Throttle(self.devnum, **self.profile.limits)]
 
     @property
@@ -224,6 +234,7 @@ class EmulatedDevice:
             "device": self.device,
             "devnum": self.devnum,
             "emulation": self.emulation.describe() if self.emulation else None,
+            "cliff": self.cliff_watch.describe() if self.cliff_watch else None,
             "loop_device": self.loop_device or self.device,
             "dio": self.dio,
             "backing_file": self.backing_file,
@@ -306,6 +317,9 @@ def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLik
                                   backing_file=backing, size=nbytes, loop_device=loop, emulation=emulation)
         if filesystem:
             _make_filesystem(undo, emulated, scratch, filesystem, mount_options)
+        if profile.cliff is not None:  # started after mkfs: the file system's own writes do not fill the cache
+            emulated.cliff_watch = CliffWatch(device, Throttle(emulated.devnum, **profile.limits), profile.cliff).start()
+            undo.callback(emulated.cliff_watch.stop)
         log.info("emulated %s: %s over %s (%s, dio on, %s)%s", profile.name, device, backing, human_size(nbytes),
                  emulation.kind, f", {filesystem} on {emulated.mountpoint}" if filesystem else "")
         yield emulated
