@@ -140,12 +140,12 @@ def _sysfs_identity(disk: str) -> dict:
             "rotational": blockdev.rotational(disk), "link": link(disk)}
 
 
-def _readings(disk: str) -> list[smart.Reading]:
+def _readings(disk: str, *, full: bool = True) -> list[smart.Reading]:
     """What smartctl and (for NVMe) nvme-cli say of ``disk``, each a reading or its reason."""
-    readings = [smart.read_smartctl(f"/dev/{disk}")]
+    readings = [smart.read_smartctl(f"/dev/{disk}", full=full)]
     controller = nvme_controller(disk)
     if controller:
-        readings.append(smart.read_nvme(f"/dev/{controller}", f"/dev/{disk}"))
+        readings.append(smart.read_nvme(f"/dev/{controller}", f"/dev/{disk}", full=full))
     return readings
 
 
@@ -164,12 +164,13 @@ def identity(disk: str, *, keep_serials: bool = False, readings: list | None = N
     return {k: v for k, v in info.items() if v is not None}
 
 
-def snapshot(disk: str, *, readings: list | None = None) -> dict:
-    """The disk's health counters now (empty but for ``sources`` when no tool could read them)."""
+def snapshot(disk: str, *, readings: list | None = None, full: bool = True) -> dict:
+    """The disk's health counters now (empty but for ``sources`` when no tool could read them);
+    ``full=False``: the counters alone, without thresholds and logs (a snapshot around each test)."""
     health: dict = {"device": f"/dev/{disk}",
                     "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     sources = {}
-    for reading in readings if readings is not None else _readings(disk):
+    for reading in readings if readings is not None else _readings(disk, full=full):
         sources[reading.tool] = "ok" if reading.ok else reading.reason
         for key, value in reading.health.items():
             health.setdefault(key, value)

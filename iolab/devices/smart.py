@@ -73,9 +73,10 @@ def run_json(argv: list[str]) -> tuple[dict | None, str | None]:
         return None, f"{program} exited with {proc.returncode}: {words[0] if words else 'no output'}"
 
 
-def read_smartctl(device: str) -> Reading:
-    """``smartctl -x --json=c DEVICE`` as a :class:`Reading` (see :func:`from_smartctl`)."""
-    doc, why = run_json(["smartctl", "-x", "--json=c", device])
+def read_smartctl(device: str, *, full: bool = True) -> Reading:
+    """``smartctl -x --json=c DEVICE`` as a :class:`Reading` (see :func:`from_smartctl`); ``full=False``:
+    ``-A``, the health counters alone (what a snapshot around each test needs)."""
+    doc, why = run_json(["smartctl", "-x" if full else "-A", "--json=c", device])
     if doc is None:
         return Reading("smartctl", device, reason=why)
     return from_smartctl(doc, device)
@@ -225,12 +226,15 @@ def _ata_statistics(doc: dict) -> dict:
     return found
 
 
-def read_nvme(controller: str, namespace: str | None) -> Reading:
-    """nvme-cli's view of an NVMe controller (``/dev/nvme0``) and its namespace (``/dev/nvme0n1``)."""
+def read_nvme(controller: str, namespace: str | None, *, full: bool = True) -> Reading:
+    """nvme-cli's view of an NVMe controller (``/dev/nvme0``) and its namespace (``/dev/nvme0n1``);
+    ``full=False``: the SMART / Health log alone."""
     doc, why = run_json(["nvme", "smart-log", controller, "--output-format=json"])
     if doc is None:
         return Reading("nvme", controller, reason=_nvme_reason(why))
     health = nvme_log_health(doc)
+    if not full:
+        return Reading("nvme", controller, health=health)
     ctrl, _ = run_json(["nvme", "id-ctrl", controller, "--output-format=json"])
     health.update(nvme_thresholds(ctrl or {}))
     identity = {}

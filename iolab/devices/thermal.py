@@ -167,4 +167,4 @@ def verdict(sampler: Sampler, before: dict, after: dict) -> str | None:
 
 def snapshots(devices: list[str]) -> dict:
     """Health snapshots of ``devices`` (``/dev/X``) keyed by device."""
-    return {device: health_mod.snapshot(device.removeprefix("/dev/")) for device in devices}
+    return {device: health_mod.snapshot(device.removeprefix("/dev/"), full=False) for device in devices}

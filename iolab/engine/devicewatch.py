@@ -53,6 +53,7 @@ class DeviceWatch:
                       for t in targets}
         self.sources: dict[str, list] = {}
         self.readable: dict[str, list[str]] = {}  # devices with health counters (worth a snapshot per test)
+        self.thresholds: dict[str, dict] = {}  # device -> its warning/critical temperature (full snapshot only)
 
     def _record(self, name: str, **fields) -> None:
         for entry in self.run.manifest.get("targets") or []:
@@ -63,6 +64,8 @@ class DeviceWatch:
     def before(self) -> None:
         for name, disks in self.disks.items():
             snapshots = [health.snapshot(disk) for disk in disks]
+            for snap in snapshots:
+                self.thresholds[snap["device"]] = {k: snap[k] for k in ("warning_temp_c", "critical_temp_c") if k in snap}
             self.readable[name] = [s["device"] for s in snapshots if any(k not in ("device", "at", "sources")
                                                                         for k in s)]
             found, missing = thermal.sources(disks)
@@ -83,7 +86,8 @@ class DeviceWatch:
         if not found and not readable:
             yield result
             return
-        before = thermal.snapshots(readable)
+        before = {device: {**self.thresholds.get(device, {}), **snap}
+                  for device, snap in thermal.snapshots(readable).items()}
         sampler = thermal.Sampler(found, Path(raw).with_suffix(".temp.csv"))
         try:
             with sampler:
