@@ -37,7 +37,7 @@ ATA_TEMPERATURE = (194, 190)          # Temperature_Celsius, Airflow_Temperature
 ATA_CRC_ERRORS = 199                  # UDMA_CRC_Error_Count
 ATA_MEDIA_ERRORS = (5, 187, 198)      # Reallocated_Sector_Ct, Reported_Uncorrect, Offline_Uncorrectable
 ATA_POWER_ON_HOURS = 9
-ATA_LBAS_WRITTEN = 241                # Total_LBAs_Written (in logical sectors on most drives)
+ATA_LBAS_WRITTEN = 241                # Total_LBAs_Written: its unit is the vendor's, so kept raw
 
 
 @dataclasses.dataclass
@@ -92,7 +92,11 @@ def smartctl_failure(doc: dict) -> str | None:
     text = "; ".join(w for w in words if w)
     if "Permission denied" in text or "Operation not permitted" in text:
         return f"no permission to read SMART data (root needed): {text}"
-    return f"not a SMART device: {text}"
+    if "Unable to detect device type" in text:
+        return f"not a SMART device: {text}"
+    if not status & 0b10:  # bit 0 alone: the command line
+        return f"smartctl refused its command line: {text}"
+    return f"smartctl could not open the device: {text}"
 
 
 def from_smartctl(doc: dict, device: str) -> Reading:
@@ -137,10 +141,12 @@ def smartctl_health(doc: dict) -> dict:
         health.update(nvme_log_health(log_))
     table = (doc.get("ata_smart_attributes") or {}).get("table")
     if table:
-        health.update(ata_health(table, doc.get("logical_block_size") or 512))
-    statistics = _ata_statistics(doc)
+        health.update(ata_health(table))
+    statistics = _ata_statistics(doc)  # ACS device statistics: units the standard defines
     if "Percentage Used Endurance Indicator" in statistics:
         health["percentage_used"] = statistics["Percentage Used Endurance Indicator"]
+    if "Logical Sectors Written" in statistics and doc.get("logical_block_size"):
+        health["data_written_bytes"] = statistics["Logical Sectors Written"] * doc["logical_block_size"]
     limits = doc.get("temperature") or {}
     if limits.get("op_limit_max") is not None:  # SCT status: the drive's recommended maximum
         health["warning_temp_c"] = limits["op_limit_max"]
@@ -197,7 +203,7 @@ def _thermal_transitions(log_: dict) -> int | None:
     return sum(counts) if counts else None
 
 
-def ata_health(table: list, logical_block_size: int) -> dict:
+def ata_health(table: list) -> dict:
     raw = {row.get("id"): (row.get("raw") or {}).get("value") for row in table}
     health = {}
     for attribute in ATA_TEMPERATURE:
@@ -212,7 +218,7 @@ def ata_health(table: list, logical_block_size: int) -> dict:
     if raw.get(ATA_POWER_ON_HOURS) is not None:
         health["power_on_hours"] = raw[ATA_POWER_ON_HOURS] & 0xFFFFFFFF
     if raw.get(ATA_LBAS_WRITTEN) is not None:
-        health["data_written_bytes"] = raw[ATA_LBAS_WRITTEN] * logical_block_size
+        health["attribute_241_raw"] = raw[ATA_LBAS_WRITTEN]
     return health
 
 
