@@ -96,15 +96,17 @@ def _fio_plan(path: Path, files, target, *, label, host) -> dict:
     versions = sorted({item.fio_version for item in files if item.fio_version})
     stamps = [item.timestamp_ms for item in files if item.timestamp_ms]
     tool = "bench-fio" if bench else "fio"
-    measured_by = f"{tool} ({', '.join(versions)})" if versions else tool
+    fio_versions = "fio " + ", ".join(versions) if versions else "fio"
+    measured_by = f"bench-fio with {fio_versions}" if bench else fio_versions
     times = [pd.Timestamp(t, unit="ms", tz="UTC").isoformat() for t in (min(stamps), max(stamps))] if stamps else None
     return {
         "recipe": "bench-fio" if bench else "fio", "tool": measured_by, "source": path,
+        "description": f"{tool} output ({len(files)} fio JSON file{'s' if len(files) != 1 else ''}), imported",
         "label": label or target or (path.stem if path.is_file() else path.name),
         "host": host, "results": results, "copies": [(item.path, item.relpath) for item in files],
         "manifest": {
             "started": None, "ended": None,  # fio records when each output was written, not when a run began
-            "versions": {"fio": versions[0] if len(versions) == 1 else (", ".join(versions) or None)},
+            "versions": {"fio": ", ".join(f"fio-{v}" for v in versions) or None},
             "targets": [{"spec": target, "kind": "bench-fio target"}] if target else [],
             "imported": {"format": sorted({f"fio {item.output_format}" for item in files}),
                          "fio_output_times": times,  # fio's own timestamps: the first and last output written
@@ -138,6 +140,7 @@ def _cdm_plan(path: Path, *, label, host) -> dict:
     pause = _seconds_in(time or export.footer.get("Test", ""), "Interval")
     return {
         "recipe": recipe, "tool": export.name, "source": path, "host": host,
+        "description": f"{export.name} text export, imported",
         "label": label or path.stem, "results": results, "copies": [(path, path.name)],
         "manifest": {
             "started": None, "ended": None,
@@ -168,12 +171,14 @@ def _write(plan: dict, data_dir) -> Path:
                       f"{plan['manifest']['imported'].get('source_run')} (only the figures it shows)")
     else:
         provenance = f"imported from {source}, measured by {plan['tool']}, not by iolab"
-    manifest = dict(plan["manifest"])
+    # the fields a measured run has, present and empty where the source gives nothing (readers expect them)
+    manifest = {"options": {}, "system": {}, "versions": {}, "targets": [], **plan["manifest"]}
     manifest["imported"] = {"from": str(source), "tool": plan["tool"], "by": f"iolab {__version__} import",
                             "at": store.utcnow(), "files": [rel for _, rel in plan["copies"]],
                             **manifest.get("imported", {})}
+    # ``tool`` is the sentence: reports print a recipe's tool as what ran (iolab.report.toolnames)
     run = store.Run.create(data_dir, recipe=plan["recipe"], label=plan["label"], host=plan["host"] or UNKNOWN_HOST,
-                           tool=plan["tool"], provenance=provenance, recipe_description=provenance,
+                           tool=provenance, provenance=provenance, recipe_description=plan["description"],
                            isolation={}, **manifest)
     try:
         for path, relpath in plan["copies"]:

@@ -440,6 +440,7 @@ def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
         "size": _size(options.get("size")),
         "runtime": _seconds(options.get("runtime"), lang),
         "repeat": options.get("repeat"),
+        "tool": manifest.get("provenance") if manifest.get("imported") else None,  # iolab import: who measured it
     }
     return {i18n.text(f"labels.{key}", lang): value for key, value in fields.items()}
 

@@ -22,6 +22,8 @@ def describe(tool, lang: str, *, unknown: str = "") -> str:
     if not name or name.lower() == "nan":
         return unknown or i18n.text("text.measured_unknown", lang)
     lowered = name.lower()
+    if lowered.startswith("imported from "):  # iolab import: the sentence says who measured it
+        return name
     if lowered in OWN:
         return name
     if lowered.startswith(ORIGINAL):

@@ -24,7 +24,7 @@ def row(rows, test, direction):
 def test_crystaldiskmark_8_with_the_mix(tmp_path):
     (run_dir,) = imports.import_paths([SAMPLES / "cdm8-nvme.txt"], data_dir=tmp_path, host="win1")
     manifest = store.read_manifest(run_dir)
-    assert manifest["tool"] == "CrystalDiskMark 8.0.4 x64" and manifest["recipe"] == "crystaldiskmark"
+    assert manifest["imported"]["tool"] == "CrystalDiskMark 8.0.4 x64" and manifest["tool"] == manifest["provenance"] and manifest["recipe"] == "crystaldiskmark"
     assert manifest["provenance"].endswith("measured by CrystalDiskMark 8.0.4 x64, not by iolab")
     imported = manifest["imported"]
     assert imported["statistic"] == "best" and imported["mix"] == "Read 70%/Write 30%"
@@ -50,7 +50,7 @@ def test_crystaldiskmark_8_with_the_mix(tmp_path):
 def test_kdiskmark_latency_is_fio_completion_latency(tmp_path):
     (run_dir,) = imports.import_paths([SAMPLES / "kdiskmark3.txt"], data_dir=tmp_path, label="KDiskMark box")
     manifest = store.read_manifest(run_dir)
-    assert manifest["tool"] == "KDiskMark 3.0.0" and manifest["versions"] == {"fio": "fio-3.30"}
+    assert manifest["imported"]["tool"] == "KDiskMark 3.0.0" and manifest["versions"] == {"fio": "fio-3.30"}
     assert manifest["imported"]["statistic"] == "mean"  # its Default profile averages the passes
     assert manifest["targets"] == [] and manifest["options"]["runtime"] == 5.0
     rows = iolab.load(run_dir)
@@ -73,7 +73,7 @@ def test_crystaldiskmark_6_leaves_the_unstated_sequential_block_size_empty(tmp_p
 def test_crystaldiskmark_3_uses_the_crystaldiskmark3_recipe_names(tmp_path):
     (run_dir,) = imports.import_paths([SAMPLES / "cdm3.txt"], data_dir=tmp_path)
     manifest = store.read_manifest(run_dir)
-    assert manifest["recipe"] == "crystaldiskmark3" and manifest["tool"] == "CrystalDiskMark 3.0.1 x64"
+    assert manifest["recipe"] == "crystaldiskmark3" and manifest["imported"]["tool"] == "CrystalDiskMark 3.0.1 x64"
     assert manifest["options"]["size"] == "1000 MB" and manifest["options"]["repeat"] == 5
     rows = iolab.load(run_dir)
     assert sorted(set(rows["test"])) == ["4K", "4K-QD32", "512K", "Seq"]

@@ -106,8 +106,9 @@ def test_a_tree_of_fio_json_is_one_run_with_each_file_untouched(captured, tmp_pa
     manifest = store.read_manifest(run_dir)
     assert manifest["status"] == "completed" and manifest["recipe"] == "fio"
     assert manifest["provenance"] == (f"imported from {(captured / 'tree').resolve()}, measured by "
-                                      f"{manifest['tool']}, not by iolab")
-    assert manifest["tool"].startswith("fio (3.")
+                                      f"{manifest['imported']['tool']}, not by iolab")
+    assert manifest["tool"] == manifest["provenance"]  # reports print a run's tool: here, who measured it
+    assert manifest["imported"]["tool"].startswith("fio 3.") and manifest["versions"]["fio"].startswith("fio-3.")
     assert manifest["imported"]["format"] == ["fio json", "fio json+"]
     assert manifest["started"] is None and manifest["isolation"] == {}  # never made up
     rows = iolab.load(tmp_path)
@@ -150,7 +151,7 @@ def test_a_bench_fio_tree_is_a_run_per_target_named_by_its_layout(bench_fio_tree
     (run_dir,) = imports.import_paths([bench_fio_tree], data_dir=tmp_path)
     manifest = store.read_manifest(run_dir)
     assert manifest["recipe"] == "bench-fio" and manifest["label"] == target
-    assert manifest["tool"].startswith("bench-fio (3.")
+    assert manifest["imported"]["tool"].startswith("bench-fio with fio 3.")
     rows = iolab.load(run_dir).sort_values("iodepth")
     assert list(rows["test"]) == ["4k/randread-1-2", "4k/randread-4-2"]
     assert list(rows["iodepth"]) == [1, 4] and set(rows["numjobs"]) == {2} and set(rows["bs"]) == {4096}
