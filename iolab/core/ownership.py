@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 ENV = "IOLAB_STATE_DIR"
 ROOT_STATE_DIR = statedir.ROOT_DIR + "/owned"
-KINDS = ("pgcluster", "mariadb", "scope", "mount", "dm", "iscsi", "loop", "file", "cgroup", "hugepages")
+KINDS = ("pgcluster", "mariadb", "scope", "mount", "dm", "iscsi", "loop", "file", "cgroup", "hugepages", "sysctl")
 #: the kernel's largest PID (PID_MAX_LIMIT on 64-bit)
 PID_MAX = 4 * 1024 * 1024
 _BOOT_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

@@ -20,7 +20,7 @@ They are undone in an order that lets each step succeed: stop a database
 cluster (PostgreSQL, MariaDB: its record names the undo registered for it, see
 :data:`PROVIDERS`), kill the tasks still in dead owners' cgroups (fio keeps the device
 busy), unmount, detach loop devices, remove backing files, remove cgroups and
-scopes, give back huge pages. Every undo checks first that the object is
+scopes, give back huge pages, give the machine its dirty-page limits back. Every undo checks first that the object is
 still the one recorded (a loop number, a mount point may have been reused).
 With ``data_dir`` the run manifests left ``running`` by dead processes become
 ``interrupted`` (:func:`iolab.engine.store.interrupt_orphans`).
@@ -34,7 +34,7 @@ import logging
 import os
 from typing import Callable
 
-from iolab.isolation import cgroupfs, cgroups, hugepages, systemd_scope
+from iolab.isolation import cgroupfs, cgroups, dirtylimits, hugepages, systemd_scope
 from iolab.devices import dmdelay, emulated, iscsi, loopdev
 from iolab.core import owner, ownership, statedir
 from iolab.engine import store, workdirs  # noqa: F401 - workdirs registers the undo of run directories
@@ -43,7 +43,8 @@ from iolab.core.errors import IolabError
 log = logging.getLogger(__name__)
 
 #: the order objects are undone in (see the module docstring)
-ORDER = ("pgcluster", "mariadb", "tasks", "mount", "dm", "iscsi", "loop", "file", "scope", "cgroup", "hugepages")
+ORDER = ("pgcluster", "mariadb", "tasks", "mount", "dm", "iscsi", "loop", "file", "scope", "cgroup", "hugepages",
+         "sysctl")
 
 
 #: the modules of the layers above the reaper that register undo functions under their own names
@@ -139,6 +140,10 @@ def _check_shape(rec: ownership.Record) -> None:
         pages = d.get("pages")
         if not isinstance(pages, int) or isinstance(pages, bool) or not 0 < pages < 2**31:
             raise ValueError(f"details.pages is {str(pages)[:80]!r}, not a count of huge pages")
+    if rec.kind == "sysctl":
+        if rec.id != f"vm.dirty.pid-{rec.owner.pid}":
+            raise ValueError(f"id {rec.id!r} is not vm.dirty.pid-{rec.owner.pid}, its owner's")
+        dirtylimits.check_details(d)
     if rec.undone_by is not None and rec.undone_by not in PROVIDERS and ownership.undo_function(rec.undone_by) is None:
         raise ValueError(f"undone_by names {rec.undone_by!r}, which registers no undo")
 
@@ -209,6 +214,7 @@ UNDO = {
     "scope": lambda item, dry_run: systemd_scope.undo_stale(item.id, item.details.get("dirs") or [], dry_run=dry_run),
     "cgroup": lambda item, dry_run: cgroups.undo_stale(item.id, item.details.get("dirs") or [], dry_run=dry_run),
     "hugepages": _undo_hugepages,
+    "sysctl": lambda item, dry_run: dirtylimits.undo_stale(item.pid, item.details, dry_run=dry_run),
 }
 
 

@@ -464,11 +464,11 @@ class FioEngine:
             flags.append("cache_suspect")
         if target.emulated is not None and target.emulated.profile.throttled:
             flags.append(emulation_flag(target.emulated, frame["direction"]))
-            if step.buffered and "write" in set(frame["direction"].dropna()) and _io_cgroup_v1():
-                # v1 charges writeback to the flusher, outside the throttled group
-                flags.append("v1_writeback")
         if self._ram_backed(target):
             flags.append("ram_backed")  # tmpfs/ramfs: the numbers are memory's, not a storage device's
+        elif step.buffered and not m["isolation"].get("forced_o_direct") and "write" in set(
+                frame["direction"].dropna()) and _io_cgroup_v1():  # v1: the flusher writes back outside the groups
+            flags.append("v1_writeback")
         if evidence.get("oom_killed"):
             flags.append("oom_killed")
             reason = evidence.get("oom_reason") or "fio was killed by the OOM killer in the memory-limited cgroup"

@@ -15,7 +15,9 @@ Modes (:data:`MODES`):
 ``cgroup``
     fio runs in a memory cgroup with a hard limit (v2 ``memory.max`` +
     ``memory.swap.max=0``; v1 ``memory.limit_in_bytes`` +
-    ``memory.memsw.limit_in_bytes``), never ``memory.high``. Page cache is
+    ``memory.memsw.limit_in_bytes``), never ``memory.high``; with buffered tests the
+    machine's dirty-page limits are scaled to the memory limit meanwhile
+    (:mod:`iolab.isolation.dirtylimits`). Page cache is
     charged to the group that first reads a page, so :meth:`Sandbox.prepare_test`
     drops the caches first, and test files should be laid out by a process
     started with :meth:`Sandbox.popen`.
@@ -72,7 +74,7 @@ import signal
 import subprocess
 from typing import Iterable, Iterator
 
-from iolab.isolation import cgroups, confine, systemd_scope
+from iolab.isolation import cgroups, confine, dirtylimits, systemd_scope
 from iolab.isolation.cgroups import Group, Throttle
 from iolab.core import processes
 from iolab.core.errors import IolabError
@@ -110,6 +112,7 @@ class Sandbox:
         self.buffer_pages: dict | None = None       # pages kept for fio's I/O buffers
         self.layout: cgroups.Layout | None = None
         self.cgroup_backend: dict | None = None     # which backend made the groups, and any fallback
+        self.dirty_limits: dict | None = None       # vm.dirty_* scaled to the memory limit (cgroup mode)
         self._pool = HugePagePool()
         self._children: list[subprocess.Popen] = []
         self._prepared: list[dict] = []
@@ -166,6 +169,8 @@ class Sandbox:
             group.set_memory_limit(self.mem_limit)
             for throttle in self.throttles:
                 group.throttle(throttle)
+        if self.buffered:  # the dirty limits a mem= boot would have (restored on close, in the ledger)
+            self.dirty_limits = dirtylimits.hold(self.mem_limit)
 
     def _new_group(self, controllers: list[str], *, mem_limit: int | None = None) -> Group:
         """A group from the chosen backend: a systemd scope (limits applied and read back) or cgroupfs (bare)."""
@@ -386,6 +391,7 @@ class Sandbox:
             # (the run's final status) shows how many pages were ``released``
             "hugepages": self.hugepages,
             "buffer_hugepages": self.buffer_pages,
+            "dirty_limits": self.dirty_limits,  # live too: gains ``restored`` when the sandbox closes
             "drop_caches": {
                 "tests": len(self._prepared),
                 "dropped": len(drops),
@@ -415,6 +421,10 @@ class Sandbox:
                 self._release(record)
             except IolabError as exc:
                 errors.append(str(exc))
+        try:
+            dirtylimits.release(self.dirty_limits)
+        except IolabError as exc:
+            errors.append(str(exc))
         if errors:
             message = "; ".join(errors)
             if quiet:
