@@ -95,3 +95,44 @@ def test_a_text_without_results_or_header_is_refused_naming_it(tmp_path, capsys,
     with pytest.raises(IolabError, match="not a CrystalDiskMark or KDiskMark"):
         cdmtext.parse("hello\n", context="x")
     assert not (tmp_path / "d").exists()
+
+
+CDM7 = """------------------------------------------------------------------------------
+CrystalDiskMark 7.0.0 x64 (C) 2007-2019 hiyohiyo Crystal Dew World: https://crystalmark.info/
+------------------------------------------------------------------------------
+* MB/s = 1,000,000 bytes/s [SATA/600 = 600,000,000 bytes/s]
+* KB = 1000 bytes, KiB = 1024 bytes
+
+[Read]
+Sequential 1MiB (Q=  8, T= 1):   100.000 MB/s [     95.4 IOPS] < 83000.00 us>
+    Random 4KiB (Q= 32, T=16):     0.800 MB/s [    195.3 IOPS] <600000.00 us>
+
+[Write]
+Sequential 1MiB (Q=  8, T= 1):    90.000 MB/s [     85.8 IOPS] < 92000.00 us>
+"""
+
+CDM5 = """-----------------------------------------------------------------------
+CrystalDiskMark 5.2.0 x64 (C) 2007-2016 hiyohiyo
+                           Crystal Dew World : http://crystalmark.info/
+-----------------------------------------------------------------------
+* MB/s = 1,000,000 bytes/s [SATA/600 = 600,000,000 bytes/s]
+* KB = 1000 bytes, KiB = 1024 bytes
+
+   Sequential Read (Q= 32,T= 1) :   140.000 MB/s
+          Sequential Read (T= 1) :   150.000 MB/s
+   Random Read 4KiB (Q= 1,T= 1) :    10.000 MB/s [  2441.4 IOPS]
+
+  Test : 1024 MiB [E: 0.4% (26.4/7167.0 MiB)] (x5)  [Interval=5 sec]
+"""
+
+
+def test_the_7x_and_5x_layouts():
+    seven = cdmtext.parse(CDM7)
+    assert (seven.name, seven.layout) == ("CrystalDiskMark 7.0.0 x64", "7.x/8.x")
+    assert [(r["test"], r["direction"], r["bs"], r["numjobs"]) for r in seven.rows] == [
+        ("SEQ1M-Q8T1", "read", 1048576, 1), ("RND4K-Q32T16", "read", 4096, 16), ("SEQ1M-Q8T1", "write", 1048576, 1)]
+    assert seven.rows[1]["latency_us"] == 600000.0
+    five = cdmtext.parse(CDM5)
+    assert (five.name, five.layout, five.passes, five.drive) == ("CrystalDiskMark 5.2.0 x64", "5.x/6.x", 5, "E:")
+    assert [(r["test"], r["iodepth"], r["numjobs"], r["bw_mbps"]) for r in five.rows] == [
+        ("SEQ-Q32T1", 32, 1, 140.0), ("SEQ-T1", None, 1, 150.0), ("RND4K-Q1T1", 1, 1, 10.0)]
