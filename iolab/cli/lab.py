@@ -36,6 +36,8 @@ def add_arguments(parser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("--disk", metavar="SIZE", action="append", default=[],
                         help="attach an empty raw disk of SIZE (sparse file on this machine; repeat for more)")
+    parser.add_argument("--nvme", metavar="SIZE", action="append", default=[],
+                        help="attach an emulated NVMe drive of SIZE (qemu's, with a SMART log; serial iolab-nvme1, ...)")
     parser.add_argument("--scratch", metavar="SIZE", default="4G",
                         help="scratch disk formatted ext4 on /var/tmp inside (default 4G)")
     parser.add_argument("--memory", metavar="SIZE", default="2G", help="the VM's memory (default 2G)")
@@ -54,10 +56,10 @@ def _sizes(args) -> None:
     from iolab.core.errors import IolabError
     from iolab.core.units import parse_size
     for option, value in [("--scratch", args.scratch), ("--memory", args.memory)] + \
-            [("--disk", value) for value in args.disk]:
+            [("--disk", value) for value in args.disk] + [("--nvme", value) for value in args.nvme]:
         nbytes = parse_size(value, context=f"{option} {value}")
-        if option == "--disk" and not MIN_DISK <= nbytes <= MAX_DISK:
-            raise IolabError("a lab disk must be between 16M and 64T", context=f"--disk {value}")
+        if option in ("--disk", "--nvme") and not MIN_DISK <= nbytes <= MAX_DISK:
+            raise IolabError("a lab disk must be between 16M and 64T", context=f"{option} {value}")
     if args.cpus < 1:
         raise IolabError(f"must be at least 1, got {args.cpus}", context="--cpus")
 
@@ -79,7 +81,7 @@ def _config(args, command: list[str]):
         if not directory.is_dir():
             raise IolabError("no such directory", context=f"--rwdir {directory}")
     venv_bin = Path(sys.prefix) / "bin"
-    return LabConfig(memory=args.memory, cpus=args.cpus, scratch=args.scratch, disks=list(args.disk),
+    return LabConfig(memory=args.memory, cpus=args.cpus, scratch=args.scratch, disks=list(args.disk), nvme=list(args.nvme),
                      rwdirs=rwdirs, rodirs=rodirs, cwd=cwd, timeout=args.timeout, overlay_cwd=True,
                      env={"PATH": f"{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
 

@@ -70,7 +70,7 @@ def tier_argv(results: Path, extra: list[str], timeout: float) -> list[str]:
     inside = (f"export IOLAB_LAB_RESULTS={shlex.quote(str(results))}; "
               f"iolab recipes > {shlex.quote(str(results / 'recipes.txt'))} 2>&1 & recipes=$!; "
               + guest_command(results, extra) + "; rc=$?; wait $recipes; exit $rc")
-    return [sys.executable, "-m", "iolab", "lab", "--scratch", "8G", "--disk", "1G", "--disk", "1G",
+    return [sys.executable, "-m", "iolab", "lab", "--scratch", "8G", "--disk", "1G", "--disk", "1G", "--nvme", "256M",
             "--memory", "2G", "--cpus", "2", "--data", str(results / "data"), "--rwdir", str(results),
             "--timeout", f"{timeout:g}", "--", "sh", "-c", inside]
 

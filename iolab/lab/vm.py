@@ -58,6 +58,7 @@ class LabConfig:
     kernel: Path | None = None
     disk_dir: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
+    nvme: list[str] = field(default_factory=list)  # emulated NVMe drives (sizes): serial iolab-nvmeN, /dev/nvme*
     python_images: bool = True  # stdlib and .venv from ext4 images, not 9p (see pyimage)
     overlay_cwd: bool = False   # cwd writable inside the guest only (needs the scratch disk)
 
@@ -116,7 +117,7 @@ def _refuse_tmpfs(directory: Path) -> None:
 
 
 def _make_disks(workdir: Path, config: LabConfig) -> list[Path]:
-    sizes = ([config.scratch] if config.scratch else []) + list(config.disks)
+    sizes = ([config.scratch] if config.scratch else []) + list(config.disks) + list(config.nvme)
     files = []
     for index, size in enumerate(sizes):
         nbytes = parse_size(size, context=f"lab disk {index + 1} size")
@@ -139,6 +140,7 @@ def vng_argv(config: LabConfig, disks: list[Path], script: Path,
             raise IolabError("must not contain ',' or spaces (qemu option syntax)", context=f"lab disk path {disk}")
         qemu += ["-drive", f"if=none,id=iolab{index},file={disk},format=raw,{_cache(config, index)},aio=threads",
                  "-device", f"virtio-blk-pci,drive=iolab{index},serial={serial}"]
+    qemu += nvme_options(disks[len(guest.disk_serials(disks_count(config))):])
     for index, (image, serial) in enumerate(zip(py_images, guest.py_serials(len(py_images)))):
         qemu += ["-drive", f"if=none,id=iolabpy{index},file={image.image},format=raw,readonly=on",
                  "-device", f"virtio-blk-pci,drive=iolabpy{index},serial={serial}"]
@@ -149,6 +151,16 @@ def vng_argv(config: LabConfig, disks: list[Path], script: Path,
     for directory in config.rwdirs:
         argv += ["--rwdir", str(directory)]
     return argv + ["--exec", f"sh {script}"]
+
+
+def nvme_options(images: list[Path]) -> list[str]:
+    """qemu's emulated NVMe controller (NVMe 1.4, a SMART / Health log, 50 C) over each image: ``nvme``
+    and ``smartctl`` in the guest have a real drive to read; its serial is ``iolab-nvme1``, ... in order."""
+    options = []
+    for index, image in enumerate(images):
+        options += ["-drive", f"if=none,id=iolabnvme{index},file={image},format=raw,cache=none,aio=threads",
+                    "-device", f"nvme,serial=iolab-nvme{index + 1},drive=iolabnvme{index}"]
+    return options
 
 
 def _cache(config: LabConfig, index: int) -> str:

@@ -1,0 +1,108 @@
+"""A real NVMe driver, smartctl and nvme-cli against qemu's emulated NVMe drive (the lab VM).
+
+The tier attaches one drive (``iolab lab --nvme 256M``: serial ``iolab-nvme1``,
+model "QEMU NVMe Ctrl", composite temperature 50 C, warning threshold 70 C).
+Identity and health come from sysfs, smartctl and nvme; a run on the drive records
+its health before and after (the data written grows by what fio wrote) and the
+temperature each second; lowering the drive's over-temperature threshold below
+50 C (hwmon's temp1_max is the NVMe Temperature Threshold feature) makes the drive
+raise its temperature warning, and the test run under it is flagged ``thermal``.
+"""
+import csv
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from iolab.devices import health, thermal
+from iolab.engine import runner
+
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
+
+SERIAL = "iolab-nvme1"
+WRITE = """
+name: nvme-write
+description: 32 MiB region written for 2 s, direct
+isolation: none
+defaults: {size: 32M, runtime: 2}
+fio: {ioengine: psync, direct: 1}
+tests:
+  - name: WRITE
+    rw: write
+    bs: 1M
+"""
+
+
+@pytest.fixture(scope="module")
+def nvme_disk() -> str:
+    """The namespace of the tier's NVMe drive (``nvme0n1``), found by its serial."""
+    subprocess.run(["modprobe", "nvme"], check=False)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for block in Path("/sys/block").glob("nvme*n1"):
+            if (block / "device" / "serial").read_text().strip() == SERIAL:
+                return block.name
+        time.sleep(0.5)
+    pytest.fail(f"no NVMe drive with serial {SERIAL}: the lab tier attaches one (iolab lab --nvme)")
+
+
+def test_identity_and_health_of_the_nvme_drive(nvme_disk):
+    ident = health.identity(nvme_disk, keep_serials=True)
+    assert ident["sources"] == {"smartctl": "ok", "nvme": "ok"}, ident["sources"]
+    assert (ident["model"], ident["serial"], ident["transport"]) == ("QEMU NVMe Ctrl", SERIAL, "nvme")
+    assert ident["firmware"] and ident["capacity_bytes"] == 256 * 2**20 and ident["rotational"] is False
+    assert (ident["logical_block_size"], ident["physical_block_size"]) == (512, 512)
+    assert ident["nvme_namespace"]["lba_format"] == 0 and ident["nvme_namespace"]["data_bytes"] == 512
+    assert ident["link"]["pcie"]["controller"] == "NVMe controller"  # the drive's own port
+    assert health.identity(nvme_disk)["serial"] == health.hidden_serial(SERIAL)
+    snap = health.snapshot(nvme_disk)
+    assert snap["temperature_c"] == 50 and (snap["warning_temp_c"], snap["critical_temp_c"]) == (70, 100)
+    assert snap["percentage_used"] == 0 and snap["media_errors"] == 0 and snap["critical_warning"] == 0
+    assert snap["data_written_bytes"] >= 0 and snap["power_on_hours"] >= 0
+    found, missing = thermal.sources([nvme_disk])
+    assert missing == {} and [s.how for s in found] == ["hwmon"] and 45 <= found[0].read() <= 55
+
+
+def _hwmon_max(disk: str) -> Path:
+    return next((Path("/sys/block") / disk / "device").glob("hwmon*/temp1_max"))
+
+
+def _run(tmp_path: Path, device: str, name: str):
+    recipe = tmp_path / f"{name}.yaml"
+    recipe.write_text(WRITE)
+    result = runner.run(str(recipe), [device], data_dir=tmp_path / name, progress=False, confirm=[device])
+    assert result.manifest["status"] == "completed", result.manifest.get("reason")
+    return result
+
+
+def test_a_run_records_health_before_and_after_and_the_temperature(nvme_disk, tmp_path):
+    device = f"/dev/{nvme_disk}"
+    result = _run(tmp_path, device, "cool")
+    target = result.manifest["targets"][0]
+    assert target["drives"][0]["model"] == "QEMU NVMe Ctrl" and target["drives"][0]["serial"].startswith("sha256:")
+    assert target["temperature_sources"] == {device: "hwmon"}
+    before, after = target["health_before"][0], target["health_after"][0]
+    written = after["data_written_bytes"] - before["data_written_bytes"]
+    print(f"health: {json.dumps(before)} -> {json.dumps(after)}")
+    row = result.results.iloc[0]
+    fio_wrote = int(result.results["io_bytes"].sum())
+    assert fio_wrote <= written <= fio_wrote + 2 * 512_000, (written, fio_wrote)  # in 512,000-byte units
+    assert 45 <= row["temp_max_c"] <= 55 and "thermal" not in str(row["flags"])
+    files = sorted((result.path / "raw").glob("*.temp.csv"))
+    assert [f.name.endswith("-1.temp.csv") for f in files] == [True], files  # raw/<test>-<rep>.temp.csv
+    series = list(csv.DictReader(files[0].open()))
+    assert len(series) >= 2 and {r["device"] for r in series} == {device}
+
+    threshold = _hwmon_max(nvme_disk)
+    kept = threshold.read_text().strip()
+    threshold.write_text("40000\n")  # the drive's over-temperature threshold below its 50 C
+    try:
+        hot = _run(tmp_path, device, "hot")
+    finally:
+        threshold.write_text(kept + "\n")
+    row = hot.results.iloc[0]
+    assert "thermal" in str(row["flags"]).split(";"), row["flags"]
+    assert hot.manifest["status"] == "completed"
+    assert health.snapshot(nvme_disk)["critical_warning"] == 0  # the warning ends with the threshold restored
