@@ -179,3 +179,16 @@ def test_a_run_records_the_drive_and_its_health_said_not_guessed(make_loop, tmp_
     assert saved["targets"][0]["health_after"] == target["health_after"]
     assert result.results["temp_max_c"].isna().all()
     assert not list((result.path / "raw").glob("*.temp.csv"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_thermal_flag_has_its_sentence_and_readme_line(lang):
+    from iolab.report import commentary, i18n
+    assert i18n.has("flags.thermal", lang)
+    summary = pd.DataFrame([{"system": "nvme", "test": "T", "direction": "write", "value": 1.0, "metric": "bw_mbps",
+                             "unit": "MB/s", "cache_isolated": True, "n": 3, "ci_low": float("nan"),
+                             "ci_high": float("nan"), "flags": "thermal", "cov": 0.0}])
+    text = " ".join(commentary.caveat_sentences(commentary.caveats(summary), lang=lang))
+    assert "(thermal" in text or "（thermal" in text
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "`thermal`" in readme.split("### Flags")[1].split("\n## ")[0]
