@@ -192,3 +192,38 @@ def test_the_thermal_flag_has_its_sentence_and_readme_line(lang):
     assert "(thermal" in text or "（thermal" in text
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert "`thermal`" in readme.split("### Flags")[1].split("\n## ")[0]
+
+
+@requires("fio", "bwrap")
+def test_keep_serials_through_the_cli(tmp_path, capsys, caplog):
+    """A directory target on this host's disk: its serial is hashed in every field, kept with --keep-serials."""
+    from cli_helpers import cli_main
+    disks = health.disks_of(tmp_path)
+    serials = [s for s in (blockdev_serial(d) for d in disks) if s]
+    if not serials:
+        pytest.skip(f"the disk under {tmp_path} ({disks}) has no serial number in sysfs")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(RECIPE.replace("direct: 1", "direct: 0"))
+    target = tmp_path / "target"
+    target.mkdir()
+    manifests = []
+    for extra in ([], ["--keep-serials"]):
+        code, out, err = cli_main(capsys, caplog, "run", recipe, "--target", target, "--data", tmp_path / "data",
+                                  "--no-progress", "--size", "4M", *extra)
+        assert code == 0, err
+        manifests.append(json.loads((Path(out.strip().splitlines()[-1]) / "manifest.json").read_text()))
+    hidden, kept = (m["targets"][0] for m in manifests)
+    assert hidden["drives"][0]["serial"] == health.hidden_serial(serials[0]) == hidden["device"]["serial"]
+    assert serials[0] not in json.dumps(manifests[0])
+    assert kept["drives"][0]["serial"] == serials[0] == kept["device"]["serial"]
+
+
+def blockdev_serial(disk: str) -> str | None:
+    from iolab.devices import blockdev
+    return blockdev.serial(disk)
+
+
+def test_keep_serials_is_refused_with_hosts(tmp_path, capsys, caplog):
+    from cli_helpers import cli_main
+    code, out, err = cli_main(capsys, caplog, "run", "quick", "--hosts", tmp_path / "inventory.yaml", "--keep-serials")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--keep-serials does not go with --hosts" in err, err
