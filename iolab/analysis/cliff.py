@@ -148,3 +148,23 @@ def parse_bw_log(text: str, *, unit: int = FIO_LOG_UNIT) -> tuple[list[float], l
         except (ValueError, IndexError):
             raise IolabError(f"not a fio log line: {line[:80]!r}", context=f"bandwidth log line {number}") from None
     return times, rates
+
+
+#: the columns :func:`cliff_columns` adds to a sustained-write row (rates in MB/s, 10^6 B/s)
+CLIFF_COLUMNS = ("cliff_found", "burst_mbps", "cliff_bytes", "cliff_s", "after_mbps", "cliff_drop",
+                 "recovery_mbps", "recovery_fraction", "recovered", "cliff_samples")
+
+
+def cliff_columns(cliff: Cliff, recovered_bps: float | None = None) -> dict:
+    """One row's worth of a cliff finding (and the recovery write's rate, when there was one)."""
+    back = recovery(cliff, recovered_bps) if recovered_bps is not None else {}
+
+    def mbps(value):
+        return None if value is None else round(value / 1e6, 3)
+    return {"cliff_found": cliff.found, "burst_mbps": mbps(cliff.burst_bps),
+            "cliff_bytes": None if cliff.cliff_bytes is None else int(cliff.cliff_bytes),
+            "cliff_s": None if cliff.cliff_s is None else round(cliff.cliff_s, 3),
+            "after_mbps": mbps(cliff.after_bps), "cliff_drop": None if cliff.drop is None else round(cliff.drop, 4),
+            "recovery_mbps": mbps(back.get("recovery_bps")),
+            "recovery_fraction": None if back.get("fraction") is None else round(back["fraction"], 4),
+            "recovered": back.get("recovered"), "cliff_samples": cliff.samples}

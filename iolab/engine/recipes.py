@@ -41,7 +41,7 @@ STATISTICS = ("best", "mean", "median")
 RECIPE_KEYS = {"name", "description", "about", "tool", "statistic", "isolation", "defaults",
                "fio", "tests", "filesystem", "output_format", "notes", "presets", "engine", "options"}
 #: What runs a recipe's tests: fio job files, or an engine of its own (iolab.engines).
-ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks", "sqlbench")
+ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks", "sqlbench", "sustained")
 REQUIRED_KEYS = ("name", "description", "tests")
 DEFAULT_KEYS = {"size", "size_mem_factor", "runtime", "repeat", "max_repeat", "cov_target", "ramp_time", "pause", "warmup",
                 "mem_limit", "watchdog_margin"}

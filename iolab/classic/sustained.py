@@ -1,0 +1,93 @@
+"""The ``sustained`` engine: the ``sustained-write`` recipe's fio jobs, then the write-cliff finding.
+
+The tests are plain fio jobs (run, confined and annotated exactly as by
+:class:`iolab.engine.runner.FioEngine`, through ``self.popen(sandbox)``); each writes fio's
+per-second bandwidth log (``write_bw_log`` + ``log_avg_msec=1000``) beside its raw output
+in ``raw/`` (fio runs there). Two things differ from the fio engine:
+
+* no layout pass: the sustained write itself makes the test file, and a layout would
+  fill a drive's cache before the measurement starts;
+* afterwards :mod:`iolab.analysis.cliff` reads the ``sustained`` test's series and adds
+  the finding to its row (:data:`iolab.analysis.cliff.CLIFF_COLUMNS`: burst rate, bytes
+  before the cliff, rate after it, and the ``recovery`` test's rate after the idle pause,
+  which is the recipe's pause between tests, ``--pause``); an emulated device's cliff
+  record (what was declared, when it was applied) goes into the manifest's target entry.
+"""
+from __future__ import annotations
+
+import logging
+
+from iolab.analysis.cliff import CLIFF_COLUMNS, cliff_columns, find_cliff, parse_bw_log
+from iolab.core.errors import IolabError
+from iolab.engine.runner import FioEngine, _relpath
+
+log = logging.getLogger(__name__)
+
+SUSTAINED, RECOVERY = "sustained", "recovery"
+
+
+class Engine(FioEngine):
+    """Runs an ``engine: sustained`` recipe; built and driven by :func:`iolab.engine.runner.run`."""
+
+    def __init__(self, recipe, targets, run_, **kwargs):
+        super().__init__(recipe, targets, run_, **kwargs)
+        names = {step.test for step in recipe.steps()}
+        if SUSTAINED not in names:
+            raise IolabError(f"the sustained engine needs a test named {SUSTAINED!r}", context=recipe.name)
+        if recipe.repeat > 1:  # a second pass would start with the cache full: not a repetition
+            raise IolabError(f"--repeat {recipe.repeat}: a sustained write runs once (a second pass starts "
+                             "with the drive's cache still full)", context=recipe.name, hint="run it again later")
+
+    def execute(self) -> None:
+        with self.session(buffered=False, direct_ok=True) as sandbox:
+            self.run.update(isolation={**sandbox.describe(), "forced_o_direct": False})
+            jobs = self._write_jobs(False)
+            self._steps(sandbox, jobs)  # no _layout: see the module's text
+            self._record_emulated_cliffs()
+        self._add_findings()
+
+    def _record_emulated_cliffs(self) -> None:
+        """The emulated devices' cliff records as they stand after the tests (before the devices go)."""
+        described = self.run.manifest.get("targets") or []
+        for target in self.targets:
+            watch = getattr(target.emulated, "cliff_watch", None)
+            for entry in described:
+                if watch is not None and entry.get("name") == target.name and entry.get("emulated"):
+                    entry["emulated"]["cliff"] = watch.describe()
+        self.run.update(targets=described)
+
+    def _bw_log(self, step_id: str, target):
+        raw = self.run.path / _relpath("raw", step_id, target, self.multi, "-1.json")
+        return raw.parent / f"{step_id}_bw.1.log"
+
+    def _add_findings(self) -> None:
+        table = self.run.results
+        if table.empty:
+            return
+        for column in CLIFF_COLUMNS + ("cliff_error",):
+            if column not in table:
+                table[column] = None
+        table = table.astype({c: object for c in CLIFF_COLUMNS + ("cliff_error",)})
+        for target in self.targets:
+            mine = table["target"].eq(target.name) & table["direction"].eq("write")
+            rows = table.index[mine & table["test"].eq(SUSTAINED)]
+            if rows.empty:
+                continue
+            recovered = table.loc[mine & table["test"].eq(RECOVERY), "bw_mbps"].dropna()
+            try:
+                cliff = find_cliff(*parse_bw_log(self._bw_log(SUSTAINED, target).read_text()))
+            except (OSError, IolabError) as exc:
+                log.warning("no cliff finding for %s: %s", target.name, exc)
+                table.loc[rows, "cliff_error"] = str(exc)
+                continue
+            found = cliff_columns(cliff, recovered.iloc[0] * 1e6 if not recovered.empty else None)
+            for column, value in found.items():
+                table.loc[rows, column] = value
+            log.info("%s: %s", target.name, found)
+        self.run.set_results(table)
+
+    def _floor_bps(self, target) -> float:
+        """The watchdog's slowest rate: an emulated device's rate after its cliff, when it has one."""
+        floor = super()._floor_bps(target)
+        cliff = getattr(getattr(target.emulated, "profile", None), "cliff", None)
+        return min(floor, cliff.write_bps) if cliff is not None else floor
