@@ -110,7 +110,7 @@ def test_compare_page_states_the_emulated_hdds_ceilings(render_once, lang):
 #: Every flag the engine, the statistics and the classic tools write into results.csv.
 ENGINE_FLAGS = ["cache_suspect", "cpu_bound", "too_short", "high_variance", "small_file", "oom_killed",
                 "emulated_latency", "emulated_delay", "v1_writeback", "ram_backed", "first_sample_dropped",
-                "fleet_aggregate"]
+                "fleet_aggregate", "contended"]
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
@@ -142,3 +142,12 @@ def test_the_same_ceiling_at_queue_depth_1_and_32_is_explained():
     assert ("RND4K-Q1T1 read and RND4K-Q32T1 read run at the same 150 IOPS with 1 and 32 I/Os in flight: "
             "the throttle sets the rate, so a deeper queue cannot raise it") in text
     assert "同時に発行する I/O が 1、32 個でも同じ 150 IOPS になる" in ceilings.markdown(results, manifests, lang="ja")
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_plain_report_states_the_ceilings_too(render_once, lang):
+    md = render_once(data=DATA, lang=lang).markdown.read_text(encoding="utf-8")  # report.ipynb
+    heading = "**Emulated devices.**" if lang == "en" else "**エミュレートしたデバイス。**"
+    assert heading in md
+    assert ("stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" if lang == "en"
+            else "RND4K-Q1T1 読み込み（100 IOPS、上限 150 IOPS の 67%）") in md
