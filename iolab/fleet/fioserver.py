@@ -41,18 +41,18 @@ import dataclasses
 import ipaddress
 import logging
 import os
-import signal
 import socket as _socket
 import stat
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 from iolab.engine import fio
 from iolab.core.errors import IolabError
-from iolab.core.procstat import group_members, processes
+from iolab.core.procstat import group_members  # noqa: F401 - tests and callers use it from here
 from iolab.fleet import privatedir
+from iolab.fleet.procsockets import (STOP_GRACE_S, listening, socket_inodes, stop_group,  # noqa: F401 - also
+                                     tcp_listeners, tree)  # this module's API, as before the /proc part moved
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,6 @@ DEFAULT_PORT = 8765
 LOOPBACK = "127.0.0.1"
 #: Seconds a server gets to listen after it was started.
 START_TIMEOUT_S = 60.0  # fio under bubblewrap in the lab VM (TCG) took over 20 s
-#: Seconds a stopping server (and its children) gets after SIGTERM before SIGKILL.
-STOP_GRACE_S = 5.0
 
 
 # --------------------------------------------------------------------------- addresses
@@ -153,118 +151,6 @@ def free_port(address: str = LOOPBACK) -> int:
     with _socket.socket(family, _socket.SOCK_STREAM) as sock:
         sock.bind((address, 0))
         return sock.getsockname()[1]
-
-
-# --------------------------------------------------------------------------- /proc
-
-def _socket_inodes(pid: int) -> set[int]:
-    inodes = set()
-    fd_dir = f"/proc/{pid}/fd"
-    try:
-        names = os.listdir(fd_dir)
-    except OSError:
-        return inodes
-    for name in names:
-        try:
-            link = os.readlink(f"{fd_dir}/{name}")
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            inodes.add(int(link[8:-1]))
-    return inodes
-
-
-def tcp_listeners(port: int) -> set[int]:
-    """Socket inodes listening on TCP ``port`` (any address, IPv4 or IPv6)."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) < 10 or fields[3] != "0A":  # 0A: LISTEN
-                continue
-            if int(fields[1].rsplit(":", 1)[1], 16) == port:
-                found.add(int(fields[9]))
-    return found
-
-
-def _tcp_listening(port: int, inodes: set[int]) -> bool:
-    return bool(tcp_listeners(port) & inodes)
-
-
-def _unix_listening(path: str, inodes: set[int], pid: int | None = None) -> bool:
-    # /proc/PID/net/unix: the table of PID's network namespace (a confined server has its own)
-    table = f"/proc/{pid}/net/unix" if pid is not None else "/proc/net/unix"
-    try:
-        lines = Path(table).read_text().splitlines()[1:]
-    except OSError:
-        return False
-    for line in lines:
-        fields = line.split(None, 7)
-        # Num RefCount Protocol Flags Type St Inode Path; flag 0x10000: __SO_ACCEPTCON (listening)
-        if len(fields) == 8 and fields[7] == path and int(fields[3], 16) & 0x10000 and int(fields[6]) in inodes:
-            return True
-    return False
-
-
-def tree(pid: int) -> list[int]:
-    """``pid`` and its live descendants (a confined server's fio runs below bubblewrap, in its own session)."""
-    parents = {p.pid: p.ppid for p in processes() if p.state not in ("Z", "X")}
-    if pid not in parents:
-        return []
-    found, index = [pid], 0
-    while index < len(found):
-        found += [child for child, parent in parents.items() if parent == found[index]]
-        index += 1
-    return found
-
-
-def listening(pid: int, endpoint: Endpoint) -> bool:
-    """Whether process ``pid`` or a descendant owns a listening socket for ``endpoint`` (from /proc, no connection)."""
-    for member in tree(pid):
-        inodes = _socket_inodes(member)
-        if not inodes:
-            continue
-        if endpoint.kind == "unix":
-            if _unix_listening(endpoint.path, inodes, member):
-                return True
-        elif _tcp_listening(endpoint.port, inodes):
-            return True
-    return False
-
-
-def _alive(pids) -> list[int]:
-    live = {p.pid for p in processes() if p.state not in ("Z", "X")}
-    return [pid for pid in pids if pid in live]
-
-
-def stop_group(proc: subprocess.Popen, *, grace: float = STOP_GRACE_S, first=signal.SIGTERM) -> None:
-    """Stop a child started with ``start_new_session=True``, every process of its group and every descendant."""
-    pgid = proc.pid
-    members = set(tree(pgid)) if proc.poll() is None else set()
-    for sig in (first, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
-        for pid in _alive(members | set(tree(pgid))):  # descendants in other sessions (bwrap --new-session)
-            members.add(pid)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + (grace if sig != signal.SIGKILL else 5.0)
-        while time.monotonic() < deadline:
-            if proc.poll() is not None and not group_members(pgid) and not _alive(members - {pgid}):
-                break
-            time.sleep(0.05)
-        else:
-            if sig == signal.SIGKILL:
-                log.warning("process group %d still has members after SIGKILL: %s", pgid,
-                            group_members(pgid) + _alive(members - {pgid}))
-            continue
-        break
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(5)
 
 
 # --------------------------------------------------------------------------- server
@@ -393,6 +279,61 @@ def confined_argv(argv: list[str], *, writable: list[str], devices: list[str], n
     return confine.Confinement(writable=tuple(writable), devices=tuple(devices), network=network).wrap(argv)
 
 
+def _place(port, socket, address: str, allow_network: bool) -> tuple:
+    """(socket, address, port) checked: a private socket (the default one when neither is given) or loopback TCP."""
+    if socket is not None and port is not None:
+        raise IolabError("give a port or a socket, not both", context="fio server")
+    if socket is None and port is None:
+        socket = privatedir.default_server_socket()
+    if socket is not None:
+        return privatedir.check_socket_dir(socket), address, None
+    check_bind_address(address, allow_network=allow_network)
+    ip = parse_ip(address)
+    if ip is None:
+        raise IolabError("bind a fio server to an IP address, not a host name", context=f"fio server {address}")
+    return None, str(ip), check_port(port, context=f"fio server {ip}")
+
+
+def _confinement(writable, devices, confined: bool) -> dict:
+    paths, devs = _checked_paths(writable, devices)
+    confinement = {"confined": bool(confined), "writable": paths, "devices": devs}
+    if confined:
+        problem = confinement_problem()
+        if problem:
+            raise IolabError(f"cannot confine the fio server: {problem}", context="fio server",
+                             hint="without confinement any job a client sends can write anything root can; "
+                                  "pass --unconfined (confined=False) only if you accept that")
+    else:
+        confinement["reason"] = "started unconfined on request"
+        log.warning("fio server unconfined: a job it is sent can write anything its user can")
+    return confinement
+
+
+def _launch(binary: str, endpoint: Endpoint, confinement: dict) -> FioServer:
+    """Start fio for ``endpoint``; a confined server on a socket binds it in a fresh private staging
+    directory (the only place it can write besides its allowed paths: the socket's own directory may
+    hold other things), from where :func:`start` moves the socket into place."""
+    staging, bind = None, endpoint
+    if confinement["confined"] and endpoint.kind == "unix":
+        staging = tempfile.mkdtemp(prefix=".fio-server-", dir=os.path.dirname(endpoint.path))
+        bind = Endpoint("unix", path=os.path.join(staging, "s.sock"))
+        if len(bind.path.encode()) >= 108:
+            os.rmdir(staging)
+            raise IolabError("the socket's directory is too deep for a Unix socket (108 bytes) with "
+                             "iolab's staging directory in it", context=endpoint.path)
+    argv = [binary, f"--server={bind.client_spec}"]
+    if confinement["confined"]:
+        argv = confined_argv(argv, writable=confinement["writable"] + ([staging] if staging else []),
+                             devices=confinement["devices"], network=endpoint.kind == "tcp")
+    output = tempfile.TemporaryFile(prefix="iolab-fio-server-")
+    log.info("starting %s", " ".join(argv))
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                            start_new_session=True, preexec_fn=_umask_077 if endpoint.kind == "unix" else None)
+    server = FioServer(bind, proc, output, owns_socket=endpoint.kind == "unix", confinement=confinement)
+    server.staging = staging
+    return server
+
+
 def start(*, port: int | None = None, socket: str | os.PathLike | None = None, address: str = LOOPBACK,
           allow_network: bool = False, writable=(), devices=(), confined: bool = True,
           timeout: float = START_TIMEOUT_S, attempts: int = 5) -> FioServer:
@@ -408,30 +349,8 @@ def start(*, port: int | None = None, socket: str | os.PathLike | None = None, a
     ``confined=False``), or the server does not listen within ``timeout``.
     """
     binary = fio.fio_binary()
-    if socket is not None and port is not None:
-        raise IolabError("give a port or a socket, not both", context="fio server")
-    if socket is None and port is None:
-        socket = privatedir.default_server_socket()
-    if socket is None:
-        check_bind_address(address, allow_network=allow_network)
-        ip = parse_ip(address)
-        if ip is None:
-            raise IolabError("bind a fio server to an IP address, not a host name", context=f"fio server {address}")
-        address = str(ip)
-        port = check_port(port, context=f"fio server {address}")
-    else:
-        socket = privatedir.check_socket_dir(socket)
-    paths, devs = _checked_paths(writable, devices)
-    confinement = {"confined": bool(confined), "writable": paths, "devices": devs}
-    if confined:
-        problem = confinement_problem()
-        if problem:
-            raise IolabError(f"cannot confine the fio server: {problem}", context="fio server",
-                             hint="without confinement any job a client sends can write anything root can; "
-                                  "pass --unconfined (confined=False) only if you accept that")
-    else:
-        confinement["reason"] = "started unconfined on request"
-        log.warning("fio server unconfined: a job it is sent can write anything its user can")
+    socket, address, port = _place(port, socket, address, allow_network)
+    confinement = _confinement(writable, devices, confined)
     last_error = None
     for _ in range(attempts):
         if socket is not None:
@@ -445,32 +364,13 @@ def start(*, port: int | None = None, socket: str | os.PathLike | None = None, a
                 if port:
                     raise last_error
                 continue
-        final, staging = endpoint, None
-        if confined and endpoint.kind == "unix":
-            # the socket's directory may hold other things: fio binds in a fresh private directory,
-            # the only one (besides the allowed paths) it can write; the socket is then moved into place
-            staging = tempfile.mkdtemp(prefix=".fio-server-", dir=os.path.dirname(endpoint.path))
-            endpoint = Endpoint("unix", path=os.path.join(staging, "s.sock"))
-            if len(endpoint.path.encode()) >= 108:
-                os.rmdir(staging)
-                raise IolabError("the socket's directory is too deep for a Unix socket (108 bytes) with "
-                                 "iolab's staging directory in it", context=final.path)
-        argv = [binary, f"--server={endpoint.client_spec}"]
-        if confined:
-            argv = confined_argv(argv, writable=paths + ([staging] if staging else []), devices=devs,
-                                 network=endpoint.kind == "tcp")
-        output = tempfile.TemporaryFile(prefix="iolab-fio-server-")
-        log.info("starting %s", " ".join(argv))
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=_umask_077 if socket is not None else None)
-        server = FioServer(endpoint, proc, output, owns_socket=socket is not None, confinement=confinement)
-        server.staging = staging
+        server = _launch(binary, endpoint, confinement)
         try:
             _wait_listening(server, timeout)
-            if staging:
-                os.chmod(endpoint.path, 0o600)
-                os.rename(endpoint.path, final.path)
-                server.endpoint = endpoint = final
+            if server.staging:
+                os.chmod(server.endpoint.path, 0o600)
+                os.rename(server.endpoint.path, endpoint.path)
+                server.endpoint = endpoint
             others = tcp_listeners(endpoint.port) - _member_sockets(server) if endpoint.kind == "tcp" else set()
             if others:
                 raise IolabError(f"port {endpoint.port} is in use by another process too",
@@ -489,8 +389,8 @@ def start(*, port: int | None = None, socket: str | os.PathLike | None = None, a
         else:
             log.warning("fio server on TCP %s: EVERY local user of this machine can connect and have it run "
                         "any job (fio's server has no authentication)", endpoint)
-        log.info("fio server listening on %s (pid %d, %s)", endpoint, proc.pid,
-                 "confined" if confined else "unconfined")
+        log.info("fio server listening on %s (pid %d, %s)", endpoint, server.pid,
+                 "confined" if confinement["confined"] else "unconfined")
         return server
     raise last_error  # pragma: no cover - five ports taken in a row
 
@@ -498,7 +398,7 @@ def start(*, port: int | None = None, socket: str | os.PathLike | None = None, a
 def _member_sockets(server: FioServer) -> set[int]:
     inodes = set()
     for pid in server.members():
-        inodes |= _socket_inodes(pid)
+        inodes |= socket_inodes(pid)
     return inodes
 
 

@@ -4,7 +4,6 @@ Every fio server, sshd, SSH tunnel and network namespace started here is
 stopped in a fixture finaliser, and the tests check that none is left.
 """
 import contextlib
-import getpass
 import json
 import os
 import shutil

@@ -6,7 +6,6 @@ with ``exec_prerun=touch F`` from that user never runs.
 """
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import tempfile
