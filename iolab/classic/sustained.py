@@ -64,10 +64,11 @@ class Engine(FioEngine):
         table = self.run.results
         if table.empty:
             return
-        for column in CLIFF_COLUMNS + ("cliff_error",):
+        added = CLIFF_COLUMNS + ("idle_s", "cliff_error")
+        for column in added:
             if column not in table:
                 table[column] = None
-        table = table.astype({c: object for c in CLIFF_COLUMNS + ("cliff_error",)})
+        table = table.astype({c: object for c in added})
         for target in self.targets:
             mine = table["target"].eq(target.name) & table["direction"].eq("write")
             rows = table.index[mine & table["test"].eq(SUSTAINED)]
@@ -81,6 +82,7 @@ class Engine(FioEngine):
                 table.loc[rows, "cliff_error"] = str(exc)
                 continue
             found = cliff_columns(cliff, recovered.iloc[0] * 1e6 if not recovered.empty else None)
+            found["idle_s"] = float(self.recipe.defaults.get("pause") or 0)  # the idle before the recovery write
             for column, value in found.items():
                 table.loc[rows, column] = value
             log.info("%s: %s", target.name, found)
