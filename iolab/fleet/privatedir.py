@@ -136,9 +136,9 @@ def check_socket_dir(socket_path: str | os.PathLike) -> str:
     try:
         ensure(os.path.dirname(path), create=0)
     except IolabError as exc:
-        raise IolabError(f"the socket's directory is not private: {exc}", context=path,
-                         hint="a fio server's socket must be in a directory only its owner can enter "
-                              "(mode 0700); iolab server's default place is one") from None
+        where = f"{exc.context}: {exc.message}" if exc.context else exc.message
+        raise IolabError(f"the socket's directory is not private: {where}", context=path,
+                         hint="iolab server's default place is one (leave out --socket)") from None
     return path
 
 

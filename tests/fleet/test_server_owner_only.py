@@ -16,7 +16,7 @@ import pytest
 from iolab.core.errors import IolabError
 from iolab.fleet import fioserver, privatedir
 
-from cli_helpers import needs_fio, needs_root
+from cli_helpers import iolab_cli, needs_fio, needs_root
 from device_fixtures import make_loop, scratch, sh  # noqa: F401 - fixtures
 
 pytestmark = [needs_fio, needs_root]
@@ -213,3 +213,16 @@ def test_an_allowed_device_is_the_one_device_the_server_can_write(servers, make_
     assert "No such file or directory" in out or "Read-only file system" in out, out
     assert Path(other).read_bytes()[:2 * 1024 * 1024] == before
     assert Path(allowed).read_bytes()[:1024 * 1024] != bytes(1024 * 1024)  # the allowed one was written
+
+
+def test_cli_refuses_a_socket_others_could_reach_in_one_line(tmp_path):
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o755)
+    proc = iolab_cli("server", "--socket", open_dir / "fio.sock", timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"iolab: error: {open_dir}/fio.sock: the socket's directory is not private: {open_dir}: lets others in "
+        "(mode 0755, owner uid 0); a fio server's socket needs a directory only its owner can enter (0700) "
+        "(iolab server's default place is one (leave out --socket))"]
+    assert list(open_dir.iterdir()) == []
