@@ -16,6 +16,7 @@ in ``raw/`` (fio runs there). Two things differ from the fio engine:
 from __future__ import annotations
 
 import logging
+import re
 
 from iolab.analysis.cliff import CLIFF_COLUMNS, cliff_columns, find_cliff, parse_bw_log
 from iolab.core.errors import IolabError
@@ -82,11 +83,25 @@ class Engine(FioEngine):
                 table.loc[rows, "cliff_error"] = str(exc)
                 continue
             found = cliff_columns(cliff, recovered.iloc[0] * 1e6 if not recovered.empty else None)
-            found["idle_s"] = float(self.recipe.defaults.get("pause") or 0)  # the idle before the recovery write
+            found["idle_s"] = self._idle_seconds(target)
             for column, value in found.items():
                 table.loc[rows, column] = value
             log.info("%s: %s", target.name, found)
         self.run.set_results(table)
+
+    def _idle_seconds(self, target) -> float:
+        """How long the device was idle before the recovery write: from fio's own clocks (each raw
+        output's ``timestamp_ms`` is when that fio ended; ``job_runtime`` how long it wrote), so the
+        sandbox's set-up and other targets' turns count; the recipe's pause when they are missing."""
+        def clock(step_id, field):
+            raw = self.run.path / _relpath("raw", step_id, target, self.multi, "-1.json")
+            found = re.search(rf'"{field}"\s*:\s*(\d+)', raw.read_text()) if raw.exists() else None
+            return int(found.group(1)) if found else None
+        ended, recovery_end, recovery_ran = (clock(SUSTAINED, "timestamp_ms"), clock(RECOVERY, "timestamp_ms"),
+                                             clock(RECOVERY, "job_runtime"))
+        if None in (ended, recovery_end, recovery_ran):
+            return float(self.recipe.defaults.get("pause") or 0)
+        return round((recovery_end - recovery_ran - ended) / 1000, 3)
 
     def _floor_bps(self, target) -> float:
         """The watchdog's slowest rate: an emulated device's rate after its cliff, when it has one."""

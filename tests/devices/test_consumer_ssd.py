@@ -116,7 +116,7 @@ def test_the_sustained_write_recipe_reports_the_cliff(ram_scratch, tmp_path):
     assert row.burst_mbps * 1e6 == pytest.approx(p.write_bps, rel=0.10)
     assert row.after_mbps * 1e6 == pytest.approx(p.cliff.write_bps, rel=0.10)
     assert row.recovery_mbps == pytest.approx(rows.loc["recovery", "bw_mbps"], abs=0.001)
-    assert row.idle_s == 4.0
+    assert 4.0 <= row.idle_s < 30  # the pause, plus the set-up before the recovery write
     manifest = json.loads((run_dir / "manifest.json").read_text())
     cliff = manifest["targets"][0]["emulated"]["cliff"]
     assert cliff["declared"]["after_bytes"] == p.cliff.after_bytes
