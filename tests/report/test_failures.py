@@ -100,3 +100,28 @@ def test_the_report_of_a_failed_run_names_the_failed_test_and_its_error(failed_r
     assert f">{heading}<" in html
     markdown = Path(files.markdown).read_text(encoding="utf-8")
     assert f"### {heading}" in markdown and re.search(r"^- .*\*\*REFUSED\*\*.*`[^`]*fio: size too small[^`]*`", markdown, re.M)
+
+
+@needs_fio
+def test_compare_and_measure_notebooks_name_the_failed_test_with_fios_reason(failed_run, tmp_path):
+    """The failure fio really reported, in the two other notebooks that show runs: compare (the demo's and
+    the articles'), and measure (what iolab batch runs on each server), beside the tests that did run."""
+    files = report.report([str(failed_run)], notebook="compare", lang="en", out=str(tmp_path / "compare"))
+    md = Path(files.markdown).read_text(encoding="utf-8")
+    assert "### Failed tests and tests not run" in md
+    assert re.search(r"^- \*\*REFUSED\*\* on faulty-disk failed: `[^`]*fio: size too small[^`]*`", md, re.M)
+    assert "): 3 tests;" in md  # the tests it set out to run, the refused one too
+
+    recipe = tmp_path / "faulty.yaml"
+    recipe.write_text(RECIPE)
+    target = tmp_path / "target"
+    target.mkdir()
+    out = report.execute(ROOT / "notebooks" / "measure.ipynb", tmp_path / "measure.ipynb", parameters={
+        "recipe": str(recipe), "target": [str(target)], "tests": [], "label": "faulty-disk", "size": None,
+        "runtime": 1, "data_dir": str(tmp_path / "data"), "progress": False})
+    import nbformat
+    shown = "\n".join(o.get("data", {}).get("text/markdown", "")
+                      for c in nbformat.read(str(out), as_version=4).cells if c.cell_type == "code"
+                      for o in c.get("outputs", []))
+    assert "## Failed tests and tests not run" in shown
+    assert re.search(r"\*\*REFUSED\*\* on faulty-disk failed: `[^`]*fio: size too small", shown), shown[-2000:]
