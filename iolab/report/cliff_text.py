@@ -39,7 +39,7 @@ def _one(row, system: str, lang: str) -> list[str]:
         key = "cliff.recovered" if _truth(row.get("recovered")) else "cliff.not_recovered"
         fraction = float(row["recovery_fraction"])
         idle = row.get("idle_s")
-        said.append(i18n.text(key, lang, idle=f"{float(idle):g}" if _given(idle) else "?",
+        said.append(i18n.text(key, lang, idle=f"{round(float(idle), 1):g}" if _given(idle) else "?",
                               recovery=i18n.number(row["recovery_mbps"]),
                               fraction=f"{min(1.0, max(0.0, fraction)) * 100:.0f}"))  # above the burst: all the way
     return said
@@ -54,5 +54,5 @@ def sentences(results: pd.DataFrame, lang: str, *, system: str = "label") -> lis
     said = []
     for _, row in rows.iterrows():
         name = row.get(system) if _given(row.get(system)) else row.get("target", "?")
-        said.append(" ".join(_one(row, str(name), lang)))
+        said.append(("" if lang == "ja" else " ").join(_one(row, str(name), lang)))  # ja: no space after 。
     return said

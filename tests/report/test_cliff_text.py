@@ -8,7 +8,7 @@ from iolab.report import cliff_text
 def rows(**extra):
     base = {"test": "sustained", "label": "consumer SSD", "io_bytes": 224 * 2**20, "cliff_found": True,
             "burst_mbps": 49.9, "cliff_bytes": 171_300_000, "cliff_s": 3.43, "after_mbps": 9.97,
-            "cliff_drop": 0.80, "recovery_mbps": 51.2, "recovery_fraction": 1.03, "recovered": True, "idle_s": 4.0}
+            "cliff_drop": 0.80, "recovery_mbps": 51.2, "recovery_fraction": 1.03, "recovered": True, "idle_s": 4.04}
     return pd.DataFrame([{**base, **extra}, {"test": "recovery", "label": "consumer SSD", "bw_mbps": 51.2}])
 
 
@@ -22,7 +22,7 @@ def test_the_cliff_in_english():
 def test_the_cliff_in_japanese():
     (said,) = cliff_text.sentences(rows(recovered=False, recovery_fraction=0.2, recovery_mbps=18.0), "ja")
     assert "49.9 MB/秒" in said and "9.97 MB/秒" in said and "80%低下" in said
-    assert "回復していない" in said and "18.0 MB/秒" in said
+    assert "回復していない" in said and "18.0 MB/秒" in said and "。 " not in said
 
 
 @pytest.mark.parametrize("lang, words", [("en", "no write cliff"), ("ja", "書き込みの崖はない")])
