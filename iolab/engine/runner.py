@@ -42,7 +42,7 @@ from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
 from iolab.engine.fiospread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
-from iolab.isolation import confine
+from iolab.isolation import confine, contention
 from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
 from iolab.isolation.resident import kept_resident
 from iolab.engine.store import Run, utcnow
@@ -407,12 +407,13 @@ class FioEngine:
         """
         counter = _counter(target)
         before = counter.snapshot() if counter else None
-        done = fioproc.run(argv, raw, popen=self.popen(sandbox), label=label, expected=expected, limit=limit,
-                           show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=fio_run, cwd=cwd)
+        probe = contention.Probe(counter.device if counter else None, sandbox)  # CPU starved? device shared?
+        done = fioproc.run(argv, raw, popen=probe.watching(self.popen(sandbox)), label=label, expected=expected,
+                           limit=limit, show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=fio_run, cwd=cwd)
         device = counter.delta(before) if counter else {}
         if done.interrupt is not None and not fio_run:
             raise done.interrupt
-        return done, done.stderr, device, sandbox.test_evidence(), done.elapsed
+        return done, done.stderr, device, {**sandbox.test_evidence(), **probe.finish()}, done.elapsed
 
     def _expected_seconds(self, step) -> float | None:
         runtime = step.options.get("runtime")
@@ -469,6 +470,7 @@ class FioEngine:
         elif step.buffered and not m["isolation"].get("forced_o_direct") and "write" in set(
                 frame["direction"].dropna()) and _io_cgroup_v1():  # v1: the flusher writes back outside the groups
             flags.append("v1_writeback")
+        contention.annotate(frame, evidence, flags)  # cpu_got_pct, steal_pct, dev_foreign_bytes...; contended
         if evidence.get("oom_killed"):
             flags.append("oom_killed")
             reason = evidence.get("oom_reason") or "fio was killed by the OOM killer in the memory-limited cgroup"
