@@ -227,3 +227,15 @@ def test_keep_serials_is_refused_with_hosts(tmp_path, capsys, caplog):
     from cli_helpers import cli_main
     code, out, err = cli_main(capsys, caplog, "run", "quick", "--hosts", tmp_path / "inventory.yaml", "--keep-serials")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--keep-serials does not go with --hosts" in err, err
+
+
+@requires_root
+@requires("smartctl", "fio", "bwrap")
+def test_health_after_is_recorded_when_a_test_fails(make_loop, tmp_path):  # noqa: F811
+    loop = make_loop("16M")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(RECIPE.replace("    bs: 1M", "    bs: 1M\n    fio: {size: 4k}"))  # fio refuses: bs > size
+    result = runner.run(str(recipe), [loop], data_dir=tmp_path / "data", progress=False)
+    assert result.manifest["status"] == "failed"
+    saved = json.loads((result.path / "manifest.json").read_text())["targets"][0]
+    assert saved["health_after"][0]["device"] == loop and "health_before" in saved
