@@ -228,12 +228,29 @@ def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[list[str]]:
     return out
 
 
+def unknown_limits(results: pd.DataFrame, manifests: pd.DataFrame) -> dict[str, str]:
+    """``system -> profile`` for the emulated targets among ``results`` whose limits are not known (a manifest
+    without ``declared`` naming a profile iolab no longer ships): nothing can be held against them."""
+    if results.empty or "target" not in results.columns:
+        return {}
+    out = {}
+    for (run_id, target), emulated in _targets(manifests).items():
+        rows = results[(results["run_id"] == run_id) & (results["target"] == target)]
+        if not rows.empty and declared_limits(emulated) is None and emulated.get("profile") != "unthrottled":
+            out.setdefault(str(rows["system"].iloc[0]), str(emulated.get("profile")))
+    return out
+
+
 def markdown(results: pd.DataFrame, manifests: pd.DataFrame, *, lang: str = "en", statistic: str = "mean") -> str:
     """"**Emulated devices.** ..." paragraphs for the emulated targets among ``results`` ("" when none)."""
     found = against_ceilings(results, manifests, statistic=statistic)
+    unknown = [_t("unknown", lang, system=system, profile=profile)
+               for system, profile in unknown_limits(results, manifests).items()]
     if found.empty:
-        return ""
+        return f"**{_t('heading', lang)}** " + (" " if lang == "en" else "").join(unknown) if unknown else ""
     blocks = []
     for intro, *systems in sentences(found, lang=lang):
         blocks.append(f"**{_t('heading', lang)}** {intro}\n\n" + "\n".join(f"- {s}" for s in systems))
+    if unknown:
+        blocks.append((" " if lang == "en" else "").join(unknown))
     return "\n\n".join(blocks)

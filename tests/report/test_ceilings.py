@@ -151,3 +151,17 @@ def test_plain_report_states_the_ceilings_too(render_once, lang):
     assert heading in md
     assert ("stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" if lang == "en"
             else "RND4K-Q1T1 読み込み（100 IOPS、上限 150 IOPS の 67%）") in md
+
+
+def test_an_emulated_device_of_unknown_limits_is_said_so_not_guessed():
+    """The fixture's sata-ssd run names profile 'ssd' and records no limits; iolab ships no such profile."""
+    sel = report.select(DATA, host="ssd-node", recipe="crystaldiskmark", with_results=True)
+    assert ceilings.against_ceilings(sel.results, sel.manifests).empty
+    text = ceilings.markdown(sel.results, sel.manifests, lang="en")
+    assert text == ("**Emulated devices.** SATA SSD (emulated) is an emulated device (profile ssd) whose run records "
+                    "no declared limits, and iolab ships no profile of that name: its figures cannot be held against "
+                    "a ceiling.")
+    assert "宣言値がなく" in ceilings.markdown(sel.results, sel.manifests, lang="ja")
+    unthrottled, manifests = _run({"profile": "unthrottled", "declared": {"read_bps": None}},
+                                  [("T", "read", 4096, 1, 10.0, 100.0, None)])
+    assert ceilings.markdown(unthrottled, manifests, lang="en") == ""  # a control with no limits: nothing to say
