@@ -20,11 +20,12 @@ from iolab.report.sections.hdparm import HDPARM_TESTS, hdparm_section
 from iolab.report.sections.pgbench import pgbench_section
 from iolab.report.sections.qdsweep import qd_sweep_section
 from iolab.report.sections.sqlbench import is_sqlbench, sqlbench_section
+from iolab.report.sections.sustained import is_sustained, sustained_section
 from iolab.report.sections.tiobench import TIOBENCH_TESTS, tiobench_section
 
 #: Section kinds, in the order a recipe's sections are shown.
 KINDS = ("fleet", "flash-cache", "pgbench", "sqlbench", "bonnie", "tiobench", "hdparm", "gnome-disks", "qd-sweep",
-         "concurrency")
+         "concurrency", "sustained-write")
 
 #: Section function per kind (pgbench takes the wider ``fio=`` context too).
 SECTIONS: dict[str, Callable] = {
@@ -38,6 +39,7 @@ SECTIONS: dict[str, Callable] = {
     "gnome-disks": gnome_disks_section,
     "qd-sweep": qd_sweep_section,
     "concurrency": concurrency_section,
+    "sustained-write": sustained_section,
 }
 
 
@@ -79,6 +81,7 @@ def _kind_rows(data: pd.DataFrame) -> dict[str, pd.Index]:
         "hdparm": test.isin(HDPARM_TESTS),
         "gnome-disks": test.isin(GNOME_TESTS) & ("position" in data.columns or "access_ms" in data.columns),
         "tiobench": test.isin(TIOBENCH_TESTS) | _col(data, "over_2s_pct").notna(),
+        "sustained-write": is_sustained(data),
     }
     for kind, mask in checks.items():
         mask = mask & ~pg

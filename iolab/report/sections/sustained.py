@@ -1,0 +1,63 @@
+"""The sustained-write section: a review's sustained-performance page, from the write-cliff finding.
+
+One row per system: the burst rate, how much it wrote before the cliff, the rate after it
+(and the share lost), and the rate of the short write after the idle pause; the sentences
+come from :mod:`iolab.report.cliff_text`. The finding itself is computed when the run ends
+(:mod:`iolab.analysis.cliff` over fio's per-second log, kept in the run's ``raw/``); this
+section reads only the result rows, as every report does.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from iolab.core.units import human_size
+from iolab.report import cliff_text, i18n
+from iolab.report.tables import DASH, Table
+from iolab.report.sections.common import Section, _fmt, _order, _system, _t
+
+#: the tests of the sustained-write recipe (the ``sustained`` row carries the finding)
+SUSTAINED_TESTS = ("sustained", "recovery")
+#: columns of the section's table, in order, with the figure each shows
+_COLUMNS = ("burst_mbps", "cliff_bytes", "after_mbps", "cliff_drop", "recovery_mbps", "idle_s")
+
+
+def is_sustained(data: pd.DataFrame) -> pd.Series:
+    """Rows of a sustained-write run: its two tests, where the run wrote a cliff finding."""
+    if "test" not in data.columns or not ({"cliff_found", "cliff_error"} & set(data.columns)):
+        return pd.Series(False, index=data.index)
+    return data["test"].astype(str).isin(SUSTAINED_TESTS)
+
+
+def _shown(column: str, value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return DASH
+    if column == "cliff_bytes":
+        return human_size(float(value))
+    if column == "cliff_drop":
+        return f"{float(value) * 100:.0f}%"
+    return _fmt(float(value), 1 if column == "idle_s" else None)
+
+
+def sustained_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
+    """The section, or None when no row carries a finding."""
+    i18n.check_lang(lang)
+    data = _system(data)
+    rows = data[data["test"].astype(str).eq("sustained")]
+    if rows.empty:
+        return None
+    columns = [_t(f"sustained.col_{c}", lang) for c in _COLUMNS]
+    shown, numbers, index = [], [], []
+    for system in _order(rows["system"].astype(str)):
+        row = rows[rows["system"].astype(str) == system].iloc[-1]
+        index.append(system)
+        values = [pd.to_numeric(row.get(c), errors="coerce") for c in _COLUMNS]
+        numbers.append(values)
+        shown.append([_shown(c, v) for c, v in zip(_COLUMNS, values)])
+    table = Table(pd.DataFrame(shown, index=index, columns=columns),
+                  data=pd.DataFrame(numbers, index=index, columns=columns),
+                  caption=_t("sustained.caption", lang), notes=[_t("sustained.note", lang)])
+    return Section(kind="sustained-write", title=_t("sustained.heading", lang), lang=lang,
+                   intro=_t("sustained.intro", lang), tables=[table],
+                   sentences=cliff_text.sentences(rows, lang, system="system"))

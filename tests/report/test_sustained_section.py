@@ -1,0 +1,44 @@
+"""The sustained-write section from result rows (no fio): its table, its findings, its place among the kinds."""
+import pandas as pd
+
+from iolab.report import sections
+from iolab.report.tables import DASH
+from iolab.report.sections.sustained import sustained_section
+
+MiB = 1024**2
+
+
+def results():
+    def pair(label, **finding):
+        sustained = {"test": "sustained", "label": label, "direction": "write", "bw_mbps": 24.0,
+                     "io_bytes": 224 * MiB, "valid": True, "cliff_error": None, **finding}
+        return [sustained, {"test": "recovery", "label": label, "direction": "write", "bw_mbps": 51.0, "valid": True}]
+    return pd.DataFrame(
+        pair("consumer SSD", cliff_found=True, burst_mbps=49.9, cliff_bytes=171_300_000, cliff_s=3.45,
+             after_mbps=9.95, cliff_drop=0.8, recovery_mbps=51.2, recovery_fraction=1.03, recovered=True, idle_s=7.2)
+        + pair("steady SSD", cliff_found=False, burst_mbps=50.0, cliff_samples=5))
+
+
+def test_one_row_per_system_and_a_finding_each():
+    section = sustained_section(results(), lang="en")
+    table = section.tables[0]
+    assert list(table.frame.index) == ["consumer SSD", "steady SSD"]
+    row = table.frame.loc["consumer SSD"]
+    assert list(row) == ["49.9", "163.4 MiB", "9.95", "80%", "51.2", "7.2"]
+    assert table.frame.loc["steady SSD", "After the cliff (MB/s)"] == DASH
+    assert "falls to 9.95 MB/s" in section.sentences[0] and "no write cliff" in section.sentences[1]
+
+
+def test_in_japanese():
+    section = sustained_section(results(), lang="ja")
+    assert section.title == "連続書き込み: 書き込みの崖" and "崖の後 (MB/秒)" in section.tables[0].frame.columns
+    assert "書き込みの崖" in section.sentences[0]
+
+
+def test_the_rows_get_their_own_section_and_leave_the_generic_shape():
+    data = results()
+    assert sections.plan(data) == ["sustained-write"]
+    built, rest = sections.build(data, lang="en")
+    assert [s.kind for s in built] == ["sustained-write"] and rest.empty
+    plain = pd.DataFrame([{"test": "sustained", "label": "x", "bw_mbps": 1.0}])  # no finding: not this kind
+    assert sections.plan(plain) == []
