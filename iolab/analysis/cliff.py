@@ -168,3 +168,18 @@ def cliff_columns(cliff: Cliff, recovered_bps: float | None = None) -> dict:
             "recovery_mbps": mbps(back.get("recovery_bps")),
             "recovery_fraction": None if back.get("fraction") is None else round(back["fraction"], 4),
             "recovered": back.get("recovered"), "cliff_samples": cliff.samples}
+
+
+def series_text(values) -> str:
+    """A per-second series as one CSV-friendly cell (``"1;2.5;3"``): the row keeps its shape for reports."""
+    return ";".join(f"{float(v):g}" for v in values)
+
+
+def series_values(text) -> list[float]:
+    """The numbers of a :func:`series_text` cell (empty for a missing one)."""
+    if text is None or (isinstance(text, float) and text != text) or not str(text).strip():
+        return []
+    try:
+        return [float(v) for v in str(text).split(";")]
+    except ValueError:
+        raise IolabError(f"not a series of numbers: {str(text)[:60]!r}", context="cliff series") from None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 
-from iolab.analysis.cliff import CLIFF_COLUMNS, cliff_columns, find_cliff, parse_bw_log
+from iolab.analysis.cliff import CLIFF_COLUMNS, cliff_columns, find_cliff, parse_bw_log, series_text
 from iolab.core.errors import IolabError
 from iolab.engine.runner import FioEngine, _relpath
 
@@ -65,7 +65,7 @@ class Engine(FioEngine):
         table = self.run.results
         if table.empty:
             return
-        added = CLIFF_COLUMNS + ("idle_s", "cliff_error")
+        added = CLIFF_COLUMNS + ("idle_s", "cliff_error", "series_s", "series_mbps")
         for column in added:
             if column not in table:
                 table[column] = None
@@ -77,7 +77,10 @@ class Engine(FioEngine):
                 continue
             recovered = table.loc[mine & table["test"].eq(RECOVERY), "bw_mbps"].dropna()
             try:
-                cliff = find_cliff(*parse_bw_log(self._bw_log(SUSTAINED, target).read_text()))
+                times, rates = parse_bw_log(self._bw_log(SUSTAINED, target).read_text())
+                table.loc[rows, "series_s"] = series_text(times)  # the chart's data, kept in the row
+                table.loc[rows, "series_mbps"] = series_text(round(r / 1e6, 3) for r in rates)
+                cliff = find_cliff(times, rates)
             except (OSError, IolabError) as exc:
                 log.warning("no cliff finding for %s: %s", target.name, exc)
                 table.loc[rows, "cliff_error"] = str(exc)

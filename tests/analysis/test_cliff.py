@@ -82,3 +82,11 @@ def test_fio_bandwidth_log():
     assert times == [1.0, 2.0] and rates == [97656 * 1024, 24414 * 1024]
     with pytest.raises(IolabError, match="line 2"):
         parse_bw_log("1000, 5, 1, 4096, 0\nfio: oops\n")
+
+
+def test_a_series_in_one_cell():
+    from iolab.analysis.cliff import series_text, series_values
+    assert series_text([1.0, 2.5, 49.938]) == "1;2.5;49.938"
+    assert series_values("1;2.5;49.938") == [1.0, 2.5, 49.938] and series_values(float("nan")) == []
+    with pytest.raises(IolabError, match="not a series"):
+        series_values("1;x")

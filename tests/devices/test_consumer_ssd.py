@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from iolab.analysis.cliff import find_cliff, parse_bw_log
+from iolab.analysis.cliff import find_cliff, parse_bw_log, series_values
 from iolab.core.errors import IolabError
 from iolab.devices.cliffwatch import CliffSpec, parse_cliff
 from iolab.devices.emulated import emulated_device, get_profile
@@ -117,6 +117,7 @@ def test_the_sustained_write_recipe_reports_the_cliff(ram_scratch, tmp_path):
     assert row.after_mbps * 1e6 == pytest.approx(p.cliff.write_bps, rel=0.10)
     assert row.recovery_mbps == pytest.approx(rows.loc["recovery", "bw_mbps"], abs=0.001)
     assert 4.0 <= row.idle_s < 30  # the pause, plus the set-up before the recovery write
+    assert len(series_values(row.series_mbps)) == len(series_values(row.series_s)) >= 8  # the chart's data
     manifest = json.loads((run_dir / "manifest.json").read_text())
     cliff = manifest["targets"][0]["emulated"]["cliff"]
     assert cliff["declared"]["after_bytes"] == p.cliff.after_bytes

@@ -1,11 +1,28 @@
 """The sustained-write section from result rows (no fio): its table, its findings, its place among the kinds."""
+import matplotlib
+import matplotlib.pyplot as plt
 import pandas as pd
+import pytest
 
-from iolab.report import sections
+from iolab.report import plot, sections
 from iolab.report.tables import DASH
 from iolab.report.sections.sustained import sustained_section
 
 MiB = 1024**2
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def japanese():
+    """Plot labels in Japanese need IPAexGothic (matplotlib-fontja), for this test only."""
+    with matplotlib.rc_context():
+        matplotlib.rcParams["font.family"] = plot.font_families("ja")
+        yield
 
 
 def results():
@@ -15,8 +32,10 @@ def results():
         return [sustained, {"test": "recovery", "label": label, "direction": "write", "bw_mbps": 51.0, "valid": True}]
     return pd.DataFrame(
         pair("consumer SSD", cliff_found=True, burst_mbps=49.9, cliff_bytes=171_300_000, cliff_s=3.45,
+             series_s="1;2;3;4;5;6", series_mbps="49.9;50;49.9;23.1;9.95;9.96",
              after_mbps=9.95, cliff_drop=0.8, recovery_mbps=51.2, recovery_fraction=1.03, recovered=True, idle_s=7.2)
-        + pair("steady SSD", cliff_found=False, burst_mbps=50.0, cliff_samples=5))
+        + pair("steady SSD", cliff_found=False, burst_mbps=50.0, cliff_samples=5, series_s="1;2;3",
+               series_mbps="50;50;49.9"))
 
 
 def test_one_row_per_system_and_a_finding_each():
@@ -29,7 +48,7 @@ def test_one_row_per_system_and_a_finding_each():
     assert "falls to 9.95 MB/s" in section.sentences[0] and "no write cliff" in section.sentences[1]
 
 
-def test_in_japanese():
+def test_in_japanese(japanese):
     section = sustained_section(results(), lang="ja")
     assert section.title == "連続書き込み: 書き込みの崖" and "崖の後 (MB/秒)" in section.tables[0].frame.columns
     assert "書き込みの崖" in section.sentences[0]
@@ -42,3 +61,16 @@ def test_the_rows_get_their_own_section_and_leave_the_generic_shape():
     assert [s.kind for s in built] == ["sustained-write"] and rest.empty
     plain = pd.DataFrame([{"test": "sustained", "label": "x", "bw_mbps": 1.0}])  # no finding: not this kind
     assert sections.plan(plain) == []
+
+
+def test_the_rate_over_time_with_the_cliff_dashed():
+    (figure,) = sustained_section(results(), lang="en").figures
+    (ax,) = figure.axes
+    solid = [line for line in ax.lines if line.get_linestyle() == "-"]
+    dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert [line.get_label() for line in solid] == ["consumer SSD", "steady SSD"]
+    assert list(solid[0].get_ydata()) == [49.9, 50, 49.9, 23.1, 9.95, 9.96]
+    assert len(dashed) == 1 and list(dashed[0].get_xdata()) == [3.45, 3.45]  # only the drive with a cliff
+    assert dashed[0].get_color() == solid[0].get_color()
+    assert ax.get_ylabel() == "Write rate (MB/s)" and "consumer SSD and steady SSD" in figure.alt
+    assert sustained_section(results().drop(columns=["series_s", "series_mbps"]), lang="en").figures == []

@@ -12,10 +12,11 @@ import math
 
 import pandas as pd
 
+from iolab.analysis.cliff import series_values
 from iolab.core.units import human_size
 from iolab.report import cliff_text, i18n
 from iolab.report.tables import DASH, Table
-from iolab.report.sections.common import Section, _fmt, _order, _system, _t
+from iolab.report.sections.common import Figure, Section, _fmt, _join, _order, _pyplot, _system, _t
 
 #: the tests of the sustained-write recipe (the ``sustained`` row carries the finding)
 SUSTAINED_TESTS = ("sustained", "recovery")
@@ -58,6 +59,34 @@ def sustained_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None
     table = Table(pd.DataFrame(shown, index=index, columns=columns),
                   data=pd.DataFrame(numbers, index=index, columns=columns),
                   caption=_t("sustained.caption", lang), notes=[_t("sustained.note", lang)])
+    figure = _series_figure(rows, index, lang)
     return Section(kind="sustained-write", title=_t("sustained.heading", lang), lang=lang,
-                   intro=_t("sustained.intro", lang), tables=[table],
+                   intro=_t("sustained.intro", lang), tables=[table], figures=[figure] if figure else [],
                    sentences=cliff_text.sentences(rows, lang, system="system"))
+
+
+def _series_figure(rows: pd.DataFrame, systems: list[str], lang: str) -> Figure | None:
+    """The per-second write rate of each system over time, the cliff marked (dashed) where it was found."""
+    if "series_mbps" not in rows.columns:
+        return None
+    fig, ax = _pyplot().subplots(figsize=(7.2, 3.8))
+    drawn = []
+    for system in systems:
+        row = rows[rows["system"].astype(str) == system].iloc[-1]
+        seconds, mbps = series_values(row.get("series_s")), series_values(row.get("series_mbps"))
+        if not mbps or len(seconds) != len(mbps):
+            continue
+        (line,) = ax.plot(seconds, mbps, marker="o", markersize=3, label=system)
+        cliff_s = pd.to_numeric(row.get("cliff_s"), errors="coerce")
+        if pd.notna(cliff_s):
+            ax.axvline(float(cliff_s), color=line.get_color(), linestyle="--", linewidth=1)
+        drawn.append(system)
+    if not drawn:
+        _pyplot().close(fig)
+        return None
+    ax.set_xlabel(_t("sustained.x", lang))
+    ax.set_ylabel(_t("sustained.y", lang))
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    fig.tight_layout()
+    return Figure(fig, alt=_t("sustained.alt", lang, systems=_join(drawn, lang)))
