@@ -69,7 +69,8 @@ def test_the_rate_over_time_with_the_cliff_dashed():
     solid = [line for line in ax.lines if line.get_linestyle() == "-"]
     dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
     assert [line.get_label() for line in solid] == ["consumer SSD", "steady SSD"]
-    assert list(solid[0].get_ydata()) == [49.9, 50, 49.9, 23.1, 9.95, 9.96]
+    assert list(solid[0].get_ydata()) == [49.9, 49.9, 50, 49.9, 23.1, 9.95, 9.96]  # from 0 s, a step a second
+    assert solid[0].get_drawstyle() == "steps-pre"
     assert len(dashed) == 1 and list(dashed[0].get_xdata()) == [3.45, 3.45]  # only the drive with a cliff
     assert dashed[0].get_color() == solid[0].get_color()
     assert ax.get_ylabel() == "Write rate (MB/s)" and "consumer SSD and steady SSD" in figure.alt

@@ -76,7 +76,8 @@ def _series_figure(rows: pd.DataFrame, systems: list[str], lang: str) -> Figure 
         seconds, mbps = series_values(row.get("series_s")), series_values(row.get("series_mbps"))
         if not mbps or len(seconds) != len(mbps):
             continue
-        (line,) = ax.plot(seconds, mbps, marker="o", markersize=3, label=system)
+        # each sample is the mean over the second before its time: drawn as a step over that second
+        (line,) = ax.plot([0.0] + seconds, mbps[:1] + mbps, drawstyle="steps-pre", label=system)
         cliff_s = pd.to_numeric(row.get("cliff_s"), errors="coerce")
         if pd.notna(cliff_s):
             ax.axvline(float(cliff_s), color=line.get_color(), linestyle="--", linewidth=1)
