@@ -10,7 +10,7 @@ import pandas as pd
 
 from iolab.analysis import reference
 from iolab.core.errors import IolabError
-from iolab.report import i18n, tables
+from iolab.report import environment, i18n, tables
 from iolab.report.tables import DASH, Table
 
 
@@ -38,7 +38,7 @@ def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en", caption: s
     out = pd.DataFrame({
         i18n.text("labels.device", lang): systems["device"].values,
         i18n.text("labels.memory", lang): systems["memory"].values,
-        i18n.text("labels.isolation", lang): [tables._yes_no(v, lang) if not pd.isna(v) else DASH
+        i18n.text("labels.isolation", lang): [environment.yes_no(v, lang) if not pd.isna(v) else DASH
                                               for v in systems["cache_isolated"]],
     }, index=pd.Index(systems["system"].values, name=i18n.text("labels.system", lang)))
     # an article that names no device, memory or cache set-up: no column of dashes

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from iolab.analysis import reference
-from iolab.report import articles, commentary, notebooks as report, tables
+from iolab.report import articles, commentary, environment, notebooks as report, tables
 from iolab.core.errors import IolabError
 import cli_helpers
 from cli_helpers import ROOT
@@ -147,15 +147,15 @@ def test_article_remarks_are_translated_in_the_report_layer():
 
 def test_environment_and_provenance_tables_from_fixture_manifests():
     sel = report.select(FIXTURES, with_results=True)
-    env = tables.environment_table(sel.manifests, lang="en", names=sel.manifests["system_name"])
+    env = environment.environment_table(sel.manifests, lang="en", names=sel.manifests["system_name"])
     # six runs, six columns: a label used by two recipes gets the recipe added
     assert env.frame.shape[1] == 6
     assert "HDD (emulated) · crystaldiskmark" in env.frame.columns
     assert env.frame.loc["Cache isolation", "HDD, cached"] == "none"
     assert env.frame.loc["Test size", "NVMe"] == "1.0 GiB"
-    ja = tables.environment_table(sel.manifests, lang="ja")
+    ja = environment.environment_table(sel.manifests, lang="ja")
     assert "キャッシュの隔離" in ja.frame.index and "カーネル" in ja.frame.index
-    prov = tables.provenance_table(report.select(FIXTURES).manifests, lang="en")
+    prov = environment.provenance_table(report.select(FIXTURES).manifests, lang="en")
     failed = prov.frame[prov.frame["Status"].str.startswith("failed")]
     assert len(failed) == 2 and failed["Status"].str.contains("No space left|fio is not installed").all()
 
@@ -168,7 +168,7 @@ def test_many_systems_turn_the_tables():
     assert table.frame.index.name == "System" and list(table.frame.columns)[0] == ("SEQ", "read")
     assert tables.article_table(data, orient="tests").frame.shape == (2, 20)
     sel = report.select(FIXTURES, with_results=True)
-    env = tables.environment_table(sel.manifests, orient="systems")
+    env = environment.environment_table(sel.manifests, orient="systems")
     assert env.frame.shape[0] == 6 and "Kernel" in env.frame.columns
 
 
@@ -185,9 +185,9 @@ def test_no_memory_limit_row_for_o_direct_runs():
     """An O_DIRECT run sets no memory limit; the environment table must not suggest one."""
     base = {"run_id": "r1", "host": "h", "recipe": "quick", "label": "disk", "status": "completed",
             "options": {"mem_limit": "512M", "size": "64M"}}
-    direct = tables.environment_table([{**base, "isolation": {"mode": "direct", "mem_limit": 512 * 2**20}}])
+    direct = environment.environment_table([{**base, "isolation": {"mode": "direct", "mem_limit": 512 * 2**20}}])
     assert "Memory limit" not in direct.frame.index
-    cgroup = tables.environment_table([{**base, "isolation": {"mode": "cgroup", "mem_limit": 512 * 2**20}}])
+    cgroup = environment.environment_table([{**base, "isolation": {"mode": "cgroup", "mem_limit": 512 * 2**20}}])
     assert cgroup.frame.loc["Memory limit", "disk"] == "512.0 MiB"
 
 
@@ -246,13 +246,12 @@ def test_samples_along_a_device_are_one_measurement_not_repetitions():
 
 def test_the_environment_table_says_how_each_run_was_confined():
     """Issue 27: the report says a run went without the kernel's boundary, in both languages."""
-    from iolab.report import tables
     confined = {"label": "a", "confinement": {"confined": True, "tool": "bubblewrap 0.8.0"}}
     loose = {"label": "b", "confinement": {"confined": False, "reason": "--unconfined: bwrap is not installed"}}
     old = {"label": "c"}
-    en = tables.environment_table([confined, loose, old], lang="en").frame
+    en = environment.environment_table([confined, loose, old], lang="en").frame
     assert en.loc["Confinement", "a"].startswith("bubblewrap 0.8.0")
     assert en.loc["Confinement", "b"] == "UNCONFINED: --unconfined: bwrap is not installed"
-    assert en.loc["Confinement", "c"] == tables.DASH
-    ja = tables.environment_table([confined, loose], lang="ja").frame
+    assert en.loc["Confinement", "c"] == environment.DASH
+    ja = environment.environment_table([confined, loose], lang="ja").frame
     assert ja.loc["サンドボックス", "b"].startswith("なし（")
