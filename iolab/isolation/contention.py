@@ -30,7 +30,8 @@ Columns (:func:`annotate` puts them in the test's rows):
     bytes the test's disk moved (``/sys/block/<disk>/stat``) beyond what the run's own cgroup did
     (v1 ``blkio.throttle.io_service_bytes``, v2 ``io.stat``); None without a block cgroup to count the
     run's own I/O. Under cgroup v1 buffered writes are written back outside every group
-    (``v1_writeback``): such a test's foreign writes cannot be told from its own, and only reads count.
+    (``v1_writeback``), at any time after: in a run with buffered tests the foreign writes cannot be
+    told from the run's own, and only reads count.
 
 The flag ``contended`` marks a test starved (it wanted a CPU at least :data:`CPU_WANT_PCT` of its
 time and got one at most :data:`STARVED_GOT_PCT` of that), on a host whose
@@ -249,8 +250,10 @@ class Probe:
         if None not in (self.disk0, disk1, self.group0, group1):
             own = [b - a for a, b in zip(self.group0, group1)]
             moved = [b - a for a, b in zip(self.disk0, disk1)]
-            figures.update(dev_foreign_read_bytes=max(0, moved[0] - own[0]),
-                           dev_foreign_write_bytes=max(0, moved[1] - own[1]), dev_own_bytes=sum(own))
+            # under v1 the run's own buffered writes are written back outside its groups, during any later test
+            v1_writeback = self.where[0] == "v1" and getattr(self.sandbox, "buffered", False)
+            figures.update(dev_foreign_read_bytes=max(0, moved[0] - own[0]), dev_own_bytes=sum(own),
+                           dev_foreign_write_bytes=None if v1_writeback else max(0, moved[1] - own[1]))
         return figures
 
 

@@ -144,7 +144,8 @@ def test_bonnie_on_an_emulated_hdd_beside_bonnie_plus_plus(tmp_path, machine_cle
     # <= 2 x 100 MB/s, or 600 seeks at 150 IOPS, is over 1.2 s waiting on the device, so no flag
     # of its own; and the 256 MiB file is 4x the 64 MiB limit: no small_file anywhere.
     device_caveats = {"emulated_latency", "v1_writeback"}
-    own = table["flags"].map(lambda v: set(str(v).split(";")) - device_caveats - {"nan", "None", ""})
+    # contended is the host's load, measured (other users of a shared machine starve any test): not asserted
+    own = table["flags"].map(lambda v: set(str(v).split(";")) - device_caveats - {"contended", "nan", "None", ""})
     assert table["flags"].astype(str).str.contains("emulated_latency").all()
     cpu_paced = table["test"].isin(["putc", "getc"]) | ((table["test"] == "seeks") & (table["tool"] == "bonnie++"))
     assert own[~cpu_paced].map(len).eq(0).all(), table.loc[~cpu_paced, ["test", "tool", "flags", "runtime_s"]]
