@@ -111,6 +111,8 @@ def against_ceilings(results: pd.DataFrame, manifests: pd.DataFrame, *, statisti
         bs = _number(group["bs"].iloc[0]) if "bs" in group else None
         if not limits or not bs or direction not in ("read", "write"):
             continue
+        if "cliff_found" in group and group["cliff_found"].astype(str).str.lower().isin(["true", "1", "1.0"]).any():
+            continue  # an average over a burst and a write cliff: the sustained-write section holds it against both
         bps, iops_limit = limits.get(f"{direction}_bps"), limits.get(f"{direction}_iops")
         rates = {"bw": bps / bs if bps else None, "iops": iops_limit}
         rates = {k: v for k, v in rates.items() if v}

@@ -75,3 +75,16 @@ def test_the_rate_over_time_with_the_cliff_dashed():
     assert dashed[0].get_color() == solid[0].get_color()
     assert ax.get_ylabel() == "Write rate (MB/s)" and "consumer SSD and steady SSD" in figure.alt
     assert sustained_section(results().drop(columns=["series_s", "series_mbps"]), lang="en").figures == []
+
+
+def test_the_emulated_ceilings_leave_the_write_with_a_cliff_to_this_section():
+    """Its mean (burst and cliff together) is below the burst ceiling because of the cliff, not the loop device."""
+    from iolab.report import ceilings
+    declared = {"profile": "consumer-ssd", "declared": {"read_bps": 200_000_000, "write_bps": 50_000_000,
+                                                        "read_iops": 20000, "write_iops": 20000}}
+    manifests = pd.DataFrame([{"run_id": "r1", "targets": [{"name": "t", "emulated": declared}]}])
+    rows = results().assign(system="demo", run_id="r1", target="t", bs=131072, iodepth=4, numjobs=1, flags=None,
+                            lat_mean_us=10_000.0)
+    rows["iops"] = rows["bw_mbps"] * 1e6 / 131072
+    found = ceilings.against_ceilings(rows[rows["label"] == "consumer SSD"], manifests)
+    assert list(found["test"]) == ["recovery"] and found["verdict"].iloc[0] == "reached"
