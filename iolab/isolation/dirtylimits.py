@@ -198,7 +198,7 @@ def undo_stale(pid: int, details: dict, *, dry_run: bool, vm: Path = VM) -> str 
     """The reaper's undo for holder ``pid``, which is gone (its record is dropped afterwards)."""
     check_details(details)
     if dry_run:
-        return f"would give back the dirty limits PID {pid} set (vm.dirty_* before: {details['previous']})"
+        return f"would give back the machine's dirty limits {details['previous']} (vm.dirty_*)"
     with _locked():
         _, note = _leave(vm, _ident(pid), details)
-    return f"dirty limits of PID {pid}: {note}"
+    return note
