@@ -43,8 +43,10 @@ class Engine(FioEngine):
         with self.session(buffered=False, direct_ok=True) as sandbox:
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": False})
             jobs = self._write_jobs(False)
-            self._steps(sandbox, jobs)  # no _layout: see the module's text
-            self._record_emulated_cliffs()
+            try:
+                self._steps(sandbox, jobs)  # no _layout: see the module's text
+            finally:  # also for a failed or interrupted run: when the cliff was applied is evidence
+                self._record_emulated_cliffs()
         self._add_findings()
 
     def _record_emulated_cliffs(self) -> None:
