@@ -44,7 +44,7 @@ def test_profiles_declare_their_limits():
 
 
 def test_unknown_profile_names_the_known_ones():
-    with pytest.raises(IolabError, match="known profiles: hdd, sata-ssd, unthrottled"):
+    with pytest.raises(IolabError, match="known profiles: consumer-ssd, hdd, sata-ssd, unthrottled"):
         with emulated_device("floppy", size="1M", scratch_dir="/tmp"):
             pass
 
