@@ -24,9 +24,6 @@ from iolab.core.errors import IolabError
 REFERENCE_COLUMNS = ["article", "benchmark", "test", "metric", "unit", "system", "device",
                      "memory", "cache_isolated", "value", "note"]
 
-#: Metrics where a smaller number is better.
-LOWER_IS_BETTER = {"latency_avg", "latency_max", "latency", "elapsed", "overhead"}
-
 
 def default_dir() -> Path:
     """The shipped reference figures (``data/reference``; ``IOLAB_REFERENCE`` overrides)."""
@@ -113,10 +110,6 @@ def rated_specs(path: str | os.PathLike | None = None) -> pd.DataFrame:
 def unmeasurable(frame: pd.DataFrame) -> pd.Series:
     """Rows the tool could not time (Bonnie++ printed ``+++++``)."""
     return frame["value"].isna() & frame["note"].str.contains(r"\+\+\+\+\+", regex=True)
-
-
-def higher_is_better(metric: str) -> bool:
-    return metric not in LOWER_IS_BETTER
 
 
 def as_summary(frame: pd.DataFrame) -> pd.DataFrame:

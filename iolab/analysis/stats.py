@@ -11,7 +11,7 @@ Conventions
 * Confidence intervals use Student's t with ``n - 1`` degrees of freedom; the
   quantile is computed here (:func:`t_quantile`), so SciPy is not needed.
 * "Best" follows CrystalDiskMark: the maximum for throughput and IOPS, the
-  minimum for latency and CPU (:func:`lower_is_better`).
+  minimum for latency, time and CPU (:func:`iolab.analysis.metrics.lower_is_better`).
 * Rows marked ``valid == False`` or carrying a fio ``error`` are left out of
   every statistic (``drop_invalid=False`` keeps them); summaries say how many
   rows were excluded.
@@ -28,6 +28,7 @@ import pandas as pd
 from iolab.core.columns import EXTRA_COLUMNS
 from iolab.core.errors import IolabError
 from iolab.core.units import parse_size
+from iolab.analysis.metrics import lower_is_better
 from iolab.analysis.student_t import t_cdf, t_quantile  # noqa: F401  (public here: stats.t_quantile)
 
 log = logging.getLogger(__name__)
@@ -58,9 +59,6 @@ HIGH_VARIANCE_COV = 0.05
 #: Set by the engine from the device counters; kept as it is.
 FLAG_CACHE_SUSPECT = "cache_suspect"
 OWN_FLAGS = (FLAG_CPU_BOUND, FLAG_TOO_SHORT, FLAG_HIGH_VARIANCE, FLAG_SMALL_FILE)
-
-_LOWER_PREFIXES = ("lat", "cpu", "access")
-_LOWER_SUFFIXES = ("_us", "_ms", "_ns")
 
 
 # --------------------------------------------------------------------------- #
@@ -95,12 +93,6 @@ def cov(values: Iterable[float]) -> float:
 def _finite(values: Iterable[float]) -> np.ndarray:
     x = np.asarray(pd.to_numeric(pd.Series(list(values), dtype="object"), errors="coerce"), dtype=float)
     return x[np.isfinite(x)]
-
-
-def lower_is_better(metric: str) -> bool:
-    """True for latency, access time and CPU columns; False for MB/s, IOPS, bytes."""
-    name = metric.lower()
-    return name.startswith(_LOWER_PREFIXES) or name.endswith(_LOWER_SUFFIXES)
 
 
 # --------------------------------------------------------------------------- #
@@ -214,7 +206,7 @@ def summarize(results: pd.DataFrame, by: Sequence[str] = DEFAULT_BY,
     ``mean``, ``median``, ``std`` (ddof=1), ``cov`` (fraction), ``ci_low`` and
     ``ci_high`` (Student's t interval of the mean at ``confidence``), ``best``
     and ``worst`` (max/min for throughput, min/max for latency: see
-    :func:`lower_is_better`), ``confidence``, plus the ``keep`` columns that are
+    :func:`iolab.analysis.metrics.lower_is_better`), ``confidence``, plus the ``keep`` columns that are
     constant within the group. A metric with no finite value in a group gives
     no row.
     """

@@ -34,12 +34,12 @@ import pandas as pd
 from iolab.core.errors import IolabError
 from iolab.report import i18n, verdicts
 from iolab.report.cache_commentary import cache_effects, cache_pairs, cache_sentences
-from iolab.report.commentary_base import (KNOWN_FLAGS, LOWER_IS_BETTER, LOWER_IS_BETTER_PREFIXES, Rules, _better,
+from iolab.report.commentary_base import (KNOWN_FLAGS, Rules, _better,
                                           _check, _groups_of, _range, _t, _test, _value, higher_is_better)
 
 #: The commentary's names, those of :mod:`iolab.report.commentary_base` and
 #: :mod:`iolab.report.cache_commentary` included (one place to import from).
-__all__ = ["KNOWN_FLAGS", "LOWER_IS_BETTER", "LOWER_IS_BETTER_PREFIXES", "Rules", "cache_effects", "cache_pairs",
+__all__ = ["KNOWN_FLAGS", "Rules", "cache_effects", "cache_pairs",
            "cache_sentences", "caveat_sentences", "caveats", "default_groups", "describe", "group_ranges",
            "group_sentences", "higher_is_better", "is_close", "pick_baseline", "versus", "winner_sentences", "winners", "coverage_note"]
 

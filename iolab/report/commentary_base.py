@@ -1,5 +1,5 @@
 """What the commentary modules share: the summary frame they read (columns checked and defaulted, its
-tests one by one), which way a metric is better, the thresholds (:class:`Rules`), and how values read in prose."""
+tests one by one), which way a metric is better (:mod:`iolab.analysis.metrics`), the thresholds (:class:`Rules`), and how values read in prose."""
 from __future__ import annotations
 
 import math
@@ -10,19 +10,11 @@ import pandas as pd
 from iolab.report import i18n, verdicts
 from iolab.core.errors import IolabError
 from iolab.analysis.stats import HIGH_VARIANCE_COV
-
-#: Metrics where smaller is better (run columns and article metrics).
-LOWER_IS_BETTER_PREFIXES = ("lat_", "latency")
-LOWER_IS_BETTER = {"elapsed", "overhead", "runtime_s"}
+from iolab.analysis.metrics import higher_is_better  # noqa: F401  (the commentary modules import it from here)
 
 #: Flags the engine writes (``flags`` column, ';'-joined) that the prose explains.
 KNOWN_FLAGS = ("cache_suspect", "cache_inflated", "cpu_bound", "high_variance", "too_short",
                "small_file", "oom_killed", "error")
-
-
-def higher_is_better(metric: str) -> bool:
-    metric = str(metric)
-    return not (metric.startswith(LOWER_IS_BETTER_PREFIXES) or metric in LOWER_IS_BETTER)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from iolab.core.errors import IolabError
-from iolab.analysis.stats import DEFAULT_BY, aggregate, confidence_interval, cov, flag_results, has_flag, lower_is_better, needs_more, repeat_until_stable, split_flags, summarize, t_cdf, t_quantile, valid_rows
+from iolab.analysis.stats import DEFAULT_BY, aggregate, confidence_interval, cov, flag_results, has_flag, needs_more, repeat_until_stable, split_flags, summarize, t_cdf, t_quantile, valid_rows
 
 
 def results(values_by_test: dict, *, metric="bw_mbps", **extra) -> pd.DataFrame:
@@ -145,11 +145,6 @@ def test_summarize_warns_when_pooling_different_measurements(caplog):
     with caplog.at_level(logging.WARNING, logger="iolab.analysis.stats"):
         out = summarize(frame, by=DEFAULT_BY + ("job",), metrics=["bw_mbps"])
     assert caplog.text == "" and len(out) == 2
-
-
-def test_lower_is_better():
-    assert lower_is_better("lat_p99_us") and lower_is_better("cpu_sys_pct") and lower_is_better("access_ms")
-    assert not lower_is_better("bw_mbps") and not lower_is_better("iops")
 
 
 # --- aggregate --------------------------------------------------------------
