@@ -49,7 +49,7 @@ from typing import Callable, Sequence
 
 
 from iolab.engine import recipes, store
-from iolab.core import paths
+from iolab.core import notebook_execution, paths
 from iolab.core import yamlfile
 from iolab.core.yamlfile import check_keys
 from iolab.core.errors import IolabError
@@ -63,8 +63,6 @@ ENTRY_KEYS = {"name", "recipe", "target", "label", "isolation", "mem_limit", "si
 DEFAULT_KEYS = ENTRY_KEYS - {"name"}
 #: Name of the executed notebook inside a run directory.
 NOTEBOOK_NAME = "measure.ipynb"
-#: Kernel the measure notebook runs in (jupyter maps "python3" to this Python).
-KERNEL = "python3"
 
 
 # ---------------------------------------------------------------------------
@@ -341,17 +339,12 @@ def _run_dirs(data_dir: Path) -> set:
 
 
 def _execute(notebook: Path, output: Path, parameters: dict, *, cwd: Path, timeout: float | None) -> str | None:
-    """Run the notebook with papermill; ``None`` when it succeeded, else the error in one line."""
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
+    """Run the notebook (the one executor, kept when it fails); ``None`` when it succeeded, else the error in one line."""
     try:
-        papermill.execute_notebook(str(notebook), str(output), parameters=parameters, cwd=str(cwd),
-                                   kernel_name=KERNEL, progress_bar=False, log_output=False,
-                                   execution_timeout=timeout, report_mode=False)
-    except PapermillExecutionError as exc:
-        detail = exc.evalue if exc.ename in ("IolabError",) else f"{exc.ename}: {exc.evalue}"
-        return f"{detail} (cell {exc.exec_count})"
+        notebook_execution.execute(notebook, output, parameters=parameters, cwd=cwd, timeout=timeout)
+    except notebook_execution.NotebookFailed as exc:
+        detail = exc.evalue if exc.ename == "IolabError" else f"{exc.ename}: {exc.evalue}"
+        return f"{detail} (cell {exc.cell})"
     except Exception as exc:  # kernel died, timeout, unreadable notebook: the entry fails, the batch goes on
         return f"{type(exc).__name__}: {exc}"
     return None

@@ -29,14 +29,12 @@ from iolab.report import i18n
 from iolab.engine import store
 from iolab.core import paths
 from iolab.core.errors import IolabError
+from iolab.core.notebook_execution import KERNEL, execute  # noqa: F401  (the one papermill executor, used here and by batch runs)
 
 log = logging.getLogger(__name__)
 
 #: Notebooks ``render`` knows by name (files in :func:`notebook_dir`).
 NOTEBOOKS = {"report": "report.ipynb", "compare": "compare.ipynb"}
-
-#: Kernel the notebooks run in (jupyter_client maps "python3" to this Python).
-KERNEL = "python3"
 
 #: The HTML template: JupyterLab's, minus everything fetched from the network
 #: (require.js, MathJax, mermaid and widget managers come from CDNs).
@@ -237,32 +235,6 @@ def notebook_path(name: str) -> Path:
         raise IolabError("notebook not found", context=str(path),
                          hint="known notebooks: " + ", ".join(NOTEBOOKS) + " (set IOLAB_NOTEBOOKS to their directory)")
     return path
-
-
-def execute(notebook: str | os.PathLike, output: str | os.PathLike, *, parameters: dict | None = None,
-            cwd: str | os.PathLike | None = None, kernel_name: str = KERNEL, timeout: float = 600) -> Path:
-    """Execute ``notebook`` with ``parameters`` into ``output`` (papermill).
-
-    ``cwd`` defaults to the notebook's directory so that its default
-    parameters (paths relative to it) work. If a cell fails, the executed
-    notebook (with the traceback) is kept at ``output`` and an
-    :class:`IolabError` names the cell and the error.
-    """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    notebook, output = Path(notebook), Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    log.info("executing %s -> %s with %s", notebook, output, parameters)
-    try:
-        papermill.execute_notebook(
-            str(notebook), str(output), parameters=parameters or {}, cwd=str(cwd or notebook.parent),
-            kernel_name=kernel_name, progress_bar=False, log_output=False, execution_timeout=timeout,
-            report_mode=False, extra_arguments=["--IPKernelApp.log_level=ERROR"])
-    except PapermillExecutionError as exc:
-        raise IolabError(f"the notebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}",
-                         context=str(output), hint="open the executed notebook to see the traceback") from exc
-    return output
 
 
 def _for_export(nb):

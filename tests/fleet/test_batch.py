@@ -257,3 +257,25 @@ def test_example_inventory_is_valid():
     inv = batch.load_inventory(ROOT / "examples" / "batch-inventory.yaml")
     assert [e.name for e in inv.entries] == ["ssd", "hdd", "emulated-hdd"]
     assert inv.entries[1].recipes == ["quick", "crystaldiskmark"] and inv.entries[1].repeat == 3
+
+
+@pytest.mark.parametrize("raising, error", [
+    ("raise RuntimeError('boom')", "RuntimeError: boom (cell 3)"),
+    ("from iolab.core.errors import IolabError\nraise IolabError('gone', context='--target x')", "--target x: gone (cell 3)")])
+def test_a_failing_notebook_fails_its_entry_in_one_line_and_is_kept(tmp_path, raising, error):
+    """The batch runs notebooks through the report's executor; a failing cell is the entry's one-line error."""
+    from iolab.core import notebook_execution
+    from iolab.report import notebooks
+    assert notebooks.execute is notebook_execution.execute
+    broken = tmp_path / "broken.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("data_dir = None", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(raising)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(broken))
+    inv = batch.load_inventory(write(tmp_path / "inv.yaml", "entries: [{name: e, recipe: quick, target: disk}]\n"))
+    batch_dir = tmp_path / "batch"
+    batch_dir.mkdir()
+    result = batch.run_entry(inv.entries[0], data_dir=tmp_path / "data", batch_dir=batch_dir, notebook=broken)
+    assert result.status == "failed" and result.error == error and result.run_dirs == []
+    assert result.notebooks == [batch_dir / "e.ipynb"] and result.notebooks[0].is_file()
