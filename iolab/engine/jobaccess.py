@@ -144,8 +144,10 @@ def accesses(text: str, source: str = "job file", *, target: str | None = None,
     and for an external ioengine unless ``load_code`` (fio loads it to read the job).
     """
     found: list[Access] = []
-    for job in jobs(text, source, target=target, load_code=load_code):
-        found += _job_accesses(job, source, read_logs)
+    parsed = jobs(text, source, target=target, load_code=load_code)
+    clones = sum(max(1, _int(job.options.get("numjobs") or 1, 1)) for job in parsed)
+    for job in parsed:
+        found += _job_accesses(job, source, read_logs, clones)
     return found
 
 
@@ -289,10 +291,8 @@ def _file_size(options: dict, files: int) -> tuple[int | None, bool]:
         size = parse_fio_size(top)
         return size, size is not None
     value = options.get("size")
-    if value is None:
-        return None, True  # fio uses the file's own size
-    if str(value).strip().endswith("%"):
-        return None, True  # a share of the file: nothing to lay out
+    if value is None or _percent(value) is not None:
+        return None, True  # fio uses the file's own size (or a share of it: _layout_rewrites)
     size = parse_fio_size(value)
     return (size // max(1, files) if size else None), size is not None
 
@@ -324,7 +324,8 @@ def iolog_files(path: str, source: str, job: str) -> dict:
     return found
 
 
-def _job_accesses(job: Job, source: str = "job file", read_logs: bool = True) -> list[Access]:
+def _job_accesses(job: Job, source: str = "job file", read_logs: bool = True, clones: int = 1) -> list[Access]:
+    """What one job opens; ``clones``: the jobs in the whole file, clones counted (fio numbers logs by them)."""
     writes, trims, why = effects(job.options)
     found = []
     directory = job.options.get("directory")
@@ -369,7 +370,7 @@ def _job_accesses(job: Job, source: str = "job file", read_logs: bool = True) ->
                 add("opendir", name, "directory")
                 if read_logs:  # a server elsewhere walks its own tree (the directory itself is judged)
                     files += [("opendir", path, where) for path in _below(name, source, job.name)]
-            elif name != "-":
+            elif name != "-" or where:  # '-' is stdin/stdout, but under a directory fio makes a file named '-'
                 files.append((option, name, where))
         if not job.files:
             if directory and directory != job.target:  # fio makes its files there
@@ -387,7 +388,6 @@ def _job_accesses(job: Job, source: str = "job file", read_logs: bool = True) ->
         name = job.options.get(log_option)
         if name:
             add(log_option, name, "file", True, False, f"{log_option} writes a log")
-            clones = max(1, _int(job.options.get("numjobs") or 1, 1))
             for kind in LOG_KINDS.get(log_option, ()):  # fio's NAME_bw.1.log, ... (NAME_bw.log: per_job_logs=0)
                 for path in [f"{name}_{kind}.log"] + [f"{name}_{kind}.{n}.log" for n in range(1, clones + 1)]:
                     add(log_option, path, "file", True, False, f"{log_option} writes a log")
@@ -396,10 +396,27 @@ def _job_accesses(job: Job, source: str = "job file", read_logs: bool = True) ->
     return found
 
 
+def _percent(value) -> float | None:
+    """``50%`` -> 50.0; None when ``value`` is no percentage."""
+    text = str(value or "").strip()
+    if not text.endswith("%"):
+        return None
+    try:
+        return float(text[:-1])
+    except ValueError:
+        return None
+
+
 def _layout_rewrites(job: Job, found: list) -> None:
-    """A job that only reads still writes its regular files that are missing or shorter than its size."""
+    """A job that only reads still writes its regular files that are missing or shorter than it reads up to
+    (``offset`` + its share of ``size``, or a ``size``/``offset`` share of the file above 100%)."""
     files = [a for a in found if a.option in ("filename", "filename_format", "opendir") and a.kind == "file"]
     size, known = _file_size(job.options, len(files))
+    share = _percent(job.options.get("filesize") or job.options.get("size"))
+    offset_value = job.options.get("offset")
+    offset_share = _percent(offset_value)
+    offset = parse_fio_size(offset_value) if offset_value and offset_share is None else 0
+    sized = any(os.path.isfile(a.path) for a in files)  # without size= fio takes it from the files there are
     for index, access in enumerate(found):
         if access not in files or access.destructive:
             continue
@@ -407,14 +424,20 @@ def _layout_rewrites(job: Job, found: list) -> None:
             have = os.stat(access.path).st_size
         except OSError:
             have = None
+        start = offset if offset_share is None else (have or 0) * offset_share / 100
         if have is None:
-            if known and size is None:
+            if share is None and known and size is None and not sized:
                 continue  # fio refuses a new file without a size
             why = "fio creates and lays out the missing file"
-        elif not known:
-            why = f"size={job.options.get('size')}: iolab cannot tell whether fio lays the file out again"
-        elif size is not None and have < size:
-            why = f"the file has {have} bytes, fewer than the job's {size}: fio rewrites it (layout)"
+        elif share is not None:
+            if share + (offset_share or 0) <= 100 and not offset:
+                continue
+            why = f"size={job.options.get('size')}: fio reads beyond the file's {have} bytes and lays it out again"
+        elif not known or start is None:
+            why = (f"size={job.options.get('size')}, offset={offset_value}: iolab cannot tell whether fio lays the "
+                   "file out again")
+        elif size is not None and have < start + size:
+            why = f"the file has {have} bytes, fewer than the job reads up to ({start + size:.0f}): fio rewrites it"
         else:
             continue
         found[index] = dataclasses.replace(access, writes=True, why=why)

@@ -169,6 +169,7 @@ def test_allow_mounted_write_and_a_mounted_device_are_refused(make_loop, scratch
         assert not (tmp_path / "data").exists()  # refused before any run directory or fio
     finally:
         unmount(scratch / "mnt")
+        detach(mounted)  # the kernel lets the loop go a while after the umount
 
 
 def test_an_existing_file_is_not_overwritten_unasked(tmp_path):

@@ -76,6 +76,11 @@ CASES = {
     "opendir-writes-every-file": ("[j]\nrw=write\nsize=64k\nopendir=sub\n", ["sub/a", "sub/deep/b"]),
     "spaces-around-filename-parts": ("[j]\nrw=write\nsize=64k\nfilename= a.dat :  b.dat \nwrite_bw_log= bw\n",
                                      ["a.dat "]),
+    # found by comparing random job files with fio: offset reads past a file's end,
+    # fio's log numbering across jobs, '-' under a directory is a file
+    "offset-past-the-end": ("[r]\nrw=read\nsize=16k\noffset=4k\nfilename=p.dat\n", []),
+    "second-jobs-log": ("[a]\nrw=read\nsize=16k\n[b]\nrw=write\nsize=16k\nwrite_bw_log=bw\n", []),
+    "dash-under-a-directory": ("[j]\nrw=write\nsize=16k\ndirectory=d\nfilename=-\n", []),
     "read-job-rewrites-a-short-file": ("[r]\nrw=read\nsize=64k\nfilename=short.dat\n", []),
     "J9b-read-iolog-replays-writes": ("[r]\nrw=read\nfilename=mine.dat\nsize=64k\nread_iolog=trace.log\n",
                                       ["other.dat"]),
@@ -88,6 +93,10 @@ def test_what_fio_writes_the_gate_lists_as_written(tmp_path, monkeypatch, case):
     root = tmp_path / "t"
     root.mkdir()
     precious(root, *existing)
+    if case == "offset-past-the-end":
+        precious(root, "p.dat", size=8192)
+    if case.startswith("dash"):
+        (root / "d").mkdir()
     if case.startswith("J4"):
         precious(root, "r.dat")  # read, whole: only the second section's job.0.0 is written
     if case.startswith("read-job"):
