@@ -1,17 +1,21 @@
-"""The one place iolab keeps state between processes: marks, locks and ledger entries.
+"""The one place iolab keeps state between processes, and the one way iolab makes a private directory.
 
-Root's is ``/run/iolab`` (mode 0700, owner root): no other user can plant an entry, a symlink
+Root's state is in ``/run/iolab`` (mode 0700, owner root): no other user can plant an entry, a symlink
 or a lock there. A user who is not root gets a private place of their own,
 ``$XDG_RUNTIME_DIR/iolab`` or else ``~/.cache/iolab/run`` (mode 0700, theirs), holding only
 what a run without root needs. Nothing lives in ``/run/lock`` or ``/tmp``, where anyone may
-create names.
+create names. Other private directories (a fio server's socket, :mod:`iolab.fleet.privatedir`) are
+made and checked by the same :func:`open_dir`.
 
-Every directory is checked when it is opened, on the descriptor that was opened (not by name):
-it must be a directory (``O_NOFOLLOW``: a symlink is refused), owned by the user iolab runs as,
-with no access for group or others; and every directory above it must be owned by root or that
-user and writable by nobody else (or sticky, as ``/tmp`` is), so nobody can swap it for another
-one. A directory that fails is refused with :class:`IolabError` naming what is wrong: iolab does
-not repair a place someone else may have prepared.
+A private directory is walked to from ``/`` one component at a time, each opened relative to its
+parent's descriptor with ``O_NOFOLLOW`` and checked on that descriptor (not by name): the last must
+be a directory owned by the user iolab runs as, with no access for group or others; every directory
+above it must be owned by root or that user and writable by nobody else (or sticky, as ``/tmp`` is),
+so nobody can swap it for another one. A symbolic link on the way is allowed only when root or the
+user owns it (nobody else can then point it elsewhere), and the walk follows where it leads, judging
+those directories; the last component is never a link. Missing directories are made mode 0700.
+A directory that fails is refused with :class:`UnsafeStateDir` naming the path and what is wrong:
+iolab does not repair a place someone else may have prepared.
 
 Entries are reached relative to the directory's descriptor (``dir_fd``) and never through a
 link: :func:`write_new` creates a file exclusively (``O_EXCL``), :func:`replace` writes a new
@@ -36,6 +40,9 @@ ROOT_DIR = "/run/iolab"
 #: the largest entry :func:`read` accepts (ledger records are a few hundred bytes)
 MAX_ENTRY_BYTES = 64 * 1024
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+STATE_DIR = "iolab's state directory"
+_STATE_HINT = ("iolab keeps its marks, locks and ledger only where nobody else can write; "
+               "remove it (or fix owner and mode) once you know who made it")
 
 
 def base() -> Path:
@@ -52,6 +59,19 @@ def base() -> Path:
     return Path(home) / ".cache" / "iolab" / "run"
 
 
+class UnsafeStateDir(IolabError):
+    """A private directory (or a directory above it) that someone else could write: nothing in it is used.
+    ``path`` is the directory asked for, ``why`` what is wrong (naming the directory above when it is one)."""
+
+    def __init__(self, path: Path | str, why: str, *, what: str = STATE_DIR, hint: str | None = _STATE_HINT):
+        self.path, self.why = str(path), why
+        super().__init__(f"refused as {what}: {why}", context=self.path, hint=hint)
+
+
+def _mode(st: os.stat_result) -> str:
+    return f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}"
+
+
 def _why_unsafe_ancestor(path: Path, st: os.stat_result) -> str | None:
     if not stat.S_ISDIR(st.st_mode):
         return f"{path} is not a directory"
@@ -62,7 +82,7 @@ def _why_unsafe_ancestor(path: Path, st: os.stat_result) -> str | None:
     return None
 
 
-def _why_unsafe(path: Path, st: os.stat_result) -> str | None:
+def _why_unsafe(st: os.stat_result) -> str | None:
     if not stat.S_ISDIR(st.st_mode):
         return "not a directory"
     if st.st_uid != os.geteuid():
@@ -72,68 +92,99 @@ def _why_unsafe(path: Path, st: os.stat_result) -> str | None:
     return None
 
 
-class UnsafeStateDir(IolabError):
-    """A state directory (or a directory above it) that someone else could write: nothing in it is used."""
-
-
-def _refuse(path: Path, why: str) -> IolabError:
-    return UnsafeStateDir(f"refused as iolab's state directory: {why}", context=str(path),
-                      hint="iolab keeps its marks, locks and ledger only where nobody else can write; "
-                           "remove it (or fix owner and mode) once you know who made it")
-
-
-def check_ancestors(path: Path) -> None:
-    """Refuse ``path`` when a directory above it could be replaced by another user: every directory
-    on the way, as written and with links resolved (a link on the way must be root's or ours)."""
-    literal = Path(os.path.abspath(path))
-    resolved = Path(os.path.realpath(literal.parent)) / literal.name
-    for parent in dict.fromkeys(list(reversed(literal.parents)) + list(reversed(resolved.parents))):
+def _way(path: Path, refuse) -> list[str]:
+    """The components of ``path`` with the links above it resolved (the walk judges where they lead);
+    a link on the way must be root's or ours: in a sticky directory anyone else could replace theirs."""
+    probe = Path("/")
+    for part in path.parent.parts[1:]:
+        probe = probe / part
         try:
-            st = os.lstat(parent)
+            st = os.lstat(probe)
         except FileNotFoundError:
-            continue  # iolab makes it itself (mode 0700)
+            break  # made by the walk (mode 0700), or missing
         except OSError as exc:
-            raise _refuse(path, f"cannot inspect {parent}: {exc.strerror}") from None
-        if stat.S_ISLNK(st.st_mode):
-            if st.st_uid not in (0, os.geteuid()):
-                raise _refuse(path, f"{parent} is a symlink of uid {st.st_uid}, who could point it elsewhere")
-            continue  # what it leads to is judged on the resolved way
-        why = _why_unsafe_ancestor(parent, st)
-        if why:
-            raise _refuse(path, why)
+            raise refuse(f"cannot inspect {probe}: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, os.geteuid()):
+            raise refuse(f"{probe} is a symlink of uid {st.st_uid}, who could point it elsewhere")
+    return [*Path(os.path.realpath(path.parent)).parts[1:], path.name]
 
 
-def open_dir(path: Path | str, *, create: bool = True) -> int:
-    """A descriptor of the private directory ``path``, made (mode 0700, with its missing parents)
-    when ``create``; raises :class:`IolabError` when it is not safe (see the module docstring)."""
-    path = Path(os.path.abspath(path))
-    check_ancestors(path)
-    if create:
-        _make(path)
+def _open(parent_fd: int, name: str, where: Path, last: bool, refuse) -> int:
+    """Open the directory ``name`` below ``parent_fd``, never through a link; a refusal names ``where``
+    unless it is the last component (the one the refusal is about)."""
     try:
-        fd = os.open(path, _OPEN_DIR)
+        return os.open(name, _OPEN_DIR, dir_fd=parent_fd)
     except FileNotFoundError:
         raise
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise _refuse(path, "a symlink or not a directory") from None
-        raise IolabError(f"cannot open iolab's state directory: {exc.strerror}", context=str(path)) from None
-    why = _why_unsafe(path, os.fstat(fd))
-    if why:
-        os.close(fd)
-        raise _refuse(path, why)
+        it = "" if last else f"{where} is "
+        try:
+            st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            why = f"{it}a symbolic link (not followed)"
+        elif st is not None and exc.errno in (errno.EACCES, errno.EPERM):
+            why = f"{'' if last else f'{where} '}cannot be entered by uid {os.geteuid()} ({_mode(st)})"
+        elif exc.errno == errno.ENOTDIR:
+            why = f"{it}not a directory"
+        else:
+            why = f"cannot open {where}: {exc.strerror}"
+        raise refuse(why) from None
+
+
+def _enter(parent_fd: int, name: str, where: Path, create: bool, last: bool, refuse) -> int:
+    """:func:`_open`, the directory made (mode 0700) first when it is missing and ``create``."""
+    try:
+        return _open(parent_fd, name, where, last, refuse)
+    except FileNotFoundError:
+        if not create:
+            raise
+    made = False
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent_fd)
+        made = True
+    except FileExistsError:
+        pass  # another process made it in between: checked as any other
+    except OSError as exc:
+        raise refuse(f"cannot make {where}: {exc.strerror}") from None
+    fd = _open(parent_fd, name, where, last, refuse)
+    if made and os.fstat(fd).st_uid == os.geteuid():
+        os.fchmod(fd, 0o700)  # whatever the umask took from mkdir's mode
     return fd
 
 
-def _make(path: Path) -> None:
-    missing = []
-    probe = path
-    while not os.path.lexists(probe):
-        missing.append(probe)
-        probe = probe.parent
-    for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(directory, 0o700)  # the umask may only take bits away
+def open_dir(path: Path | str, *, create: bool = True, what: str = STATE_DIR,
+             hint: str | None = _STATE_HINT) -> int:
+    """A descriptor of the private directory ``path``, made (mode 0700, with its missing parents)
+    when ``create``; raises :class:`UnsafeStateDir` (``what`` and ``hint`` word it) when it is not
+    safe (see the module docstring), ``FileNotFoundError`` when it is missing and not ``create``."""
+    path = Path(os.path.abspath(path))
+
+    def refuse(why: str) -> UnsafeStateDir:
+        return UnsafeStateDir(path, why, what=what, hint=hint)
+
+    if path == Path("/"):
+        raise refuse("the root directory is nobody's private directory")
+    names = _way(path, refuse)
+    fd = os.open("/", _OPEN_DIR)
+    try:
+        why = _why_unsafe_ancestor(Path("/"), os.fstat(fd))
+        where = Path("/")
+        for index, name in enumerate(names):
+            if why:
+                raise refuse(why)
+            where, last = where / name, index == len(names) - 1
+            child = _enter(fd, name, where, create, last, refuse)
+            os.close(fd)
+            fd = child
+            why = _why_unsafe(os.fstat(fd)) if last else _why_unsafe_ancestor(where, os.fstat(fd))
+        if why:
+            raise refuse(why)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @contextlib.contextmanager

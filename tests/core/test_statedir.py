@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -23,8 +21,7 @@ from iolab.core import ownership, statedir
 from iolab.core.errors import IolabError
 
 from cli_helpers import IOLAB, ROOT, needs_root
-
-NOBODY = 65534
+from user_fixtures import NOBODY, nobody_home  # noqa: F401 - fixture
 
 
 def test_a_fresh_directory_is_made_private_with_its_parents(tmp_path):
@@ -51,7 +48,7 @@ def test_a_symlink_is_refused_not_followed(tmp_path):
     real = tmp_path / "real"
     real.mkdir(mode=0o700)
     (tmp_path / "link").symlink_to(real)
-    with pytest.raises(statedir.UnsafeStateDir, match="a symlink or not a directory"):
+    with pytest.raises(statedir.UnsafeStateDir, match=r"a symbolic link \(not followed\)"):
         statedir.open_dir(tmp_path / "link")
 
 
@@ -162,23 +159,11 @@ def test_run_iolab_as_a_symlink_is_refused(tmp_path):
     done = _in_mount_namespace(tmp_path, "mode=0755", where="/run",
                                setup=f"ln -s {elsewhere} /run/iolab")
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "/run/iolab: refused as iolab's state directory: a symlink or not a directory" in done.stderr
+    assert "/run/iolab: refused as iolab's state directory: a symbolic link (not followed)" in done.stderr
     assert list(elsewhere.iterdir()) == []
 
 
 # --------------------------------------------------------------------------- another local user
-
-@pytest.fixture
-def nobody_home():
-    """A home directory of user nobody that nobody can reach (pytest's temp dirs are root's, 0700)."""
-    base = tempfile.mkdtemp(prefix="iolab-statedir-test-", dir="/var/tmp")
-    os.chmod(base, 0o755)
-    home = Path(base) / "home"
-    home.mkdir(mode=0o755)
-    os.chown(home, NOBODY, NOBODY)
-    yield home
-    shutil.rmtree(base)
-
 
 def _as_nobody(home, body) -> dict:
     """Run ``body()`` in a child process that has become uid/gid nobody; returns what it returned."""
@@ -233,13 +218,13 @@ def _attempts() -> dict:
 
 
 @needs_root
-def test_another_user_cannot_create_entries_and_gets_a_place_of_their_own(nobody_home):
+def test_another_user_cannot_create_entries_and_gets_a_place_of_their_own(nobody_home):  # noqa: F811
     _ensure_run_iolab()
     (Path(statedir.ROOT_DIR) / "owned").mkdir(mode=0o700, exist_ok=True)
     found = _as_nobody(nobody_home, _attempts)
     assert "crash" not in found, found
     assert found["ledger entry"] == found["lock"] == found["new mark"] == "Permission denied"
-    assert "Permission denied" in found["open /run/iolab"]
+    assert "cannot be entered by uid 65534 (mode 0700, owner uid 0)" in found["open /run/iolab"], found
     assert found["own ledger"].startswith(f"{nobody_home}/.cache/iolab/run/owned/file-"), found
     assert found["own ledger mode"] == "0700"
     assert found["root's ledger"] == "None"
@@ -290,3 +275,9 @@ def test_a_link_on_the_way_is_judged_where_it_leads(tmp_path):
     os.lchown(theirs, NOBODY, NOBODY)
     with pytest.raises(statedir.UnsafeStateDir, match=f"{theirs} is a symlink of uid {NOBODY}"):
         statedir.open_dir(theirs / "state")
+    assert not (tmp_path / "a").exists()
+    # root's link to a safe place (as Fedora's /home -> /var/home): followed, the place judged by descriptor
+    (tmp_path / "real").mkdir(mode=0o700)
+    (tmp_path / "mine").symlink_to(tmp_path / "real")
+    os.close(statedir.open_dir(tmp_path / "mine" / "state"))
+    assert stat.S_IMODE(os.lstat(tmp_path / "real" / "state").st_mode) == 0o700

@@ -18,6 +18,7 @@ from iolab.fleet import fioserver, privatedir
 
 from cli_helpers import iolab_cli, needs_fio, needs_root
 from device_fixtures import make_loop, scratch, sh  # noqa: F401 - fixtures
+from user_fixtures import nobody_home  # noqa: F401 - fixture
 
 pytestmark = [needs_fio, needs_root]
 
@@ -47,26 +48,31 @@ def readable_job_dir() -> str:
 # --------------------------------------------------------------------------- private directories
 
 def test_private_dir_is_made_0700_and_an_open_or_foreign_or_linked_one_is_refused(tmp_path):
-    made = privatedir.ensure(tmp_path / "a" / "b", create=2)
+    made = privatedir.ensure(tmp_path / "a" / "b")
     assert stat.S_IMODE(os.stat(made).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(tmp_path / "a").st_mode) == 0o700
     open_dir = tmp_path / "open"
     open_dir.mkdir(mode=0o755)
     open_dir.chmod(0o755)
-    with pytest.raises(IolabError, match=r"lets others in \(mode 0755"):
+    with pytest.raises(IolabError, match=r"mode 0755, must be 0700"):
         privatedir.ensure(open_dir)
     foreign = tmp_path / "foreign"
     foreign.mkdir(mode=0o700)
     os.chown(foreign, 65534, 65534)
-    with pytest.raises(IolabError, match="belongs to uid 65534, not to uid 0"):
+    with pytest.raises(IolabError, match="owned by uid 65534, not 0"):
         privatedir.ensure(foreign)
     link = tmp_path / "link"
     link.symlink_to(made)
-    with pytest.raises(IolabError, match="is a symbolic link"):
-        privatedir.ensure(link / "c", create=1)
-    with pytest.raises(IolabError, match="is a symbolic link"):
+    with pytest.raises(IolabError, match=r"a symbolic link \(not followed\)"):
         privatedir.ensure(link)
+    theirs = tmp_path / "theirs"  # another user's link on the way: they could point it elsewhere
+    theirs.symlink_to(made)
+    os.lchown(theirs, 65534, 65534)
+    with pytest.raises(IolabError, match=f"{theirs} is a symlink of uid 65534"):
+        privatedir.ensure(theirs / "c")
     assert not (tmp_path / "a" / "b" / "c").exists()  # nothing made through the link
+    with pytest.raises(IolabError, match="does not exist"):
+        privatedir.ensure(tmp_path / "missing", create=False)
 
 
 def test_a_socket_in_a_directory_others_can_enter_is_refused_before_fio_starts(tmp_path, monkeypatch):
@@ -79,7 +85,7 @@ def test_a_socket_in_a_directory_others_can_enter_is_refused_before_fio_starts(t
     with pytest.raises(IolabError) as err:
         fioserver.start(socket=open_dir / "fio.sock")
     assert str(err.value).startswith(f"{open_dir}/fio.sock: the socket's directory is not private: ")
-    assert "lets others in (mode 0755" in str(err.value)
+    assert "mode 0755, must be 0700" in str(err.value)
 
 
 def test_roots_default_socket_directory_is_root_only():
@@ -177,23 +183,22 @@ def in_child_as(uid: int, func):
     return text
 
 
-def test_a_normal_users_default_is_a_private_directory_of_theirs(monkeypatch):
+def test_a_normal_users_default_is_their_state_directory_not_tmp(monkeypatch, nobody_home):  # noqa: F811
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    mine = "/tmp/iolab-65534"
-    shutil.rmtree(mine, ignore_errors=True)
-    try:
-        assert in_child_as(65534, privatedir.default_server_socket) == f"ok {mine}/servers/fio.sock"
-        for path in (mine, f"{mine}/servers"):
-            st = os.lstat(path)
-            assert st.st_uid == 65534 and stat.S_IMODE(st.st_mode) == 0o700
-        # someone else's /tmp/iolab-<uid> (made before the user's first server) is refused, not used
-        shutil.rmtree(mine)
-        os.mkdir(mine, 0o700)
-        result = in_child_as(65534, privatedir.default_server_socket)
-        assert result.startswith(f"error {mine}: cannot be entered by uid 65534 (mode 0700, owner uid 0): "
-                                 "not a private directory of this user"), result
-    finally:
-        shutil.rmtree(mine, ignore_errors=True)
+    monkeypatch.setenv("HOME", str(nobody_home))
+    mine = nobody_home / ".cache" / "iolab" / "run"  # iolab.core.statedir's place for a normal user
+    assert in_child_as(65534, privatedir.default_server_socket) == f"ok {mine}/servers/fio.sock"
+    for path in (nobody_home / ".cache", mine, mine / "servers"):
+        st = os.lstat(path)
+        assert st.st_uid == 65534 and stat.S_IMODE(st.st_mode) == 0o700
+    assert not os.path.lexists("/tmp/iolab-65534")
+    # someone else's directory there (made before the user's first server) is refused, not used
+    shutil.rmtree(mine)
+    os.mkdir(mine, 0o700)
+    result = in_child_as(65534, privatedir.default_server_socket)
+    assert result.startswith(f"error {mine}: refused as iolab's state directory: cannot be entered by uid 65534 "
+                             "(mode 0700, owner uid 0)"), result
+    assert os.listdir(mine) == []
 
 
 def test_an_allowed_device_is_the_one_device_the_server_can_write(servers, make_loop, tmp_path):  # noqa: F811
@@ -222,7 +227,6 @@ def test_cli_refuses_a_socket_others_could_reach_in_one_line(tmp_path):
     proc = iolab_cli("server", "--socket", open_dir / "fio.sock", timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
-        f"iolab: error: {open_dir}/fio.sock: the socket's directory is not private: {open_dir}: lets others in "
-        "(mode 0755, owner uid 0); a fio server's socket needs a directory only its owner can enter (0700) "
-        "(iolab server's default place is one (leave out --socket))"]
+        f"iolab: error: {open_dir}/fio.sock: the socket's directory is not private: {open_dir}: mode 0755, "
+        "must be 0700 (iolab server's default place is one (leave out --socket))"]
     assert list(open_dir.iterdir()) == []
