@@ -25,7 +25,7 @@ from iolab.fleet.hostresults import (aggregate, client_key, host_document, match
                                      start_times)
 from iolab.fleet.inventory import ALL_HOSTS, FLEET_DIR, Host, Inventory
 from iolab.fleet.tunnel import Tunnel
-from iolab.core import progress as progress_
+from iolab.core import progress as progress_, statedir
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -115,9 +115,9 @@ class FleetRun:
 
     def connect(self, stack: contextlib.ExitStack) -> None:
         """Open SSH tunnels and check every host answers; a host that does not is failed, not fatal."""
-        # the SSH tunnels' local sockets: in a directory only this user can enter (mkdtemp makes it 0700)
-        workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="iolab-fleet-"))
-        os.chmod(workdir, 0o700)
+        # the SSH tunnels' local sockets: a fresh directory (mkdtemp: 0700) in this user's state directory
+        # (root: /run/iolab/tunnels), checked without following links; nothing of iolab's in /tmp
+        workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="fleet-", dir=statedir.private("tunnels")))
         privatedir.ensure(workdir, create=0)
         for plan in self.plans:
             if plan.host.connection == "ssh":
