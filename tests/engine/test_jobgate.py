@@ -231,17 +231,18 @@ def test_what_a_recipe_does_is_read_from_its_options_not_its_rw_names(make_loop,
 
 
 def test_exec_hooks_need_allow_exec(tmp_path):
+    """A hook runs only with --allow-exec, and then confined: by a relative name it writes in fio's working
+    directory (the run's raw/), the one place besides the run's directory in the target it can write."""
     (tmp_path / "dir").mkdir()
-    marker = tmp_path / "dir" / "ran"  # inside the target: a confined fio can write nowhere else
     job = tmp_path / "hook.fio"
-    job.write_text(f"[r]\nrw=read\nsize=1M\nexec_prerun=touch {marker}\n")
+    job.write_text("[r]\nrw=read\nsize=1M\nexec_prerun=touch ran\n")
     proc = iolab_cli("run", job, "--target", tmp_path / "dir", "--no-progress", "--data", tmp_path / "data")
     assert proc.returncode == 2 and "exec_prerun" in proc.stderr and "--allow-exec" in proc.stderr
-    assert not marker.exists()
+    assert not list(tmp_path.rglob("ran"))
     proc = iolab_cli("run", job, "--target", tmp_path / "dir", "--allow-exec", "--no-progress",
                      "--data", tmp_path / "data")
     assert proc.returncode == 0, proc.stderr
-    assert marker.exists()
+    assert (last_line(proc) / "raw" / "ran").exists()
     assert json.loads((last_line(proc) / "manifest.json").read_text())["safety"]["allow_exec"] is True
 
 
