@@ -34,6 +34,7 @@ import subprocess
 import tempfile
 
 from iolab.core.errors import IolabError
+from iolab.isolation import confine
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,10 @@ def _showcmd(text: str, source: str) -> str:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
         try:
-            proc = subprocess.run([_fio(), "--showcmd", path], cwd=tmp, stdin=subprocess.DEVNULL,
+            argv = [_fio(), "--showcmd", path]
+            if confine.unavailable() is None:  # fio reads what it is told (includes): nothing to write, no device
+                argv = confine.Confinement().wrap(argv)
+            proc = subprocess.run(argv, cwd=tmp, stdin=subprocess.DEVNULL,
                                   capture_output=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise IolabError(f"fio --showcmd could not read the job file: {exc}", context=source) from exc
