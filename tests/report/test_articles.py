@@ -159,7 +159,7 @@ def test_runs_beside_an_article_keep_their_flags(tmp_path):
 
     # a quick run has no place in the article's tables: named under the citation, not dropped silently
     quick = FIXTURES / "sections" / "ssd-node" / "20261120T230919Z-quick-aa01"
-    for lang, sentences in {"en": ["buffered writes on an emulated device under cgroup v1", "(cache_suspect)",
+    for lang, sentences in {"en": ["buffered writes under cgroup v1", "(cache_suspect)",
                                    "HDD (emulated) was not isolated from the page cache, and no isolated run",
                                    "Not put beside the article: SATA SSD (emulated) (quick)"],
                             "ja": ["v1_writeback", "cache_suspect", "HDD (emulated) はページキャッシュから隔離されておらず",
