@@ -31,7 +31,6 @@ import logging
 import os
 import re
 import subprocess
-import tempfile
 
 from iolab.core.errors import IolabError
 from iolab.isolation import confine
@@ -161,19 +160,15 @@ def _fio() -> str:
 
 
 def _showcmd(text: str, source: str) -> str:
-    """``fio --showcmd`` of ``text`` (written to a private temporary file); fio's refusal is raised."""
-    with tempfile.TemporaryDirectory(prefix="iolab-job-") as tmp:
-        path = os.path.join(tmp, "job.fio")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        try:
-            argv = [_fio(), "--showcmd", path]
-            if confine.unavailable() is None:  # fio reads what it is told (includes): nothing to write, no device
-                argv = confine.Confinement().wrap(argv)
-            proc = subprocess.run(argv, cwd=tmp, stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=120)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise IolabError(f"fio --showcmd could not read the job file: {exc}", context=source) from exc
+    """``fio --showcmd -`` of ``text`` (given on stdin: no file to place where a confined fio can see it,
+    e.g. with TMPDIR under /dev/shm); fio's refusal is raised."""
+    argv = [_fio(), "--showcmd", "-"]
+    if confine.unavailable() is None:  # fio reads what it is told (includes): nothing to write, no device
+        argv = confine.Confinement().wrap(argv)
+    try:
+        proc = subprocess.run(argv, cwd="/", input=text.encode("utf-8"), capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise IolabError(f"fio --showcmd could not read the job file: {exc}", context=source) from exc
     out = proc.stdout.decode("utf-8", "replace")
     if proc.returncode != 0:
         errors = [line.strip() for line in (proc.stderr.decode("utf-8", "replace") + out).splitlines()

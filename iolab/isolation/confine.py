@@ -229,7 +229,8 @@ class ConfinedProcess(subprocess.Popen):
 
     ``send_signal(SIGINT)`` (the watchdog's or iolab's stop) goes to the
     command and its descendants, as a terminal's Ctrl-C would; ``kill()`` and
-    SIGKILL go to bwrap, which takes everything inside with it.
+    SIGKILL go to bwrap, which takes everything inside with it. The command's
+    death by a signal comes back as a negative return code, as from a direct child.
     """
 
     def send_signal(self, sig):
@@ -238,6 +239,19 @@ class ConfinedProcess(subprocess.Popen):
         for pid in confined_pids(self.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
+
+    # bwrap exits with 128 + N when the command died of signal N: given back as Popen's -N, as if the
+    # command had been started directly ("fio killed by SIGKILL", not "fio exited with 137")
+    def poll(self):
+        return self._as_signal(super().poll())
+
+    def wait(self, timeout=None):
+        return self._as_signal(super().wait(timeout))
+
+    def _as_signal(self, code):
+        if code is not None and 128 < code < 128 + signal.NSIG:
+            self.returncode = code = -(code - 128)
+        return code
 
 
 def popen_kwargs() -> dict:
