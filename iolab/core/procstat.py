@@ -33,6 +33,19 @@ def children(pid: int) -> list[int]:
     return [p.pid for p in processes() if p.ppid == pid]
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, their children, ...), from one reading of /proc."""
+    below: dict[int, list[int]] = {}
+    for proc in processes():
+        below.setdefault(proc.ppid, []).append(proc.pid)
+    found, todo = [], [pid]
+    while todo:
+        for child in below.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes of process group ``pgid``."""
     return [p.pid for p in processes() if p.pgrp == pgid and p.state not in ("Z", "X")]

@@ -10,6 +10,8 @@ import sys
 import time
 from typing import Callable
 
+from iolab.core.procstat import descendants
+
 #: Outcomes of :func:`wait` other than the process ending by itself.
 LIMIT, GONE = "limit", "gone"
 
@@ -92,26 +94,6 @@ def wait(proc, label: str, expected: float | None = None, *, progress: bool | No
             if alive is not None and not alive() and proc.poll() is None:
                 return GONE
     return None
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (children, their children, ...), from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 #: What :func:`stop` had to do: nothing (the process had ended), SIGINT was enough, or SIGKILL.

@@ -55,6 +55,7 @@ import subprocess
 from typing import Iterable
 
 from iolab.core.errors import IolabError
+from iolab.core.procstat import children, descendants
 
 log = logging.getLogger(__name__)
 
@@ -206,22 +207,9 @@ def for_run(targets: Iterable, *, raw_dir: str, allowed_paths: Iterable[str] = (
     return confinement, confinement.describe()
 
 
-def _children(pid: int) -> list[int]:
-    kids = []
-    with contextlib.suppress(OSError):
-        with open(f"/proc/{pid}/task/{pid}/children") as handle:
-            kids = [int(p) for p in handle.read().split()]
-    return kids
-
-
 def confined_pids(outer: int) -> list[int]:
     """The confined command and its descendants (host PIDs), below bwrap and bwrap's PID 1."""
-    found, todo = [], [c for init in _children(outer) for c in _children(init)]
-    while todo:
-        pid = todo.pop(0)
-        found.append(pid)
-        todo.extend(_children(pid))
-    return found
+    return [pid for init in children(outer) for pid in descendants(init)]
 
 
 class ConfinedProcess(subprocess.Popen):
