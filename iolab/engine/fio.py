@@ -76,10 +76,7 @@ def check_job(path: str | os.PathLike) -> None:
     fio loads an external ioengine while it parses (its constructor runs), so the parse is
     confined too where it can be: nothing writable, no device, no network.
     """
-    argv = [fio_binary(), "--parse-only", str(path)]
-    if confine.unavailable() is None:
-        argv = confine.Confinement().wrap(argv)
-    proc = commands.run(argv, check=False)
+    proc = commands.run(confine.reader_argv([fio_binary(), "--parse-only", str(path)]), check=False)
     if proc.returncode != 0:
         text = (proc.stderr + proc.stdout).strip().splitlines()
         problems = [line.strip() for line in text if line.startswith("fio:")] or text[-1:]

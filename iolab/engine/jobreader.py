@@ -162,9 +162,7 @@ def _fio() -> str:
 def _showcmd(text: str, source: str) -> str:
     """``fio --showcmd -`` of ``text`` (given on stdin: no file to place where a confined fio can see it,
     e.g. with TMPDIR under /dev/shm); fio's refusal is raised."""
-    argv = [_fio(), "--showcmd", "-"]
-    if confine.unavailable() is None:  # fio reads what it is told (includes): nothing to write, no device
-        argv = confine.Confinement().wrap(argv)
+    argv = confine.reader_argv([_fio(), "--showcmd", "-"])  # fio reads what it is told (includes)
     try:
         proc = subprocess.run(argv, cwd="/", input=text.encode("utf-8"), capture_output=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -167,6 +167,15 @@ def unavailable() -> str | None:
     return None
 
 
+def reader_argv(argv: list[str]) -> list[str]:
+    """``argv`` confined with nothing writable, no device and no network where bubblewrap can run
+    here, else ``argv`` as it is: for a command that only reads (fio parsing or showing a job file,
+    whose includes and external ioengine it loads), not for one that does a run's I/O."""
+    if unavailable() is None:
+        return Confinement().wrap(argv)
+    return list(argv)
+
+
 def require() -> None:
     """Raise, with the reason and the way out, when the run's processes cannot be confined here."""
     reason = unavailable()

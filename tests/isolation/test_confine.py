@@ -265,3 +265,15 @@ def test_wrap_refuses_places_that_are_not_there_or_are_links(tmp_path):
         confine.Confinement(writable=(str(tmp_path / "missing"),)).wrap(["true"])
     with pytest.raises(IolabError, match="not a block device"):
         confine.Confinement(devices=(str(tmp_path),)).wrap(["true"])
+
+
+def test_a_reader_runs_confined_with_nothing_writable_no_device_no_network(tmp_path):
+    """fio --parse-only and --showcmd (check_job, the job reader) run this way: they only read."""
+    script = f"touch {tmp_path}/x; ls /dev; echo --; tail -n +3 /proc/net/dev | cut -d: -f1"
+    argv = confine.reader_argv(["sh", "-c", script])
+    assert argv[0] == confine.bwrap_binary() and argv[-4:] == ["--", "sh", "-c", script]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert "Read-only file system" in proc.stderr and not (tmp_path / "x").exists()
+    devices, interfaces = proc.stdout.split("--\n")
+    assert set(devices.split()) == {"null", "zero", "random", "urandom"}
+    assert interfaces.split() in (["lo"], [])
