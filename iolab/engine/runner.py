@@ -118,8 +118,8 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
                                              mem_limit=mem_limit, tests=tests, allow=allow, pause=pause)
     mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
     engine_type = engine_class(recipe.engine)
-    if issubclass(engine_type, FioEngine) and not unconfined:
-        confine.require()  # before a run directory exists
+    # confined or refused (without bwrap, unless --unconfined), decided before a run directory exists
+    unconfined_reason = confine.decide(unconfined) if issubclass(engine_type, FioEngine) else None
     steps = recipe.steps()
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
                       recipe_description=recipe.description, tool=recipe.tool,
@@ -137,7 +137,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
         engine = engine_type(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
                                              scratch_dir=scratch_dir or _scratch_dir())
         engine.allowed_paths = tuple(allow.paths) if allow is not None else ()
-        engine.unconfined, engine.keep_serials = unconfined, keep_serials
+        engine.unconfined_reason, engine.keep_serials = unconfined_reason, keep_serials
         with targets_mod.held_exclusively(outside, confirm=confirm):
             engine.execute()
     except KeyboardInterrupt as exc:
@@ -181,8 +181,8 @@ def engine_class(name: str):
 class FioEngine:
     #: ``--allow-path`` paths (written by the job on purpose): bound into the confinement too
     allowed_paths: tuple = ()
-    #: ``--unconfined``: run even where bubblewrap cannot confine the processes
-    unconfined: bool = False
+    #: why the run goes unconfined (``--unconfined`` where bubblewrap cannot run), None: it is confined
+    unconfined_reason: str | None = None
     #: the run's confinement, set when the session opens (None: unconfined)
     confinement = None
     keep_serials, watch = False, NoWatch()  # --keep-serials; the drives' health and temperature
@@ -215,7 +215,8 @@ class FioEngine:
         raw = self.run.path / "raw"
         raw.mkdir(parents=True, exist_ok=True)
         confinement, record = confine.for_run(self.targets, raw_dir=str(raw.absolute()),
-                                              allowed_paths=self.allowed_paths, unconfined=self.unconfined)
+                                              allowed_paths=self.allowed_paths,
+                                              unconfined_reason=self.unconfined_reason)
         self.run.update(confinement=record)
         return confinement
 

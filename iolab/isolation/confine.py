@@ -176,13 +176,23 @@ def reader_argv(argv: list[str]) -> list[str]:
     return list(argv)
 
 
-def require() -> None:
-    """Raise, with the reason and the way out, when the run's processes cannot be confined here."""
+def decide(unconfined: bool = False) -> str | None:
+    """Whether a run's processes will be confined, decided once, before its run directory exists.
+
+    None: they will be (bubblewrap works here; ``--unconfined`` changes nothing
+    then). Where bubblewrap cannot run, the run is refused with the reason and
+    the way out, unless ``unconfined`` (``--unconfined``): then the reason it
+    runs unconfined, for :func:`for_run` and the manifest.
+    """
     reason = unavailable()
-    if reason:
+    if reason is None:
+        return None
+    if not unconfined:
         raise IolabError(f"the run's processes cannot be confined to the targets here: {reason}",
                          context="confinement", hint="pass --unconfined to run without the kernel's boundary "
                                                      "(the manifest and the report will say so)")
+    log.warning("running UNCONFINED (--unconfined): %s", reason)
+    return reason
 
 
 @functools.lru_cache(maxsize=1)
@@ -198,19 +208,15 @@ def version() -> str:
 
 
 def for_run(targets: Iterable, *, raw_dir: str, allowed_paths: Iterable[str] = (),
-            unconfined: bool = False) -> tuple[Confinement | None, dict]:
+            unconfined_reason: str | None = None) -> tuple[Confinement | None, dict]:
     """A run's confinement and its manifest entry: the opened targets (:func:`for_targets`), the run's
     ``raw/`` directory (fio's working directory) and ``--allow-path`` (:func:`allowed`).
 
-    Where bubblewrap cannot run the run is refused (:func:`require`), unless
-    ``unconfined`` (``--unconfined``): then ``(None, {"confined": False, "reason": ...})``.
+    ``unconfined_reason`` is :func:`decide`'s answer, made when the run started:
+    when it is set the run goes unconfined, ``(None, {"confined": False, "reason": ...})``.
     """
-    reason = unavailable()
-    if reason:
-        if not unconfined:
-            require()
-        log.warning("running UNCONFINED (--unconfined): %s", reason)
-        return None, {"confined": False, "reason": f"--unconfined: {reason}"}
+    if unconfined_reason:
+        return None, {"confined": False, "reason": f"--unconfined: {unconfined_reason}"}
     places, nodes = allowed(allowed_paths)
     confinement = for_targets(targets, writable=[raw_dir, *places], devices=nodes)
     return confinement, confinement.describe()
