@@ -33,13 +33,17 @@ from iolab.core import yamlfile
 from iolab.core.errors import IolabError
 from iolab.core.yamlfile import check_keys
 from iolab.core.units import fio_size, human_size, parse_seconds, parse_size
+from iolab.engine.recipemix import MIX_RATIOS, MIXED_RW, direction_rank, parse_mix, with_mixes  # noqa: F401
 
 ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
 #: The page cache a buffered test may use when nobody says otherwise (the articles' mem=512M).
 DEFAULT_MEM_LIMIT = 512 * 1024**2
 STATISTICS = ("best", "mean", "median")
 RECIPE_KEYS = {"name", "description", "about", "tool", "statistic", "isolation", "defaults",
-               "fio", "tests", "filesystem", "output_format", "notes", "presets", "engine", "options"}
+               "fio", "tests", "filesystem", "output_format", "notes", "presets", "engine", "options", "order"}
+#: The order of a recipe's steps: each test's directions in turn ("tests"), or all reads, then all
+#: writes, then all mixes ("directions": CrystalDiskMark's and KDiskMark's order).
+ORDERS = ("tests", "directions")
 #: What runs a recipe's tests: fio job files, or an engine of its own (iolab.engines).
 ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks", "sqlbench", "sustained")
 REQUIRED_KEYS = ("name", "description", "tests")
@@ -114,6 +118,8 @@ class Recipe:
     selected: bool = False     # tests were chosen (a preset or --tests): no default preset on top
     source: str = ""          # file it was loaded from
     jobfile: str | None = None  # text of a plain .fio job file run as is
+    order: str = "tests"       # see ORDERS
+    mix: int | None = None     # --mix: each chosen test's mixed counterpart (MIX-<test>) runs, this % reads
 
     # -- values after defaults and overrides --------------------------------------
     @property
@@ -143,6 +149,16 @@ class Recipe:
                 return False
         return True
 
+    def with_mix(self, value) -> "Recipe":
+        """A copy that also runs the mixed rows at ``value`` (``--mix R70``), after the reads and writes.
+
+        Only the ratio is checked and kept here; :meth:`with_overrides` adds each chosen
+        test's ``MIX-<test>`` counterpart (or re-rates the ones a preset chose).
+        """
+        recipe = copy.deepcopy(self)
+        recipe.mix = parse_mix(value, context=f"{self.name}: --mix")
+        return recipe
+
     def with_overrides(self, *, size=None, runtime=None, repeat=None, isolation=None,
                        preset=None, mem_limit=None, tests=None) -> "Recipe":
         """A copy with command-line overrides applied and validated."""
@@ -168,6 +184,8 @@ class Recipe:
             # --tests picks among all the recipe's tests, in the order given (a preset does not limit it)
             recipe.tests = self.pick_tests(tests, order="given", context="--tests")
             recipe.selected = True
+        if recipe.mix is not None:
+            recipe.tests = with_mixes(recipe.tests, self.tests, recipe.mix, f"{recipe.name}: --mix")
         if size is not None:
             recipe.defaults["size"] = parse_size(size, context=f"{ctx}: --size")
         if runtime is not None:
@@ -251,16 +269,21 @@ class Recipe:
                         steps.append(Step(id=step_id, test=name, rw=rw, options=options,
                                           sweep=test.name if swept else None, cache=test.cache,
                                           direct=direct not in ("0", "false", "")))
+        if self.order == "directions":  # all reads, then all writes, then the mixes (stable within each)
+            steps.sort(key=direction_rank)
         return steps
 
     def to_dict(self) -> dict:
         """The recipe as it was run (for recipe.yaml in the run directory)."""
         data = {"name": self.name, "description": self.description}
-        for key in ("engine", "options", "about", "tool", "statistic", "isolation", "filesystem", "notes", "preset"):
+        for key in ("engine", "options", "about", "tool", "statistic", "isolation", "filesystem", "notes", "preset",
+                    "mix"):
             value = getattr(self, key)
             if value:
                 data[key] = value
         data["output_format"] = self.output_format
+        if self.order != "tests":
+            data["order"] = self.order
         data["defaults"] = dict(self.defaults)
         if self.fio:
             data["fio"] = dict(self.fio)
@@ -347,12 +370,13 @@ def parse_recipe(data, source: str) -> Recipe:
         seen.add(name)
         tests.append(_parse_test(name, raw, f"{source}: tests[{index}] ({name})"))
     presets = _parse_presets(data.get("presets") or {}, seen, source)
+    order = _choice(data.get("order", "tests"), ORDERS, f"{source}: order")
 
     return Recipe(name=data["name"], description=data["description"], tests=tests,
                   about=data.get("about", ""), tool=data.get("tool", ""), statistic=statistic,
                   isolation=isolation, defaults=defaults, fio=fio_global, filesystem=filesystem,
                   output_format=output_format, notes=data.get("notes", ""), presets=presets,
-                  engine=engine, options=engine_options, source=source)
+                  engine=engine, options=engine_options, source=source, order=order)
 
 
 def _parse_defaults(defaults_in, source: str) -> dict:
