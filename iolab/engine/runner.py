@@ -42,6 +42,7 @@ from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
 from iolab.engine.fiospread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
+from iolab.analysis import mixfigure
 from iolab.isolation import confine, contention
 from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
 from iolab.isolation.resident import kept_resident
@@ -344,7 +345,7 @@ class FioEngine:
                 rep += 1
                 for target in self.targets:  # interleaved: drift hits every target alike
                     frame = self._one(sandbox, step, target, rep, jobs[(step.id, target.name)])
-                    self.run.add_results(frame)
+                    self.run.add_results(mixfigure.with_mix_row(frame, step))  # + a mix's one figure (KDiskMark's)
                     errors += [e for e in frame["error"].dropna().unique() if e]
                     values[target.name].append(frame["bw_mbps"].sum(min_count=1))
                 record["reps"] = rep
