@@ -48,7 +48,8 @@ import dataclasses
 import os
 
 from iolab.core.errors import IolabError
-from iolab.engine import jobcheck, jobreader
+from iolab.engine import jobcheck, jobreader, workdirs
+from iolab.engine.targets import TEST_FILE
 from iolab.engine.jobaccess import (DEFAULT_FORMAT, FILE_ENGINES, LOG_OPTIONS, MAX_NAMES, Access, Job,  # noqa: F401
                                     accesses, canonical, effects, jobs, outside, parse, path_kind)
 
@@ -82,11 +83,11 @@ def _marker(target) -> str:
 
 
 def _default_dir(target) -> str | None:
-    """The ``--directory`` the runner gives fio for a job file on this target."""
-    if target.kind == "dir":
-        return target.path
-    if target.kind == "emulated":
-        return _marker(target)
+    """The ``--directory`` the runner gives fio for a job file on this target: the run's own directory
+    in it, ``<target>/iolab-<run_id>`` (:mod:`iolab.engine.workdirs`; the run id is not known yet), for a
+    directory target and an emulated device's file system; None (fio's working directory) for the others."""
+    if target.kind in ("dir", "emulated"):
+        return os.path.join(root_of(target), f"{workdirs.PREFIX}<run_id>")
     return None
 
 
@@ -101,10 +102,8 @@ def plan_jobs(recipe, target) -> list[tuple[str, str | None]]:
     if recipe.jobfile is not None:
         return [(recipe.jobfile, _default_dir(target))]
     stand_in = dataclasses.replace(target)
-    if target.kind == "dir":
-        stand_in.test_file = os.path.join(target.path, "iolab-<run_id>.dat")
-    elif target.kind == "emulated":
-        stand_in.test_file = os.path.join(_marker(target), "iolab-<run_id>.dat")
+    if target.kind in ("dir", "emulated"):  # iolab's test file, in the run's directory
+        stand_in.test_file = os.path.join(_default_dir(target), TEST_FILE)
     texts = []
     for step in recipe.steps():
         global_options, options = fio.job_options(recipe, step, stand_in, force_direct=False)

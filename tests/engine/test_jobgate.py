@@ -396,3 +396,16 @@ def test_one_list_of_options_reaching_outside_the_targets_for_the_local_and_the_
     assert jobcheck.engine_name(" \"External:/opt/x.so\" ") == "external:/opt/x.so"
     assert jobcheck.engine_name(None) == ""
     assert [p.category for p in jobcheck.problems("[x]\nioengine= 'EXEC'\n")] == ["exec"]
+
+
+def test_the_gate_names_the_directory_fio_really_gets_the_runs_own(tmp_path):
+    """fio gets ``--directory=<target>/iolab-<run_id>`` (the run's own directory, iolab.engine.workdirs),
+    not the target: the gate reads a job file's relative names there, and finds iolab's test file there."""
+    from iolab.engine import recipes, targets
+    target = targets.Target(spec=str(tmp_path), kind="dir", path=str(tmp_path), name="t")
+    jobfile = recipes.jobfile_recipe(tmp_path / "w.fio", "[w]\nrw=write\nsize=1M\nfilename=a.dat\n")
+    found, _ = jobgate.target_accesses(jobfile, target)
+    assert [a.path for a in found] == [f"{tmp_path}/iolab-<run_id>/a.dat"]
+    builtin = recipes.load_file(recipe_file(tmp_path, ["write"]))
+    found, _ = jobgate.target_accesses(builtin, target)
+    assert {a.path for a in found} == {f"{tmp_path}/iolab-<run_id>/{targets.TEST_FILE}"}
