@@ -21,7 +21,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--repeat", type=int, metavar="N", help="passes per test")
     parser.add_argument("--pause", metavar="SECONDS",
                         help="pause between tests (default: the recipe's, e.g. crystaldiskmark's 5 s; 0 for none)")
-    parser.add_argument("--preset", help="recipe preset (e.g. crystaldiskmark: default, nvme, peak, real-world, mix)")
+    parser.add_argument("--preset", help="recipe preset (e.g. crystaldiskmark: default, nvme, peak, nvme-peak, "
+                                         "real-world, demo, mix)")
+    parser.add_argument("--mix", nargs="?", const="R70", metavar="R70",
+                        help="also run each chosen test's mixed row (crystaldiskmark: MIX-<test>) after the reads "
+                             "and writes, with this share of reads: R10 to R90 in steps of 10 (default R70, "
+                             "as CrystalDiskMark and KDiskMark)")
     parser.add_argument("--tests", metavar="NAME,...", type=_test_names,
                         help="run only these tests of the recipe (comma-separated, see `iolab recipes NAME`)")
     parser.add_argument("--data", default="data", metavar="DIR", help="result store (default: ./data)")
@@ -76,14 +81,18 @@ def run(args) -> int:
         raise IolabError("give --target PATH (or --hosts INVENTORY)", context="iolab run")
     from iolab.engine.jobgate import Allowances
     allow = Allowances(paths=tuple(args.allow_path), exec=args.allow_exec)
+    recipe = args.recipe
+    if getattr(args, "mix", None) is not None:
+        from iolab.engine import recipes
+        recipe = recipes.load(args.recipe).with_mix(args.mix)
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
                    preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests,
                    allow=allow, pause=args.pause)
     if args.dry_run:
-        print(dryrun.dry_run(args.recipe, args.target, **options))
+        print(dryrun.dry_run(recipe, args.target, **options))
         print("dry run: nothing was created or run")
         return 0
-    result = runner.run(args.recipe, args.target, label=args.label,
+    result = runner.run(recipe, args.target, label=args.label,
                         data_dir=args.data, progress=False if args.no_progress else None,
                         argv=sys.argv, with_original=args.with_original, unconfined=args.unconfined,
                         keep_serials=args.keep_serials, **options)
@@ -108,6 +117,9 @@ def _run_fleet(args) -> int:
                              context="iolab run --hosts")
     if getattr(args, "keep_serials", False):
         raise IolabError("--keep-serials does not go with --hosts: a fleet run records no drive identity yet",
+                         context="iolab run --hosts")
+    if getattr(args, "mix", None) is not None:
+        raise IolabError("--mix is not supported with --hosts yet: a fleet run records no mixed figure",
                          context="iolab run --hosts")
     if getattr(args, "pause", None) is not None:
         raise IolabError("--pause is not supported with --hosts yet: the fleet uses the recipe's pause",

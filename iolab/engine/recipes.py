@@ -155,6 +155,8 @@ class Recipe:
         Only the ratio is checked and kept here; :meth:`with_overrides` adds each chosen
         test's ``MIX-<test>`` counterpart (or re-rates the ones a preset chose).
         """
+        if self.jobfile is not None:
+            raise IolabError("a plain fio job file runs as is; it has no tests to mix", context=f"{self.name}: --mix")
         recipe = copy.deepcopy(self)
         recipe.mix = parse_mix(value, context=f"{self.name}: --mix")
         return recipe
