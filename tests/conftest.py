@@ -23,7 +23,10 @@ def pytest_collection_modifyitems(config, items):
     if IN_LAB:
         return
     _check_tier_passes(config, [item for item in items if item.get_closest_marker("stock_kernel")])
-    markers = ("lab",) if "stock_kernel" in (config.getoption("markexpr") or "") else ("lab", "stock_kernel")
+    markexpr = config.getoption("markexpr") or ""
+    markers = ("lab",) if "stock_kernel" in markexpr else ("lab", "stock_kernel")
+    if "lab_hop" not in markexpr:  # the host half of a lab test: only beside the VM (iolab/lab/tier.py)
+        markers += ("lab_hop",)
     inside = [item for item in items if any(item.get_closest_marker(m) for m in markers)]
     if inside:
         config.hook.pytest_deselected(items=inside)

@@ -46,6 +46,9 @@ def add_arguments(parser) -> None:
                         help="data directory shared read-write with the VM (default: ./data)")
     parser.add_argument("--rwdir", metavar="DIR", action="append", default=[],
                         help="another directory the VM may write (same path inside; repeat)")
+    parser.add_argument("--ssh-port", metavar="PORT", type=int, default=None,
+                        help="give the VM one network device: this machine's 127.0.0.1:PORT reaches the guest's "
+                             "port 22 (start an sshd there), and the guest reaches nothing (default: no network)")
     parser.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
                         help="kill the VM after this many seconds")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
@@ -83,6 +86,7 @@ def _config(args, command: list[str]):
     venv_bin = Path(sys.prefix) / "bin"
     return LabConfig(memory=args.memory, cpus=args.cpus, scratch=args.scratch, disks=list(args.disk), nvme=list(args.nvme),
                      rwdirs=rwdirs, rodirs=rodirs, cwd=cwd, timeout=args.timeout, overlay_cwd=True,
+                     ssh_port=args.ssh_port,
                      env={"PATH": f"{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
 
 

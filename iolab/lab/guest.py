@@ -17,6 +17,8 @@ from pathlib import Path
 SCRATCH_MOUNT = "/var/tmp"
 SCRATCH_SERIAL = "iolab-scratch"
 KEEP = "/run/iolab-keep"
+NET_MAC = "52:54:00:10:a6:01"  # the lab's network device (vm.network_options), found by this address
+NET_ADDRESS = "10.0.2.15"     # qemu's user-mode network: the guest address its forwarding rules reach
 
 _FIND_DISK = r'''disk_by_serial() {
   for b in /sys/block/vd*; do
@@ -43,6 +45,14 @@ def _mount_python(sources: list[Path]) -> list[str]:
         lines.append(f'd=$(disk_by_serial {serial}) && mount -t ext4 -o ro,noload "$d" {quoted} '
                      f'|| echo "lab: python image {serial} not mounted, {quoted} stays on 9p (slow)" >&2')
     return lines
+
+
+def _network() -> list[str]:
+    """Give the lab's network device (found by its MAC) the address qemu's forwarding reaches."""
+    return ["ip link set lo up", "net=",
+            'for n in /sys/class/net/*; do [ "$(cat "$n/address")" = ' + NET_MAC + ' ] && '
+            f'ip addr add {NET_ADDRESS}/24 dev "${{n##*/}}" && ip link set "${{n##*/}}" up && net=1; done',
+            '[ -n "$net" ] || { echo "lab: the network device (' + NET_MAC + ') did not come up" >&2; exit 97; }']
 
 
 def _under_scratch(directory: Path) -> bool:
@@ -91,7 +101,7 @@ def _unmount_scratch(rwdirs: list[Path]) -> list[str]:
 
 def script(command: str, *, scratch: bool, n_disks: int, env: dict[str, str] | None = None,
            cwd: Path | str = "/", rwdirs: list[Path] | None = None, py_mounts: list[Path] | None = None,
-           overlay_cwd: bool = False) -> str:
+           overlay_cwd: bool = False, network: bool = False) -> str:
     """The guest script: prepare disks, run ``command`` in ``cwd``, exit with its status."""
     rwdirs = list(rwdirs or [])
     serials = disk_serials((False, n_disks))
@@ -106,6 +116,8 @@ def script(command: str, *, scratch: bool, n_disks: int, env: dict[str, str] | N
     for serial in serials:
         lines.append(f'd=$(disk_by_serial {serial}) || exit 97; IOLAB_LAB_DISKS="${{IOLAB_LAB_DISKS:+$IOLAB_LAB_DISKS }}$d"')
     lines.append("export IOLAB_LAB_DISKS")
+    if network:
+        lines += _network()
     if scratch:
         lines += _mount_scratch(rwdirs)
         if overlay_cwd:

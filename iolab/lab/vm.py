@@ -61,6 +61,7 @@ class LabConfig:
     nvme: list[str] = field(default_factory=list)  # emulated NVMe drives (sizes): serial iolab-nvmeN, /dev/nvme*
     python_images: bool = True  # stdlib and .venv from ext4 images, not 9p (see pyimage)
     overlay_cwd: bool = False   # cwd writable inside the guest only (needs the scratch disk)
+    ssh_port: int | None = None  # this machine's 127.0.0.1:ssh_port reaches the guest's port 22 (see network_options)
 
 
 def lab_venv() -> Path:
@@ -141,6 +142,7 @@ def vng_argv(config: LabConfig, disks: list[Path], script: Path,
         qemu += ["-drive", f"if=none,id=iolab{index},file={disk},format=raw,{_cache(config, index)},aio=threads",
                  "-device", f"virtio-blk-pci,drive=iolab{index},serial={serial}"]
     qemu += nvme_options(disks[len(guest.disk_serials(disks_count(config))):])
+    qemu += network_options(config.ssh_port)
     for index, (image, serial) in enumerate(zip(py_images, guest.py_serials(len(py_images)))):
         qemu += ["-drive", f"if=none,id=iolabpy{index},file={image.image},format=raw,readonly=on",
                  "-device", f"virtio-blk-pci,drive=iolabpy{index},serial={serial}"]
@@ -161,6 +163,22 @@ def nvme_options(images: list[Path]) -> list[str]:
         options += ["-drive", f"if=none,id=iolabnvme{index},file={image},format=raw,cache=none,aio=threads",
                     "-device", f"nvme,serial=iolab-nvme{index + 1},drive=iolabnvme{index}"]
     return options
+
+
+def network_options(ssh_port: int | None) -> list[str]:
+    """One user-mode network device whose only way in is this machine's ``127.0.0.1:ssh_port`` forwarded to
+    the guest's port 22, and no way out (``restrict=on``: the guest reaches neither this machine nor any
+    other; the forwarding rule is not affected). None: the VM has no network device at all.
+
+    The guest gives the device the address qemu forwards to (:data:`guest.NET_ADDRESS`, found by its MAC).
+    Any local user can connect to the port, as to any sshd: what lets a connection in is the guest sshd's
+    authorized key."""
+    if ssh_port is None:
+        return []
+    if not 1024 <= ssh_port <= 65535:
+        raise IolabError("must be between 1024 and 65535", context=f"lab ssh port {ssh_port}")
+    return ["-netdev", f"user,id=iolabnet,restrict=on,hostfwd=tcp:127.0.0.1:{ssh_port}-{guest.NET_ADDRESS}:22",
+            "-device", f"virtio-net-pci,netdev=iolabnet,mac={guest.NET_MAC}"]
 
 
 def _cache(config: LabConfig, index: int) -> str:
@@ -225,7 +243,7 @@ def _prepare_and_boot(command: str, config: LabConfig, workdir: Path, disk_dir: 
     script.write_text(guest.script(command, scratch=bool(config.scratch), n_disks=len(config.disks),
                                    env=config.env, cwd=config.cwd, rwdirs=config.rwdirs,
                                    py_mounts=[image.source for image in py_images],
-                                   overlay_cwd=config.overlay_cwd))
+                                   overlay_cwd=config.overlay_cwd, network=config.ssh_port is not None))
     config = _with_rwdir(config, control)
     return _boot(vng_argv(config, disks, script, py_images), config.timeout, guard)
 

@@ -29,6 +29,19 @@ def test_guest_script_mounts_scratch_and_rebinds_result_dirs():
     assert text.rstrip().endswith("exit $rc")
 
 
+def test_the_network_lets_in_only_a_forwarded_loopback_port_and_the_guest_brings_it_up():
+    assert vm.network_options(None) == []
+    netdev, device = vm.network_options(40001)[1], vm.network_options(40001)[3]
+    # restrict=on: the guest reaches neither this machine nor beyond; only the forwarding rule lets anything in
+    assert netdev == f"user,id=iolabnet,restrict=on,hostfwd=tcp:127.0.0.1:40001-{guest.NET_ADDRESS}:22"
+    assert f"mac={guest.NET_MAC}" in device
+    with pytest.raises(IolabError, match="between 1024 and 65535"):
+        vm.network_options(22)
+    text = guest.script("echo hi", scratch=False, n_disks=0, network=True)
+    assert f"ip addr add {guest.NET_ADDRESS}/24" in text and text.index(guest.NET_MAC) < text.index("( echo hi")
+    assert guest.NET_MAC not in guest.script("echo hi", scratch=False, n_disks=0)
+
+
 def test_scratch_disks_refused_on_tmpfs():
     tmpfs = next((line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
                   if line.split()[2] == "tmpfs" and os.access(line.split()[1], os.W_OK)), None)
