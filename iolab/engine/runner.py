@@ -121,6 +121,8 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
     engine_type = engine_class(recipe.engine)
     # confined or refused (without bwrap, unless --unconfined), decided before a run directory exists
     unconfined_reason = confine.decide(unconfined) if issubclass(engine_type, FioEngine) else None
+    if issubclass(engine_type, FioEngine) and unconfined_reason is None and allow is not None:
+        confine.allowed(allow.paths)  # one the confinement cannot bind is refused before the run directory too
     steps = recipe.steps()
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
                       recipe_description=recipe.description, tool=recipe.tool,

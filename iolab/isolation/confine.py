@@ -289,7 +289,8 @@ def for_targets(targets: Iterable, *, writable: Iterable[str] = (), devices: Ite
 
 def allowed(paths: Iterable[str]) -> tuple[list[str], list[str]]:
     """``--allow-path`` paths split into (writable places, devices): a block device is bound as a
-    device; a path that does not exist yet gives its directory (fio creates the file there)."""
+    device, anything else as the place itself. A path that does not exist is refused: binding its
+    directory instead would let the run write everything beside it, which the user did not allow."""
     places, nodes = [], []
     for path in paths:
         if _is_block(path):
@@ -297,7 +298,11 @@ def allowed(paths: Iterable[str]) -> tuple[list[str], list[str]]:
         elif os.path.lexists(path):
             places.append(path)
         else:
-            places.append(os.path.dirname(os.path.abspath(path)))
+            raise IolabError("--allow-path names a path that does not exist: a confined run can be let write "
+                             "only an existing file, directory or device, not the directory around a new one",
+                             context=path,
+                             hint=f"allow its directory on purpose (--allow-path {os.path.dirname(os.path.abspath(path))}), "
+                                  f"or create it first (a job writing an existing file also needs --confirm {path})")
     return places, nodes
 
 

@@ -277,3 +277,34 @@ def test_a_reader_runs_confined_with_nothing_writable_no_device_no_network(tmp_p
     devices, interfaces = proc.stdout.split("--\n")
     assert set(devices.split()) == {"null", "zero", "random", "urandom"}
     assert interfaces.split() in (["lo"], [])
+
+
+def test_an_allow_path_that_does_not_exist_is_refused_not_widened_to_its_directory(tmp_path):
+    """Binding the directory of a file fio would create lets the run write everything beside it: refused,
+    naming the path, before any run directory exists; an existing file is bound as itself, nothing more."""
+    from cli_helpers import iolab_cli
+    from iolab.core.errors import IolabError
+    (tmp_path / "dir").mkdir()
+    beside = tmp_path / "beside.txt"
+    beside.write_text("not allowed\n")
+    new = tmp_path / "new.dat"
+    with pytest.raises(IolabError, match="does not exist") as refused:
+        confine.allowed([str(new)])
+    assert refused.value.context == str(new) and not new.exists()
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    assert confine.allowed([str(beside)]) == ([str(beside)], [])
+    with pytest.raises(IolabError, match="symbolic link"):  # a dangling link is there: never followed
+        confine.for_run([], raw_dir=str(tmp_path / "dir"), allowed_paths=[str(dangling)])[0].arguments()
+    job = tmp_path / "w.fio"
+    job.write_text(f"[w]\nrw=write\nbs=64k\nsize=1M\ndirectory={tmp_path}\nfilename={new.name}\n")
+    proc = iolab_cli("run", job, "--target", tmp_path / "dir", "--allow-path", new, "--no-progress",
+                     "--data", tmp_path / "data")
+    assert proc.returncode == 2 and str(new) in proc.stderr and "does not exist" in proc.stderr, proc.stderr
+    assert not new.exists() and not (tmp_path / "data").exists()
+    assert f"--allow-path {tmp_path}" in proc.stderr and f"--confirm {new}" in proc.stderr  # the ways out
+    new.write_bytes(bytes(1 << 20))  # at its size: fio would unlink a shorter file, which a bound file cannot be
+    proc = iolab_cli("run", job, "--target", tmp_path / "dir", "--allow-path", new, "--confirm", new,
+                     "--no-progress", "--data", tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr
+    assert new.read_bytes() != bytes(1 << 20) and beside.read_text() == "not allowed\n"
