@@ -10,7 +10,7 @@ import pandas as pd
 
 from iolab.analysis import reference
 from iolab.core.errors import IolabError
-from iolab.report import environment, i18n, tables
+from iolab.report import beside, environment, i18n, tables
 from iolab.report.tables import DASH, Table
 
 
@@ -29,7 +29,18 @@ def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: s
         note = i18n.text("labels.published_note_unmeasurable", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
     else:
         note = i18n.text("labels.published_note", lang)
-    return tables.pivot(summary, lang=lang, caption=caption, published=True, notes=[note])
+    # measured columns beside the article's: the note says which columns are which, and their scale and file size
+    measured = beside.table_notes(part, lang)
+    if measured:
+        unmeasurable = reference.unmeasurable(part).any()
+        note = i18n.text("labels.unmeasurable_note", lang, unmeasurable=i18n.text("labels.unmeasurable", lang)) \
+            if unmeasurable else ""
+    table = tables.pivot(summary, lang=lang, caption=caption, published=True, notes=measured + [note])
+    renamed = beside.scaled_names(part, lang)  # a column at another scale than the article's says so in its header
+    if renamed:
+        table.frame = table.frame.rename(columns=renamed)
+        table.data = table.data.rename(columns=renamed)
+    return table
 
 
 def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en", caption: str | None = None) -> Table:
