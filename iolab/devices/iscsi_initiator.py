@@ -79,7 +79,9 @@ def start_daemon(timeout: float = 20.0, log_file: Path | None = None) -> subproc
     if not INITIATOR_NAME.exists():
         raise IolabError("no initiator name: iscsid will not start", context=str(INITIATOR_NAME),
                          hint="reinstall open-iscsi, or write InitiatorName=iqn... into it")
-    sink = open(log_file, "a") if log_file else None   # noqa: SIM115 (closed below; the child keeps its copy)
+    # appended, never through a link; closed below (the child keeps its copy)
+    sink = os.fdopen(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600),
+                     "a") if log_file else None
     try:
         proc = subprocess.Popen([binary, "-f", "-n"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=sink or subprocess.PIPE, text=True, start_new_session=True)

@@ -29,13 +29,13 @@ import re
 import shutil
 from pathlib import Path
 
+from iolab.core import statedir
 from iolab.core.errors import IolabError
 from iolab.devices import iscsi, iscsi_initiator as initiator, lio
 from iolab.devices.plan_model import Plan, _Fields
 
 log = logging.getLogger("iolab.devices.plan")
 ISCSI_KEYS = {"name", "export", "portal"}
-DAEMON_LOG = Path("/run/iolab-iscsid.log")
 _started: dict[int, object] = {}   # iscsid processes started by this process, by PID
 
 
@@ -135,11 +135,16 @@ def execute(run, spec: IscsiSpec, argvs: list, record: dict, claim) -> None:
     run.state.done(rec, device=disk)
 
 
+def daemon_log() -> Path:
+    """Where the iscsid iolab starts writes: in iolab's root-only state directory (core.statedir), not loose in /run."""
+    return statedir.private("logs") / "iscsid.log"
+
+
 def _start_daemon():
     """iscsid when none runs, logging to a file: it outlives ``iolab setup`` (a pipe would close)."""
     if initiator.daemon_pids():
         return None
-    daemon = initiator.start_daemon(log_file=DAEMON_LOG)
+    daemon = initiator.start_daemon(log_file=daemon_log())
     if daemon is not None:
         _started[daemon.pid] = daemon
     return daemon

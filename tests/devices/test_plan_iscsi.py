@@ -1,6 +1,7 @@
 """The ``iscsi:`` section of a setup plan on the host: validation field by field, the dry run,
 the teardown of a state whose export is gone. (The real export, login, RAID1 and teardown run in
 the lab VM: tests/lab/test_lab_iscsi.py.)"""
+import os
 import json
 from pathlib import Path
 
@@ -102,3 +103,14 @@ def test_teardown_of_an_export_that_is_gone_only_forgets_it(tmp_path):
     assert setup_plan.teardown_commands(plan) == []
     setup_plan.teardown(plan)
     assert not plan.state_path.exists()
+
+
+def test_the_iscsid_log_lives_in_the_root_only_state_directory():
+    import stat
+
+    from iolab.core import statedir
+    from iolab.devices import plan_iscsi
+    log = plan_iscsi.daemon_log()
+    assert log.parent == statedir.base() / "logs"
+    st = os.lstat(log.parent)
+    assert st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700
