@@ -1,8 +1,8 @@
 """The ``iscsi:`` section of a setup plan on the host: validation field by field, the dry run,
 the teardown of a state whose export is gone. (The real export, login, RAID1 and teardown run in
 the lab VM: tests/lab/test_lab_iscsi.py.)"""
-import os
 import json
+import os
 from pathlib import Path
 
 import pytest
