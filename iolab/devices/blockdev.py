@@ -13,6 +13,7 @@ import os
 import stat
 from pathlib import Path
 
+from iolab.core import mountinfo
 from iolab.core.errors import IolabError
 from iolab.devices import loopdev
 
@@ -146,34 +147,13 @@ class Mount:
     options: str
 
 
-def _unescape(text: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as \ooo
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "\\" and text[i + 1:i + 4].isdigit() and len(text[i + 1:i + 4]) == 3:
-            out.append(chr(int(text[i + 1:i + 4], 8)))
-            i += 4
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
 def mounts() -> list[Mount]:
-    """Every mount this process can see, from ``/proc/self/mountinfo``."""
+    """Every mount this process can see (core.mountinfo), with the device number of its file system."""
     found = []
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError as exc:
-        raise IolabError(f"cannot read the mount table: {exc.strerror}", context="/proc/self/mountinfo") from exc
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields, rest = left.split(), right.split()
-        if len(fields) < 6 or len(rest) < 2:
-            continue
-        major, minor = (int(x) for x in fields[2].split(":"))
+    for mount in mountinfo.mounts():
+        major, minor = (int(x) for x in mount.majmin.split(":"))
         devno = os.makedev(major, minor) if major != 0 else None
-        source = _unescape(rest[1])
+        source = mount.source or ""
         if devno is None and source.startswith("/"):
             # btrfs and friends report an anonymous device number: use the source
             try:
@@ -182,9 +162,8 @@ def mounts() -> list[Mount]:
                     devno = st.st_rdev
             except OSError:
                 pass
-        options = fields[5] + ("," + rest[2] if len(rest) > 2 else "")
-        found.append(Mount(devno=devno, target=_unescape(fields[4]), fstype=rest[0],
-                           source=source, options=options))
+        found.append(Mount(devno=devno, target=mount.mountpoint, fstype=mount.fstype, source=source,
+                           options=mount.all_options))
     return found
 
 
@@ -203,7 +182,7 @@ def swap_devnos() -> dict[int, str]:
     for line in lines:
         if not line.strip():
             continue
-        filename = _unescape(line.split()[0])
+        filename = mountinfo.unescape(line.split()[0])
         try:
             st = os.stat(filename)
         except OSError:
@@ -218,7 +197,7 @@ def swap_files() -> set[str]:
         lines = Path("/proc/swaps").read_text().splitlines()[1:]
     except OSError:
         return set()
-    return {os.path.realpath(_unescape(line.split()[0])) for line in lines if line.strip()}
+    return {os.path.realpath(mountinfo.unescape(line.split()[0])) for line in lines if line.strip()}
 
 
 def loops_backed_by(path: str | os.PathLike) -> list[str]:

@@ -49,7 +49,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import re
 import secrets
 import tempfile
 import time
@@ -60,7 +59,7 @@ from typing import Iterator
 import yaml
 
 from iolab.isolation import blockstat
-from iolab.core import commands, ownership
+from iolab.core import commands, mountinfo, ownership
 from iolab.devices import latency, loopdev
 from iolab.devices.cliffwatch import CliffSpec, CliffWatch, parse_cliff
 from iolab.isolation.cgroups import Throttle
@@ -393,12 +392,7 @@ def _make_filesystem(undo: contextlib.ExitStack, emulated: EmulatedDevice, scrat
 
 
 def _mount_options(mountpoint: str) -> str | None:
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        if len(fields) > 5 and fields[4] == mountpoint:
-            return fields[5] + ("," + right.split()[2] if len(right.split()) > 2 else "")
-    return None
+    return next((m.all_options for m in mountinfo.mounts() if m.mountpoint == mountpoint), None)
 
 
 def _unlink(path: str) -> None:
@@ -419,11 +413,7 @@ def _rmdir(path: str) -> None:
 
 def _mounts_of_dir(path: str) -> bool:
     real = os.path.realpath(path)
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        fields = line.split()
-        if len(fields) > 4 and fields[4] == real:
-            return True
-    return False
+    return any(m.mountpoint == real for m in mountinfo.mounts())
 
 
 # --------------------------------------------------------------------------- stale state (see iolab.engine.reaper)
@@ -441,13 +431,8 @@ def mounts() -> list[dict]:
     """Mounts whose point is an iolab mount point or whose source is an iolab loop device."""
     loops = {loop["device"]: loop["backing_file"] for loop in leftovers()}
     found = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        fields, rfields = left.split(), right.split()
-        if len(fields) < 5 or len(rfields) < 2:
-            continue
-        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
-        source = rfields[1]
+    for mount in mountinfo.mounts():
+        point, source = mount.mountpoint, mount.source
         owner = owner_of_name(point, MOUNT_PREFIX)
         if owner is None and source in loops:
             owner = owner_of_name(loops[source], FILE_PREFIX)

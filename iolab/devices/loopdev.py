@@ -5,7 +5,7 @@ import logging
 import os
 from pathlib import Path
 
-from iolab.core import commands, ownership
+from iolab.core import commands, mountinfo, ownership
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -62,22 +62,8 @@ def _no_direct_io(backing_file, detail: str) -> IolabError:
 
 def filesystem_type(path: str | os.PathLike) -> str:
     """The type of the file system holding ``path`` (from /proc/self/mountinfo), 'unknown' if not found."""
-    real = os.path.realpath(path)
-    best, fstype = "", "unknown"
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return fstype
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields, rfields = left.split(), right.split()
-        if len(fields) < 5 or not rfields:
-            continue
-        point = fields[4].replace("\\040", " ")
-        inside = real == point or real.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best):
-            best, fstype = point, rfields[0]
-    return fstype
+    mount = mountinfo.mount_of(path)
+    return mount.fstype if mount else "unknown"
 
 
 def _detach_any(backing_file) -> None:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from iolab.core.errors import IolabError
-from iolab.isolation.mountinfo import mount_of
+from iolab.core.mountinfo import mount_of
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from iolab.core.errors import IolabError
-from iolab.isolation.mountinfo import mount_of, mounts
+from iolab.core.mountinfo import mount_of, mounts
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,8 @@ def detect(mountinfo: str | os.PathLike = "/proc/self/mountinfo") -> Layout:
     """Read the cgroup mounts of this machine (v1, v2 or hybrid)."""
     v1: dict[str, str] = {}
     v2 = None
-    for mountpoint, fstype, _, options in mounts(mountinfo):
+    for mount in mounts(mountinfo):
+        mountpoint, fstype, options = mount.mountpoint, mount.fstype, mount.options
         if options is None:
             continue
         if fstype == "cgroup2" and v2 is None:

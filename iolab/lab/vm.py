@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from iolab.core import mountinfo
 from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
 from iolab.core.units import parse_size
@@ -104,14 +105,8 @@ def availability() -> str | None:
 
 
 def _refuse_tmpfs(directory: Path) -> None:
-    best, fstype = "", ""
-    with open("/proc/self/mounts") as mounts:
-        for line in mounts:
-            parts = line.split()
-            point = parts[1].replace("\\040", " ")
-            inside = str(directory) == point or str(directory).startswith(point.rstrip("/") + "/")
-            if inside and len(point) >= len(best):
-                best, fstype = point, parts[2]
+    mount = mountinfo.mount_of(directory)
+    fstype = mount.fstype if mount else ""
     if fstype in ("tmpfs", "ramfs"):
         raise IolabError(f"is on {fstype}: scratch disks must be on disk, not in RAM",
                          context=f"lab disk directory {directory}", hint="choose another directory")

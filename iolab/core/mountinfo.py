@@ -1,4 +1,5 @@
-"""The kernel's mount table (``/proc/self/mountinfo``) and the mount that holds a path."""
+"""The kernel's mount table (``/proc/self/mountinfo``) and the mount that holds a path: the one reader of
+it (isolation's cgroup layout and block counters, devices' mounts and file-system types, the lab's tmpfs check)."""
 from __future__ import annotations
 
 import os
@@ -16,6 +17,13 @@ class Mount(NamedTuple):
     fstype: str
     source: str | None
     options: str | None   # the super block options (for cgroup v1: the controllers)
+    mount_options: str = ""  # the mount's own (per mount point: ro/rw, nosuid, relatime, ...)
+    majmin: str = "0:0"     # the file system's device number, "major:minor" (major 0: anonymous)
+
+    @property
+    def all_options(self) -> str:
+        """The mount's options then the super block's, comma-separated, as ``mount`` shows them."""
+        return ",".join(part for part in (self.mount_options, self.options) if part)
 
 
 def unescape(field: str) -> str:
@@ -34,12 +42,13 @@ def mounts(mountinfo: str | os.PathLike = MOUNTINFO) -> Iterator[Mount]:
         fields, rfields = left.split(), right.split()
         if len(fields) < 5 or not rfields:
             continue
-        yield Mount(unescape(fields[4]), rfields[0], rfields[1] if len(rfields) > 1 else None,
-                    rfields[2] if len(rfields) > 2 else None)
+        yield Mount(unescape(fields[4]), rfields[0], unescape(rfields[1]) if len(rfields) > 1 else None,
+                    rfields[2] if len(rfields) > 2 else None, fields[5] if len(fields) > 5 else "", fields[2])
 
 
 def mount_of(path: str | os.PathLike) -> Mount | None:
-    """The mount holding ``path`` (the longest mount point containing it); None if unreadable."""
+    """The mount holding ``path`` (the longest mount point containing it, the last mounted of equals);
+    None if unreadable."""
     path = os.path.realpath(path)
     best = None
     try:
