@@ -278,12 +278,15 @@ def test_a_write_hidden_behind_semicolon_cr_on_a_signed_target_needs_confirm(mak
 
 
 INSIDE_JOBS = {  # precious files inside the target that fio would overwrite: each needs --confirm
-    # (opendir is not here: under the --directory iolab gives fio, fio puts that directory before every file
-    # the walk finds, so it writes new files; the scratch-directory case above checks opendir without one)
-    "globalX": ("[globalX]\nrw=write\nsize=1m\n[j]\nfilename=keep.dat\n", "keep.dat"),
-    "ncpus": ("[j]\nrw=write\nsize=1m\nfilename=disk$ncpus.img\n", f"disk{os.cpu_count()}.img"),
-    "short-file-read": ("[r]\nrw=read\nsize=1m\nfilename=keep.dat\n", "keep.dat"),
-    "jobname-format": ("[keep.dat] ;]\nrw=write\nsize=1m\nfilename_format=$jobname\n", "keep.dat"),
+    # (relative names land in the run's own directory, the --directory iolab gives fio: these jobs set
+    # directory= to the target itself to reach its files. opendir is not here: under a --directory fio puts
+    # that directory before every file the walk finds, so it writes new files; the scratch-directory case
+    # above checks opendir without one)
+    "globalX": ("[globalX]\nrw=write\nsize=1m\n[j]\ndirectory={target}\nfilename=keep.dat\n", "keep.dat"),
+    "ncpus": ("[j]\nrw=write\nsize=1m\ndirectory={target}\nfilename=disk$ncpus.img\n", f"disk{os.cpu_count()}.img"),
+    "short-file-read": ("[r]\nrw=read\nsize=1m\ndirectory={target}\nfilename=keep.dat\n", "keep.dat"),
+    "jobname-format": ("[keep.dat] ;]\nrw=write\nsize=1m\ndirectory={target}\nfilename_format=$jobname\n",
+                       "keep.dat"),
 }
 
 
@@ -303,6 +306,21 @@ def test_a_job_cannot_overwrite_a_file_inside_the_target_unasked(tmp_path, case)
     assert keep.read_bytes() == before and not (tmp_path / "data").exists()
 
 
+def test_a_relative_name_lands_in_the_runs_own_directory_not_on_a_file_in_the_target(tmp_path):
+    """fio gets --directory=<target>/iolab-<run_id>: filename=keep.dat is a new file there, which the gate
+    says and lets run; the target's keep.dat is never reached."""
+    target = tmp_path / "target"
+    target.mkdir()
+    keep = target / "keep.dat"
+    keep.write_bytes(os.urandom(2 << 20))
+    before = keep.read_bytes()
+    job = tmp_path / "relative.fio"
+    job.write_text("[j]\nrw=write\nsize=1m\nfilename=keep.dat\n")
+    proc = iolab_cli("run", job, "--target", target, "--no-progress", "--data", tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr
+    assert keep.read_bytes() == before and sorted(p.name for p in target.iterdir()) == ["keep.dat"]
+
+
 @needs_root
 @requires("mkfs.ext4")
 def test_ncpus_cannot_reach_the_backing_file_of_a_mounted_loop(scratch, tmp_path):
@@ -318,7 +336,7 @@ def test_ncpus_cannot_reach_the_backing_file_of_a_mounted_loop(scratch, tmp_path
     try:
         before = head_digest(image)
         job = tmp_path / "ncpus.fio"
-        job.write_text("[j]\nrw=write\nsize=2m\nfilename=disk$ncpus.img\n")
+        job.write_text(f"[j]\nrw=write\nsize=2m\ndirectory={target}\nfilename=disk$ncpus.img\n")
         proc = iolab_cli("run", job, "--target", target, "--confirm", image, "--no-progress",
                          "--data", tmp_path / "data")
         assert proc.returncode == 2 and f"it backs {loop}" in proc.stderr and "mounted at" in proc.stderr, proc.stderr
