@@ -32,7 +32,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from iolab.core import ownership
+from iolab.core import ownership, procstat
 from iolab.core.errors import IolabError
 from iolab.classic import dbserver
 from iolab.classic import mariadb_pristine as pristine
@@ -99,10 +99,7 @@ def free_port(preferred: int | None = None) -> int:
 
 def _gone(pid: int) -> bool:
     """The process has exited (a zombie waiting for its parent counts as gone)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z"
-    except OSError:
-        return True
+    return procstat.ended(pid)
 
 
 def _run_group(argv, *, cwd) -> subprocess.CompletedProcess:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from iolab.core import procstat
+
 #: the inode of the machine's first PID namespace (the kernel's PROC_PID_INIT_INO)
 INITIAL_PID_NS = 0xEFFFFFFC
 ALIVE, GONE, FOREIGN = "alive", "gone", "foreign"
@@ -37,23 +39,8 @@ def pid_namespace(pid: int | str = "self") -> int | None:
 
 def start_ticks(pid: int) -> int | None:
     """When ``pid`` started, in clock ticks since boot (None: no such process)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name (field 2) may hold spaces and parentheses: split after its last ')'
-    fields = stat[stat.rindex(")") + 2:].split()
-    return int(fields[19])  # field 22 overall; fields[0] is field 3 (state)
-
-
-def _state(pid: int) -> str | None:
-    """The state letter in /proc/PID/stat (R, S, D, Z, ...), None when there is no such process."""
-    try:
-        text = Path(f"/proc/{int(pid)}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    fields = text.rsplit(")", 1)[-1].split()
-    return fields[0] if fields else None
+    found = procstat.stat_of(pid)
+    return found.start if found else None
 
 
 def verdict(pid: int, start: int | None = None, boot: str | None = None,
@@ -71,7 +58,7 @@ def verdict(pid: int, start: int | None = None, boot: str | None = None,
         theirs = f"PID namespace pid:[{pidns}]" if pidns is not None else "an unrecorded PID namespace"
         return FOREIGN, (f"its owner lives in {theirs}, this process in pid:[{here}]; PID {pid} here is not "
                          f"that process, so it is not judged (run iolab cleanup in the owner's namespace)")
-    if _state(pid) in (None, "Z", "X"):
+    if procstat.ended(pid):
         return GONE, f"PID {pid} is gone"
     if start is not None and start_ticks(pid) != start:
         return GONE, f"PID {pid} now belongs to a younger process"

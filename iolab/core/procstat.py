@@ -1,4 +1,5 @@
-"""Processes as /proc shows them: pid, state, parent and process group of each (no third-party tool)."""
+"""Processes as /proc shows them: pid, state, parent, process group, name and start of each (no third-party
+tool). The one reader of ``/proc/PID/stat``."""
 from __future__ import annotations
 
 import os
@@ -11,21 +12,45 @@ class ProcStat(NamedTuple):
     state: str      # R, S, D, Z (zombie), X (dead), ...
     ppid: int
     pgrp: int
+    comm: str = ""  # the command name (at most 15 characters)
+    start: int = 0  # when it started, in clock ticks since boot
+
+
+ENDED = ("Z", "X")  # states of a process that has exited (a zombie waits only for its parent)
+
+
+def stat_of(pid: int | str) -> ProcStat | None:
+    """``/proc/PID/stat`` of one process; None when there is no such process (or it cannot be read)."""
+    try:
+        text = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses: split after its last ')'
+    head, _, tail = text.rpartition(")")
+    rest = tail.split()
+    if len(rest) < 20:
+        return None
+    return ProcStat(int(pid), rest[0], int(rest[1]), int(rest[2]), head.partition("(")[2], int(rest[19]))
+
+
+def state_of(pid: int | str) -> str | None:
+    """The state letter of ``pid`` (R, S, D, Z, ...); None when there is no such process."""
+    found = stat_of(pid)
+    return found.state if found else None
+
+
+def ended(pid: int | str) -> bool:
+    """Whether ``pid`` has exited: no such process, or a zombie its parent has not waited for yet."""
+    return state_of(pid) in (None, *ENDED)
 
 
 def processes() -> Iterator[ProcStat]:
     """Every process readable in /proc (ones that end while being read are skipped)."""
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses
-        rest = text[text.rfind(")") + 2:].split()
-        if len(rest) >= 3:
-            yield ProcStat(int(entry), rest[0], int(rest[1]), int(rest[2]))
+        if entry.isdigit():
+            found = stat_of(entry)
+            if found is not None:
+                yield found
 
 
 def children(pid: int) -> list[int]:
@@ -48,4 +73,4 @@ def descendants(pid: int) -> list[int]:
 
 def group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes of process group ``pgid``."""
-    return [p.pid for p in processes() if p.pgrp == pgid and p.state not in ("Z", "X")]
+    return [p.pid for p in processes() if p.pgrp == pgid and p.state not in ENDED]

@@ -20,7 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from iolab.core import commands
+from iolab.core import commands, procstat
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -52,15 +52,7 @@ def _need(program: str) -> str:
 
 def daemon_pids() -> list[int]:
     """PIDs of running iscsid processes (not zombies: a stopped one its parent has not waited for yet)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:][:1]
-                if name == "iscsid" and state not in ("Z", "X"):
-                    pids.append(int(entry))
-    return pids
+    return [p.pid for p in procstat.processes() if p.comm == "iscsid" and p.state not in procstat.ENDED]
 
 
 def _daemon_answers() -> bool:

@@ -46,6 +46,8 @@ import threading
 import time
 from pathlib import Path
 
+from iolab.core import procstat
+
 log = logging.getLogger(__name__)
 
 #: how often the measured processes' scheduler counters are read
@@ -89,18 +91,7 @@ def _schedstat(tid: int) -> tuple[int, int] | None:
 
 def _descendants(root: int) -> set[int]:
     """``root`` and every process below it (from each process's parent in ``/proc/PID/stat``)."""
-    parents = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            text = _text(f"/proc/{name}/stat")
-            if text:
-                parents[int(name)] = int(text.rsplit(")", 1)[1].split()[1])
-    found, grew = {root}, True
-    while grew:
-        more = {pid for pid, parent in parents.items() if parent in found and pid not in found}
-        found |= more
-        grew = bool(more)
-    return found
+    return {root, *procstat.descendants(root)}
 
 
 def _threads(pids: set[int]) -> set[int]:
