@@ -11,6 +11,7 @@ Import the fixtures into a test module with
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -143,6 +145,46 @@ def make_loop(scratch):
         return sh(*argv, file).stdout.strip()
 
     return make
+
+
+def unmount(path) -> None:
+    """umount, then let udev finish probing the device so its loop can be detached."""
+    sh("umount", path)
+    sh("udevadm", "settle", "--timeout=10", check=False)
+
+
+def detach(loop: str, wait_s: float = 30.0) -> None:
+    """Detach a loop device a test attached itself, and wait until the kernel has let it go (after a umount
+    the release is deferred: a check right after found it still bound)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        sh("losetup", "--detach", loop, check=False)
+        if not Path(f"/sys/block/{Path(loop).name}/loop/backing_file").exists():
+            return
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def mounted_image(image: Path, mountpoint: Path, size: str = "64M") -> Iterator[str]:
+    """An ext4 file system in a new file ``image`` of ``size``, on a loop device mounted at ``mountpoint``
+    (made if missing); yields the loop device. Undone on the way out, also when the test or the set-up
+    fails: umount (lazily if busy), udev settled, the loop detached (waited for), the image removed."""
+    image, mountpoint = Path(image), Path(mountpoint)
+    loop = None
+    try:
+        mountpoint.mkdir(parents=True, exist_ok=True)
+        sh("truncate", "--size", size, image)
+        sh("mkfs.ext4", "-q", "-F", image)
+        loop = sh("losetup", "--find", "--show", image).stdout.strip()
+        sh("mount", loop, mountpoint)
+        yield loop
+    finally:
+        if os.path.ismount(mountpoint) and sh("umount", mountpoint, check=False).returncode != 0:
+            sh("umount", "--lazy", mountpoint, check=False)
+        sh("udevadm", "settle", "--timeout=10", check=False)
+        if loop:
+            detach(loop)
+        image.unlink(missing_ok=True)
 
 
 def partition(device: str, sizes_mib: list[int]) -> list[str]:

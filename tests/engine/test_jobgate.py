@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import IOLAB, ROOT, iolab_cli, live_processes, needs_fio, needs_root
-from device_fixtures import make_loop, requires, scratch, sh  # noqa: F401  (fixtures)
+from device_fixtures import detach, make_loop, mounted_image, requires, scratch, sh, unmount  # noqa: F401
 from iolab.devices import blockdev
 from iolab.engine import jobgate
 from iolab.core.errors import IolabError
@@ -43,23 +43,6 @@ def recipe_file(tmp_path: Path, rw: list, fio: dict | None = None, name: str = "
 def head_digest(path, size=16 << 20) -> str:
     with open(path, "rb") as handle:
         return hashlib.sha256(handle.read(size)).hexdigest()
-
-
-def unmount(path) -> None:
-    """umount, then let udev finish probing the device so the fixture can detach its loop."""
-    sh("umount", path)
-    sh("udevadm", "settle", "--timeout=10", check=False)
-
-
-def detach(loop: str, wait_s: float = 30.0) -> None:
-    """Detach a loop device a test attached itself, and wait until the kernel has let it go (after a umount
-    the release is deferred: the fixture's check right after found it still bound)."""
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        sh("losetup", "--detach", loop, check=False)
-        if not Path(f"/sys/block/{Path(loop).name}/loop/backing_file").exists():
-            return
-        time.sleep(0.2)
 
 
 def last_line(proc) -> Path:
@@ -196,23 +179,14 @@ def test_an_existing_file_is_not_overwritten_unasked(tmp_path):
 @needs_root
 @requires("mkfs.ext4")
 def test_a_file_backing_a_mounted_loop_device_is_that_device(scratch, tmp_path):
-    image = scratch / "img" / "a.img"
-    image.parent.mkdir()
-    sh("truncate", "--size", "64M", image)
-    sh("mkfs.ext4", "-q", "-F", image)
-    loop = sh("losetup", "--find", "--show", image).stdout.strip()
-    (scratch / "mnt").mkdir()
-    sh("mount", loop, scratch / "mnt")
-    try:
+    image = scratch / "a.img"
+    with mounted_image(image, scratch / "mnt") as loop:
         assert blockdev.loops_backed_by(image) == [loop]
         before = head_digest(image)
         proc = iolab_cli("run", recipe_file(tmp_path, ["write"]), "--target", image, "--confirm", image,
                          "--no-progress", "--data", tmp_path / "data")
         assert proc.returncode == 2 and f"it backs {loop}" in proc.stderr and "mounted at" in proc.stderr
         assert head_digest(image) == before
-    finally:
-        unmount(scratch / "mnt")
-        detach(loop)
 
 
 @needs_root

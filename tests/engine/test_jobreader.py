@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import iolab_cli, needs_fio, needs_root
-from device_fixtures import make_loop, requires, scratch, sh  # noqa: F401  (fixtures)
+from device_fixtures import make_loop, mounted_image, requires, scratch, sh  # noqa: F401  (fixtures)
 from iolab.core.errors import IolabError
 from iolab.engine import jobaccess, jobcheck, jobgate, jobreader, watchdog
 from iolab.fleet import gate as fleetgate
-from test_jobgate import detach
 
 pytestmark = [needs_fio]
 
@@ -328,12 +327,7 @@ def test_ncpus_cannot_reach_the_backing_file_of_a_mounted_loop(scratch, tmp_path
     target = scratch / "target"
     target.mkdir()
     image = target / f"disk{os.cpu_count()}.img"
-    sh("truncate", "--size", "64M", image)
-    sh("mkfs.ext4", "-q", "-F", image)
-    loop = sh("losetup", "--find", "--show", image).stdout.strip()
-    (scratch / "mnt").mkdir()
-    sh("mount", loop, scratch / "mnt")
-    try:
+    with mounted_image(image, scratch / "mnt") as loop:
         before = head_digest(image)
         job = tmp_path / "ncpus.fio"
         job.write_text(f"[j]\nrw=write\nsize=2m\ndirectory={target}\nfilename=disk$ncpus.img\n")
@@ -341,10 +335,6 @@ def test_ncpus_cannot_reach_the_backing_file_of_a_mounted_loop(scratch, tmp_path
                          "--data", tmp_path / "data")
         assert proc.returncode == 2 and f"it backs {loop}" in proc.stderr and "mounted at" in proc.stderr, proc.stderr
         assert head_digest(image) == before
-    finally:
-        sh("umount", scratch / "mnt")
-        sh("udevadm", "settle", "--timeout=10", check=False)
-        detach(loop)
 
 
 @requires("gcc")

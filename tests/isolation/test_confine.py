@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import needs_fio, needs_root
-from device_fixtures import requires, sh
+from device_fixtures import mounted_image, requires, sh
 from iolab.isolation import confine
 
 pytestmark = [needs_fio, needs_root, requires("bwrap", "mkfs.ext4", "debugfs", "losetup")]
@@ -159,14 +159,8 @@ def test_a_read_iolog_replaying_writes_on_another_device_fails(lab):
 
 def test_a_symlink_to_a_mounted_device_cannot_reach_it(lab, tmp_path):
     """J13: a symlink elsewhere naming a mounted device: the name resolves to a node the sandbox lacks."""
-    image = tmp_path / "mounted.img"
-    sh("truncate", "--size", "32M", image)
-    device = sh("losetup", "--find", "--show", image).stdout.strip()
     mountpoint = tmp_path / "mnt"
-    mountpoint.mkdir()
-    try:
-        sh("mkfs.ext4", "-q", "-F", device)
-        sh("mount", device, mountpoint)
+    with mounted_image(tmp_path / "mounted.img", mountpoint, size="32M") as device:
         (mountpoint / "data.txt").write_text("mounted and precious\n")
         sh("sync")
         link = tmp_path / "looks-harmless"
@@ -176,9 +170,6 @@ def test_a_symlink_to_a_mounted_device_cannot_reach_it(lab, tmp_path):
         assert failed(proc)
         assert digest(device, 4 << 20) == head, "the mounted device's superblock was written"
         assert (mountpoint / "data.txt").read_text() == "mounted and precious\n"
-    finally:
-        sh("umount", mountpoint, check=False)
-        sh("losetup", "--detach", device, check=False)
 
 
 def test_the_named_device_and_the_run_directory_are_writable(lab):
