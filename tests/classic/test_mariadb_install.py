@@ -59,9 +59,18 @@ def cache(tmp_path, monkeypatch):
     return path
 
 
-@pytest.fixture
-def counting_install_db():
-    """``binaries`` whose install_db is a wrapper that counts its runs, then execs the real one; ``.runs()``."""
+class Counting(dict):
+    """``binaries`` whose install_db is the counting wrapper; ``.runs()``: how often it ran."""
+    counter: Path
+
+    def runs(self) -> int:
+        return len(self.counter.read_text().splitlines())
+
+
+@pytest.fixture(scope="module")
+def install_db_wrapper():
+    """A wrapper around the real install_db that counts its runs, then execs it: one for the module, so that
+    the pristine cache key (the install argv holds the wrapper's path) is the same in every test."""
     where = Path(tempfile.mkdtemp(prefix="iolab-installdb-", dir="/var/tmp"))
     where.chmod(0o755)
     counter = where / "runs"
@@ -70,15 +79,52 @@ def counting_install_db():
     wrapper = where / "install-db"
     wrapper.write_text(f"#!/bin/sh\necho run >> {counter}\nexec {BINARIES['install_db']} \"$@\"\n")
     wrapper.chmod(0o755)
-
-    class Counting(dict):
-        def runs(self) -> int:
-            return len(counter.read_text().splitlines())
-
     try:
-        yield Counting(BINARIES, install_db=str(wrapper))
+        yield wrapper
     finally:
         shutil.rmtree(where, ignore_errors=True)
+
+
+def counting(wrapper: Path) -> Counting:
+    binaries = Counting(BINARIES, install_db=str(wrapper))
+    binaries.counter = wrapper.with_name("runs")
+    return binaries
+
+
+@pytest.fixture
+def counting_install_db(install_db_wrapper):
+    """``binaries`` whose install_db is the counting wrapper, its count at 0 for this test; ``.runs()``."""
+    binaries = counting(install_db_wrapper)
+    binaries.counter.write_text("")
+    return binaries
+
+
+@pytest.fixture(scope="module")
+def pristine_seed(install_db_wrapper, tmp_path_factory):
+    """A pristine cache holding the one entry the wrapper's install makes: made once for the module, by the same
+    ``make(...).destroy()`` the tests below would each start with (install-db costs seconds per run)."""
+    cache = tmp_path_factory.mktemp("pristine-seed") / "cache"
+    target = Path(tempfile.mkdtemp(prefix="iolab-sqltest-", dir="/var/tmp"))
+    target.chmod(0o755)
+    binaries = counting(install_db_wrapper)
+    before = binaries.runs()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("IOLAB_CACHE_DIR", str(cache))
+        try:
+            make(target, tmp_path_factory.mktemp("pristine-seed-log"), binaries).destroy()
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+    assert binaries.runs() == before + 1 and len(entries(cache)) == 1
+    return cache
+
+
+@pytest.fixture
+def seeded_cache(cache, counting_install_db, pristine_seed):
+    """This test's cache as ``make(target, ..., counting_install_db).destroy()`` leaves it: a copy of the
+    module's seed (modes, owner and holes kept), and the one install-db run that made it counted."""
+    subprocess.run(["cp", "-a", "--sparse=always", str(pristine_seed), str(cache)], check=True)
+    counting_install_db.counter.write_text("run\n")
+    return cache
 
 
 def make(target, log_dir, binaries) -> mariadb.Server:
@@ -207,9 +253,8 @@ def test_unwritable_cache_falls_back_to_install_db(tmp_path, monkeypatch, target
 @needs_root
 @needs_mariadb
 @pytest.mark.parametrize("damage", ["marker removed", "table file truncated", "file missing"])
-def test_a_damaged_entry_is_not_used(tmp_path, cache, target, counting_install_db, caplog, damage):
-    make(target, tmp_path / "log0", counting_install_db).destroy()
-    [key] = entries(cache)
+def test_a_damaged_entry_is_not_used(tmp_path, cache, target, counting_install_db, seeded_cache, caplog, damage):
+    [key] = entries(cache)  # the seeded entry: one install-db run so far
     entry = cache / "mariadb" / key
     if damage == "marker removed":
         (entry / "entry.json").unlink()
@@ -292,11 +337,10 @@ def test_no_cache_directory_falls_back_to_install_db(tmp_path, monkeypatch, targ
 @needs_root
 @needs_mariadb
 @pytest.mark.parametrize("damage", ["table file truncated", "of another format"])
-def test_a_damaged_entry_is_replaced_by_the_next_install(tmp_path, cache, target, counting_install_db, caplog,
-                                                         damage):
+def test_a_damaged_entry_is_replaced_by_the_next_install(tmp_path, cache, target, counting_install_db, seeded_cache,
+                                                         caplog, damage):
     """A damaged entry costs one install-db: its fresh copy takes the entry's place, and the run after copies."""
-    make(target, tmp_path / "log0", counting_install_db).destroy()
-    [key] = entries(cache)
+    [key] = entries(cache)  # the seeded entry: one install-db run so far
     entry = cache / "mariadb" / key
     if damage == "table file truncated":
         os.truncate(entry / "data" / "mysql" / "global_priv.MAD", 100)
