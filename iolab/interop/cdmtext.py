@@ -218,13 +218,13 @@ RULE = "-" * 78
 
 
 def render(sections: dict[str, list[str]], *, iolab_version: str, fio_version: str | None, run_id: str,
-           statistic: str, footer: dict) -> str:
+           statistic: str, footer: dict, notes=()) -> str:
     """CrystalDiskMark 8's text layout: ``sections`` maps headings (``[Read]``, ``[Mix] Read 70%/Write 30%``)
-    to result lines."""
+    to result lines; ``notes`` are more ``* ...`` lines under the units (e.g. what the Mix figure is)."""
     lines = [RULE, f"iolab {iolab_version} ({fio_version or 'no fio'}): CrystalDiskMark 8 layout, run {run_id}",
              f"{'measured with fio by iolab; figures: ' + statistic + ' of the passes':>78}", RULE,
              "* MB/s = 1,000,000 bytes/s [SATA/600 = 600,000,000 bytes/s]",
-             "* KB = 1000 bytes, KiB = 1024 bytes", ""]
+             "* KB = 1000 bytes, KiB = 1024 bytes", *notes, ""]
     for heading, body in sections.items():
         if body:
             lines += [heading, *body, ""]

@@ -13,8 +13,16 @@ there is nothing for ``fio-plot -g``.
 
 ``cdm-text``: the run's figures in CrystalDiskMark 8's text layout (:mod:`iolab.interop.cdmtext`),
 one file per target: the best pass (or the mean of the passes) of each test, MB/s = 10^6 B/s,
-latency = iolab's mean total latency (fio's ``lat``). Mixed tests get one figure per row, as
-CrystalDiskMark shows them (read + write bandwidth, IOPS, their IOPS-weighted latency).
+latency = iolab's mean total latency (fio's ``lat``). A mixed test gets one line under ``[Mix]``, the
+figure CrystalDiskMark 8 shows as far as is known: the TOTAL of its reads and writes (CrystalDiskMark
+runs one DiskSpd ``-w<write %>`` job per mixed row, and DiskSpd's single figure for it is the total),
+i.e. read + write MB/s and IOPS and their IOPS-weighted mean latency, computed from fio's read and
+write rows of each pass. It is not the figure of results.csv's ``mix`` row (KDiskMark's
+``(read x R + write x (100 - R)) / 100``, :mod:`iolab.analysis.mixfigure`; that row's
+``bw_total_mbps``/``iops_total`` are this export's figures); the ``mix`` row is never added in (it
+would count the test twice). A line under the text's header says which figure it holds. A run that
+holds only ``mix`` rows (an imported text export) is written with the figure those rows hold, and
+the header line says that instead.
 """
 from __future__ import annotations
 
@@ -146,6 +154,8 @@ def _readme(manifest: dict) -> str:
 # ------------------------------------------------------------------------------------- cdm-text
 
 MIXED = ("rw", "randrw", "readwrite")
+#: results.csv's direction of a mixed test's one (KDiskMark) figure
+MIX_ROW = "mix"
 
 
 def _rw_of(manifest: dict) -> dict[str, set]:
@@ -189,6 +199,18 @@ def _figure(per: pd.DataFrame, statistic: str) -> dict:
     return per.mean().to_dict()
 
 
+def _sections_of(rows: pd.DataFrame, *, mixed: bool) -> list[tuple[str, pd.DataFrame]]:
+    """(section, rows whose figure it shows) of one test. A mixed test (fio rw mode, or a ``mix`` row) has one
+    ``Mix`` line from its read and write rows (their total, CrystalDiskMark's figure); its ``mix`` row, the
+    weighted figure, is left out so nothing is counted twice. Only when there are no read/write rows (a run
+    imported from a text export) is the ``mix`` row itself the line."""
+    directions = rows["direction"].fillna("").astype(str)
+    if mixed or (directions == MIX_ROW).any():
+        parts = rows[directions.isin(("read", "write"))]
+        return [("Mix", parts if not parts.empty else rows[directions == MIX_ROW])]
+    return [(d.capitalize(), r) for d, r in rows.groupby(directions)]
+
+
 def cdm_text(run_dir: Path, out_dir: Path, manifest: dict, *, statistic: str) -> list[Path]:
     if statistic not in ("best", "mean"):
         raise IolabError(f"statistic {statistic!r}: best or mean", context="export --statistic")
@@ -205,8 +227,7 @@ def cdm_text(run_dir: Path, out_dir: Path, manifest: dict, *, statistic: str) ->
         sections = {"Read": [], "Write": [], "Mix": []}
         for test, rows in part.groupby("test", sort=False):
             modes = rws.get(test, set())
-            mixed = bool(modes & set(MIXED))
-            groups = [("Mix", rows)] if mixed else [(d.capitalize(), r) for d, r in rows.groupby("direction")]
+            groups = _sections_of(rows, mixed=bool(modes & set(MIXED)))
             for heading, group in groups:
                 if heading not in sections:
                     continue
@@ -217,11 +238,22 @@ def cdm_text(run_dir: Path, out_dir: Path, manifest: dict, *, statistic: str) ->
                     bs=first["bs"], iodepth=first["iodepth"], numjobs=first["numjobs"],
                     bw_mbps=figure["bw_mbps"], iops=figure["iops"], lat_us=figure["lat_mean_us"]))
         if any(sections.values()):
-            written.append(_write_text(out_dir, manifest, target, sections, statistic, mixes, part, len(targets) > 1))
+            copied = any(set(rows["direction"].dropna()) == {MIX_ROW} for _, rows in part.groupby("test"))
+            note = MIX_COPIED if copied else MIX_NOTE
+            written.append(_write_text(out_dir, manifest, target, sections, statistic, mixes, part, len(targets) > 1,
+                                       note))
     return written
 
 
-def _write_text(out_dir, manifest, target, sections, statistic, mixes, part, several) -> Path:
+#: the header line of a text with a [Mix] section: which of the two tools' figures it holds
+MIX_NOTE = ("* Mix = read + write MB/s and IOPS (latency IOPS-weighted), as CrystalDiskMark;\n"
+            "  not KDiskMark's (read x R + write x (100 - R)) / 100")
+
+
+MIX_COPIED = "* Mix = the figure of the imported text's [Mix] line, as the tool that measured it showed it"
+
+
+def _write_text(out_dir, manifest, target, sections, statistic, mixes, part, several, mix_note=MIX_NOTE) -> Path:
     mix = sorted({v for k, v in mixes.items() if k in set(part["test"])})
     headings = {"Read": "[Read]", "Write": "[Write]",
                 "Mix": f"[Mix] Read {mix[0]}%/Write {100 - mix[0]}%" if len(mix) == 1 else "[Mix]"}
@@ -240,8 +272,10 @@ def _write_text(out_dir, manifest, target, sections, statistic, mixes, part, sev
         "Date": manifest.get("started"),
         "OS": f"{system.get('os') or '?'} [{system.get('kernel') or '?'}]",
     }
+    notes = [mix_note] if sections.get(headings["Mix"]) else []
     text = cdmtext.render(sections, iolab_version=__version__, run_id=manifest["run_id"],
-                          fio_version=(manifest.get("versions") or {}).get("fio"), statistic=statistic, footer=footer)
+                          fio_version=(manifest.get("versions") or {}).get("fio"), statistic=statistic, footer=footer,
+                          notes=notes)
     name = f"{manifest['run_id']}-{store.safe_name(target)}.txt" if several else f"{manifest['run_id']}.txt"
     path = Path(out_dir) / name
     atomic_write(path, text)
