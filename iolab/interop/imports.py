@@ -9,6 +9,18 @@ repetitions beyond what the source states). The manifest's ``provenance`` senten
 
 Runs per argument: a fio JSON file or a folder of them is one run; a bench-fio tree is one run per
 target directory; a CrystalDiskMark/KDiskMark text export is one run.
+
+A text export's ``[Mix]`` line becomes a row with direction ``mix``, as a measured mixed test's one
+figure (:mod:`iolab.analysis.mixfigure`), with ``rwmixread`` from the section's heading. What its
+figure is depends on who wrote the text, and only partly matches a measured ``mix`` row:
+
+* KDiskMark: ``bw_mbps``/``iops`` are ``(read x R + write x (100 - R)) / 100``, the same figure as a
+  measured ``mix`` row's ``bw_mbps``/``iops``; its total (``bw_total_mbps``) is unknown, left empty.
+* CrystalDiskMark and iolab's own ``cdm-text`` export: the figure is reads + writes (DiskSpd's
+  total). ``bw_mbps``/``iops`` keep it as printed (so they are NOT a measured row's weighted figure)
+  and ``bw_total_mbps``/``iops_total`` hold it too: compare those with a measured run's.
+
+The imported text holds no read/write split, so neither figure can be made from the other.
 """
 from __future__ import annotations
 
@@ -128,6 +140,8 @@ def _cdm_plan(path: Path, *, label, host) -> dict:
             row["clat_mean_us"] = latency  # fio's completion latency, as KDiskMark shows it
         else:
             row["lat_mean_us"] = latency
+        if row["direction"] == "mix":
+            row.update(_mix_columns(export, row))
         rows.append({**row, "rep": 1, "raw": f"raw/{path.name}", "target": export.drive, "tool": export.tool})
     results = pd.DataFrame(rows)
     recipe = "crystaldiskmark3" if export.layout == "3.x" else "crystaldiskmark"
@@ -155,6 +169,15 @@ def _cdm_plan(path: Path, *, label, host) -> dict:
                          "figures": figures},
         },
     }
+
+
+def _mix_columns(export: cdmtext.CdmText, row: dict) -> dict:
+    """A ``[Mix]`` row's read share, and its total where the tool's figure is the total (module docstring)."""
+    found = re.search(r"Read\s*(\d+)\s*%", export.mix or "")
+    extra = {"rwmixread": int(found.group(1)) if found else None}
+    if export.tool in ("CrystalDiskMark", "iolab"):  # reads + writes; KDiskMark's is the weighted figure
+        extra.update(bw_total_mbps=row["bw_mbps"], iops_total=row["iops"])
+    return extra
 
 
 def _seconds_in(text: str, word: str) -> float | None:
