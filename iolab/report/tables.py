@@ -160,8 +160,10 @@ def summarize(data: pd.DataFrame, *, value: str = "bw_mbps", system: str = "syst
     test_order = {name: i for i, name in enumerate(dict.fromkeys(frame["test"].astype(str)))} if "test" in by else {}
     out["_s"] = out["system"].astype(str).map(order)
     out["_t"] = out["test"].astype(str).map(test_order) if test_order else 0
-    sort = ["_t"] + (["direction"] if "direction" in by else []) + ["_s"]
-    out = out.sort_values(sort, kind="stable").drop(columns=["_s", "_t"]).reset_index(drop=True)
+    # a mixed test's one figure (direction 'mix', iolab.analysis.mixfigure) after its read and write parts
+    out["_m"] = out["direction"].astype(str).eq("mix") if "direction" in by else False
+    sort = ["_t"] + (["_m", "direction"] if "direction" in by else []) + ["_s"]
+    out = out.sort_values(sort, kind="stable").drop(columns=["_s", "_t", "_m"]).reset_index(drop=True)
     return out[columns]
 
 
