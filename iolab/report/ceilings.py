@@ -139,8 +139,7 @@ def against_ceilings(results: pd.DataFrame, manifests: pd.DataFrame, *, statisti
     return pd.DataFrame(out, columns=columns)
 
 
-def _t(key: str, lang: str, **fields) -> str:
-    return i18n.text(f"ceilings.{key}", lang, **fields)
+_t = i18n.scoped("ceilings")
 
 
 def _limits_text(limits: dict, lang: str) -> str:

@@ -59,8 +59,7 @@ def _groups_of(frame: pd.DataFrame):
         yield test, direction, frame[(frame["test"] == test) & (frame["direction"] == direction)]
 
 
-def _t(key: str, lang: str, **fields) -> str:
-    return i18n.text(f"commentary.{key}", lang, **fields)
+_t = i18n.scoped("commentary")
 
 
 def _value(value: float, unit: str, lang: str, *, published: bool) -> str:
@@ -73,6 +72,4 @@ def _test(test: str, direction: str, lang: str) -> str:
     return i18n.test_label(test, direction, lang)
 
 
-def _range(low: float, high: float) -> str:
-    lo, hi = i18n.factor(low), i18n.factor(high)
-    return lo if lo == hi else f"{lo}–{hi}"
+_range = i18n.factor_range

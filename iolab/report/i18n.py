@@ -63,6 +63,14 @@ def text(key: str, lang: str, **fields) -> str:
     return template.format(**fields) if fields else template
 
 
+def scoped(section: str):
+    """``text`` for the keys of one section: ``_t = i18n.scoped("narrative")``, then ``_t("key", lang, ...)``."""
+    def scoped_text(key: str, lang: str, **fields) -> str:
+        return text(f"{section}.{key}", lang, **fields)
+    scoped_text.__doc__ = f"The text of ``{section}.KEY`` in ``lang`` (see :func:`iolab.report.i18n.text`)."
+    return scoped_text
+
+
 #: ``{n|repetition|repetitions}`` in a template: the singular when field ``n`` is 1, else the plural.
 _PLURAL = re.compile(r"\{(\w+)\|([^|{}]*)\|([^|{}]*)\}")
 
@@ -162,6 +170,12 @@ def factor(value: float) -> str:
     if value is None or math.isnan(value):
         return ""
     return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
+
+
+def factor_range(low: float, high: float) -> str:
+    """Two ratios for prose, ``2.5–3.0``; one when they round alike (``2.5``)."""
+    lo, hi = factor(low), factor(high)
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def percent(value: float) -> str:

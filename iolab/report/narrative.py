@@ -19,8 +19,7 @@ from iolab.report import commentary, i18n, verdicts
 SPREAD = 1.5
 
 
-def _t(key: str, lang: str, **fields) -> str:
-    return i18n.text(f"narrative.{key}", lang, **fields)
+_t = i18n.scoped("narrative")
 
 
 def _join_sentences(parts: list[str], lang: str) -> str:
@@ -69,9 +68,6 @@ def _tests(tests, lang: str, total: int) -> str:
     return i18n.join([i18n.test_label(t, d, lang) for t, d in tests], lang)
 
 
-def _range(low: float, high: float) -> str:
-    lo, hi = i18n.factor(low), i18n.factor(high)
-    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def pair_paragraph(summary: pd.DataFrame, a: str, b: str, *, lang: str, rules=commentary.Rules()) -> str:
@@ -90,7 +86,7 @@ def pair_paragraph(summary: pd.DataFrame, a: str, b: str, *, lang: str, rules=co
             else "pair_exception"
         first_leader = first_leader or cluster["leader"]
         parts.append(_t(key, lang, leader=cluster["leader"], other=other, tests=tests,
-                        factor=_range(cluster["low"], cluster["high"])))
+                        factor=i18n.factor_range(cluster["low"], cluster["high"])))
     return _join_sentences(parts, lang)
 
 

@@ -71,13 +71,13 @@ def test_fixture_runs_get_the_flash_cache_section_not_the_generic_shape(data):
 def test_ratio_per_test_and_warm_up_per_repetition(data, lang):
     with matplotlib.rc_context({"font.family": plot.font_families(lang)}):
         section = flashcache.flashcache_section(data, lang=lang)
-    assert section.title == flashcache.TEXT[lang]["heading"]
+    assert section.title == flashcache._t("heading", lang)
     table = section.tables[0]
     reps = len(expected("RND4K-Q1T1", "read")[2])
     assert reps >= 3
-    assert list(table.data.columns) == ([flashcache.TEXT[lang]["off"]]
-                                        + [flashcache.TEXT[lang]["rep"].format(rep=r) for r in range(1, reps + 1)]
-                                        + [flashcache.TEXT[lang]["ratio_first"], flashcache.TEXT[lang]["ratio_last"]])
+    assert list(table.data.columns) == ([flashcache._t("off", lang)]
+                                        + [flashcache._t("rep", lang, rep=r) for r in range(1, reps + 1)]
+                                        + [flashcache._t("ratio_first", lang), flashcache._t("ratio_last", lang)])
     assert len(table.data) == 4  # two tests x read and write
     for (test, direction), row in zip([("RND4K-Q1T1", "read"), ("RND4K-Q1T1", "write"), ("RND4K-Q32T1", "read"),
                                        ("RND4K-Q32T1", "write")], table.data.itertuples(index=False)):

@@ -108,8 +108,7 @@ class Section:
 # =========================================================================== helpers
 
 
-def _t(key: str, lang: str, **fields) -> str:
-    return i18n.text(f"sections.{key}", lang, **fields)
+_t = i18n.scoped("sections")
 
 
 def _pyplot():

@@ -28,61 +28,7 @@ from iolab.report.tables import Table
 
 STATE_RE = re.compile(r"(?i)(?:^|[\s(\[,;/_-])cache\s*[=: ]\s*(on|off)\b")
 
-TEXT = {
-    "en": {
-        "heading": "Flash cache: on vs off",
-        "intro": "The same recipe on the same slow device, once through its flash cache and once without it. "
-                 "MB/s per repetition: a cache fills while it is read, so its first repetition shows the cold "
-                 "cache and the last one the warm cache. Ratio = cache on / cache off (mean of the repetitions "
-                 "without the cache).",
-        "caption": "{experiment}: MB/s (decimal) per repetition",
-        "off": "cache off (mean)",
-        "rep": "cache on, rep {rep}",
-        "ratio_first": "ratio, rep 1",
-        "ratio_last": "ratio, warm",
-        "test": "test",
-        "helped": "{test}: with the cache {ratio}x as fast as without once warm (repetition {rep}: "
-                  "{on} MB/s against {off} MB/s); cold (repetition 1) {first}x.",
-        "hurt": "{test}: the cache did not help: {ratio}x of the speed without it once warm "
-                "(repetition {rep}: {on} MB/s against {off} MB/s).",
-        "one_rep": "{test}: only one repetition with the cache: the warm-up cannot be seen; run with --repeat 3 "
-                   "or more.",
-        "alone": "{experiment}: no run with the cache {state} to compare with.",
-        "alt": "MB/s per repetition with the cache on and off, one panel per test",
-        "xlabel": "repetition",
-        "ylabel": "MB/s",
-        "on": "cache on",
-        "off_line": "cache off",
-    },
-    "ja": {
-        "heading": "フラッシュキャッシュ：有効と無効",
-        "intro": "同じ低速デバイスで同じレシピを、フラッシュキャッシュ経由と無しで一度ずつ実行しました。"
-                 "繰り返しごとのMB/秒：キャッシュは読まれながら満たされるため、最初の繰り返しは冷えたキャッシュ、"
-                 "最後の繰り返しは温まったキャッシュを示します。比率＝キャッシュ有効／キャッシュ無効（無効時は繰り返しの平均）。",
-        "caption": "{experiment}：繰り返しごとのMB/秒（10進）",
-        "off": "キャッシュ無効（平均）",
-        "rep": "キャッシュ有効・{rep}回目",
-        "ratio_first": "比率・1回目",
-        "ratio_last": "比率・温まった後",
-        "test": "テスト",
-        "helped": "{test}：キャッシュが温まるとキャッシュ無しの{ratio}倍の速さでした（{rep}回目：{on} MB/秒、"
-                  "無しでは{off} MB/秒）。冷えた状態（1回目）では{first}倍です。",
-        "hurt": "{test}：キャッシュは効果がありませんでした。温まった後もキャッシュ無しの{ratio}倍です"
-                "（{rep}回目：{on} MB/秒、無しでは{off} MB/秒）。",
-        "one_rep": "{test}：キャッシュ有効の繰り返しが1回だけのため、ウォームアップが見えません。--repeat 3 以上で実行してください。",
-        "alone": "{experiment}：比較するキャッシュ{state}の実行がありません。",
-        "alt": "キャッシュ有効と無効の繰り返しごとのMB/秒（テストごとのパネル）",
-        "xlabel": "繰り返し",
-        "ylabel": "MB/秒",
-        "on": "キャッシュ有効",
-        "off_line": "キャッシュ無効",
-    },
-}
-STATE_WORDS = {"en": {"on": "on", "off": "off"}, "ja": {"on": "有効", "off": "無効"}}
-
-
-def _t(key: str, lang: str, **fields) -> str:
-    return TEXT[i18n.check_lang(lang)][key].format(**fields)
+_t = i18n.scoped("flashcache")  # its words are in the locale files, as every section's
 
 
 def cache_state(data: pd.DataFrame) -> pd.Series:
@@ -191,7 +137,7 @@ def flashcache_section(data: pd.DataFrame, *, lang: str = "en") -> Section | Non
         states = set(reps.loc[reps["experiment"] == experiment, "state"])
         missing = {"on", "off"} - states
         if missing:
-            section.notes.append(_t("alone", lang, experiment=experiment, state=STATE_WORDS[lang][missing.pop()]))
+            section.notes.append(_t("alone", lang, experiment=experiment, state=_t(f"state_{missing.pop()}", lang)))
             continue
         section.tables.append(_table(experiment, reps[reps["experiment"] == experiment], part, lang))
         section.sentences += [_sentence(row, lang) for _, row in part.iterrows() if np.isfinite(row["off"])]
