@@ -45,7 +45,7 @@ RECIPE_KEYS = {"name", "description", "about", "tool", "statistic", "isolation",
 #: writes, then all mixes ("directions": CrystalDiskMark's and KDiskMark's order).
 ORDERS = ("tests", "directions")
 #: What runs a recipe's tests: fio job files, or an engine of its own (iolab.engines).
-ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks", "sqlbench", "sustained")
+ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks", "sqlbench", "sustained", "steadystate")
 REQUIRED_KEYS = ("name", "description", "tests")
 DEFAULT_KEYS = {"size", "size_mem_factor", "runtime", "repeat", "max_repeat", "cov_target", "ramp_time", "pause", "warmup",
                 "mem_limit", "watchdog_margin"}
