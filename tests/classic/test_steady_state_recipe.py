@@ -112,3 +112,20 @@ def test_the_consumer_ssd_is_steady_only_after_its_cliff(ram_scratch, tmp_path):
     assert min(verdict["window"]) > max(burst_rounds)  # the window lies wholly after the cliff
     cliff = json.loads((run_dir / "manifest.json").read_text())["targets"][0]["emulated"]["cliff"]
     assert cliff["events"][0]["event"] == "cliff"
+
+
+@needs_root
+@needs_fio
+@pytest.mark.usefixtures("module_clean", "machine_clean")
+def test_max_time_bounds_the_rounds_and_the_verdict_says_so(ram_scratch, tmp_path):
+    """A time budget too short for five rounds: the rounds stop, the run completes, not steady and why."""
+    recipe = bounded_recipe(tmp_path, max_time=4, precondition="4M")
+    run_dir, rows, found = run_steady(tmp_path, ram_scratch, recipe, "emulated:hdd", "--size", "16M",
+                                      "--runtime", "1")
+    verdict = found["targets"]["hdd"]
+    assert not verdict["reached"] and verdict["round"] is None
+    assert found["stopped"].startswith("max_time 4 s") and "max_time 4 s" in verdict["why_not"]
+    assert found["precondition_bytes"] == 4 * MiB
+    rounds = rows[rows["test"].eq("round")]
+    assert len(rounds) < 5 and not rounds["steady_reached"].any()  # each round runs 1 s: 4 s hold 4 at most
+    assert rounds["steady_why_not"].str.contains("the measurement window needs 5").all()
