@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import iolab
+from iolab.core.procstat import children
 from iolab.engine import fio, fiooutcome, runner
 from iolab.core.errors import IolabError
 
@@ -311,30 +312,48 @@ tests:
 
 
 @needs_root
-@pytest.mark.xfail(strict=False, reason="races fio's layout: the OOM needs fio caught and stopped before it has "
-                   "written 256M; under confinement fio starts behind two bwrap processes and was sometimes done "
-                   "first (DID NOT RAISE). To be made deterministic (freeze the cgroup, or a layout that cannot "
-                   "finish) — see the session note")
-def test_an_oom_kill_during_layout_is_named(tmp_path):
-    """fio laying out the test file is the OOM killer's victim in the memory-limited cgroup: the error says so."""
-    hogs = []
+def test_an_oom_kill_during_layout_is_named(tmp_path, monkeypatch):
+    """fio laying out the test file is the OOM killer's victim in the memory-limited cgroup: the error says so.
+
+    What decides the race is fio's job process: fio's main process forks it to write the file, and a
+    SIGSTOP of the main process found after that fork does not stop it (under confinement fio is found
+    later, behind two bwrap processes, and the job sometimes wrote its 256M first). ``startdelay`` keeps
+    fio's main process from forking the job before the test has stopped it, however fast the disk."""
+    render = fio.render_job
+
+    def held_layout(name, options, *args, **kwargs):
+        if name == "layout":  # a write job's file is created but not written before its job starts
+            options = {**options, "startdelay": "600"}
+        return render(name, options, *args, **kwargs)
+
+    monkeypatch.setattr(fio, "render_job", held_layout)
+    hogs, early = [], []
 
     def oom_fio():
         pids = _fio_of("jobs/_layout.fio")
-        for pid in pids:  # held still (however fast the disk), and first in line for the OOM killer
+        # fio found right after its exec is small: its score (size + the adj's bonus) lost to the hog's.
+        # Its helper thread is started after the job file is read and its libraries are in; then fio
+        # waits out startdelay before forking the job
+        deadline = time.monotonic() + 60
+        while any(len(os.listdir(f"/proc/{pid}/task")) < 2 for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for pid in pids:  # held still, and first in line for the OOM killer
             os.kill(pid, signal.SIGSTOP)
             Path(f"/proc/{pid}/oom_score_adj").write_text("1000")
+        early.extend(child for pid in pids for child in children(pid))  # fio's job: none yet
         try:
-            # a process in the same cgroup locks twice its limit: the kernel must kill someone there
-            hog = subprocess.Popen(["python3", "-c", "import ctypes, sys, time; sys.stdin.readline(); "
-                                    "ctypes.CDLL(None).mlockall(3); "  # locked: no reclaim can make room
-                                    "x = [bytearray(2**20) for _ in range(64)]; print('ok', flush=True); "
-                                    "time.sleep(60)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            # a process in the same cgroup holds twice its limit (tail keeps the last 64M it read; iolab's
+            # cgroup allows no swap): the kernel must kill someone there, and it kills fio: oom_score_adj
+            # 1000 adds limit_pages // 1000 * 1000 pages to fio's score, above the hog's own size. (Not a
+            # python hog: its 8M of mapped libraries count too and put it above fio; the hog cannot lower
+            # its own oom_score_adj without CAP_SYS_RESOURCE)
+            hog = subprocess.Popen(["sh", "-c", "read go && head -c 128M /dev/zero | tail -c 64M >/dev/null"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
             hogs.append(hog)
             _memory_cgroup_procs(pids[0]).write_text(str(hog.pid))
             hog.stdin.write("go\n")
-            hog.stdin.flush()
-            hog.stdout.readline()  # its memory is in, or it was the victim
+            hog.stdin.close()
+            hog.wait(120)  # the OOM killer has been: tail cannot hold 64M in 32M, once fio is gone either
         finally:
             for pid in pids:
                 try:
@@ -344,6 +363,7 @@ def test_an_oom_kill_during_layout_is_named(tmp_path):
 
     helper = threading.Thread(target=oom_fio)
     helper.start()
+    started = time.monotonic()
     try:
         with pytest.raises(IolabError) as info:
             runner.run(_recipe(tmp_path, LAYOUT), [str(tmp_path)], data_dir=tmp_path / "data", progress=False,
@@ -353,6 +373,8 @@ def test_an_oom_kill_during_layout_is_named(tmp_path):
         for hog in hogs:
             hog.kill()
             hog.wait()
+    assert not early, "fio's job process ran before the test stopped fio"
+    assert time.monotonic() - started < 60, "fio was not the OOM killer's victim (the watchdog ended it)"
     message = str(info.value)
     assert "fio could not lay out the test file: out of memory: the OOM killer killed" in message
     assert "32.0 MiB" in message
