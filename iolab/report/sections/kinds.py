@@ -20,12 +20,13 @@ from iolab.report.sections.hdparm import HDPARM_TESTS, hdparm_section
 from iolab.report.sections.pgbench import pgbench_section
 from iolab.report.sections.qdsweep import qd_sweep_section
 from iolab.report.sections.sqlbench import is_sqlbench, sqlbench_section
+from iolab.report.sections.steadystate import is_steadystate, steadystate_section
 from iolab.report.sections.sustained import is_sustained, sustained_section
 from iolab.report.sections.tiobench import TIOBENCH_TESTS, tiobench_section
 
 #: Section kinds, in the order a recipe's sections are shown.
 KINDS = ("fleet", "flash-cache", "pgbench", "sqlbench", "bonnie", "tiobench", "hdparm", "gnome-disks", "qd-sweep",
-         "concurrency", "sustained-write")
+         "concurrency", "sustained-write", "steady-state")
 
 #: Section function per kind (pgbench takes the wider ``fio=`` context too).
 SECTIONS: dict[str, Callable] = {
@@ -40,6 +41,7 @@ SECTIONS: dict[str, Callable] = {
     "qd-sweep": qd_sweep_section,
     "concurrency": concurrency_section,
     "sustained-write": sustained_section,
+    "steady-state": steadystate_section,
 }
 
 
@@ -82,6 +84,9 @@ def _kind_rows(data: pd.DataFrame) -> dict[str, pd.Index]:
         "gnome-disks": test.isin(GNOME_TESTS) & ("position" in data.columns or "access_ms" in data.columns),
         "tiobench": test.isin(TIOBENCH_TESTS) | _col(data, "over_2s_pct").notna(),
         "sustained-write": is_sustained(data),
+        # a steady-state run's rounds (they carry the verdict): a series in time, never repetitions in the
+        # generic shape; its preconditioning row (no verdict) stays there, one measurement like any other
+        "steady-state": is_steadystate(data),
     }
     for kind, mask in checks.items():
         mask = mask & ~pg
