@@ -127,6 +127,9 @@ def scratch(tmp_path):
     cleaned up after the test, whatever happened."""
     yield tmp_path
     cleanup(tmp_path)
+    deadline = time.monotonic() + 15  # a detached loop udev still holds after a umount goes a moment later
+    while loops_under(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not loops_under(tmp_path), f"loop devices left: {loops_under(tmp_path)}"
     assert not mounts_under(tmp_path), f"mounts left: {mounts_under(tmp_path)}"
 
