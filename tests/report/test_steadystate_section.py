@@ -1,0 +1,164 @@
+"""The steady-state section from a real short steady-state run (real fio on emulated:hdd, a throttled loop
+device in RAM, 1 s rounds): the sentences name the round and window of the run's steadystate.json, the PTS
+plot marks its window, mean, ±10/±20% and fitted slope, the table holds its verdict; in en and ja."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+import yaml
+
+from iolab.engine import recipes
+from iolab.report import plot, sections
+from iolab.report.tables import DASH
+from iolab.report.sections.steadystate import steady_summary, steadystate_section
+
+from cli_helpers import iolab_cli, needs_fio, needs_root
+from kernel_fixtures import module_clean  # noqa: F401
+
+pytestmark = [needs_root, needs_fio]
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def japanese():
+    """Plot labels in Japanese need IPAexGothic (matplotlib-fontja), for this test only."""
+    with matplotlib.rc_context():
+        matplotlib.rcParams["font.family"] = plot.font_families("ja")
+        yield
+
+
+def _run(tmp: Path, **options):
+    """The shipped recipe, options bounded, on emulated:hdd at 16M with 1 s rounds: (rows, steadystate.json)."""
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm (tmpfs) for a RAM-backed scratch file")
+    data = yaml.safe_load((recipes.recipes_dir() / "steady-state.yaml").read_text())
+    data["options"].update(options)
+    recipe = tmp / "steady-state.yaml"
+    recipe.write_text(yaml.safe_dump(data, sort_keys=False))
+    with tempfile.TemporaryDirectory(prefix="iolab-test-", dir="/dev/shm") as scratch:
+        proc = iolab_cli("run", recipe, "--target", "emulated:hdd", "--data", tmp / "data", "--no-progress",
+                         "--size", "16M", "--runtime", "1", "--label", "hdd", env={**os.environ, "TMPDIR": scratch})
+    assert proc.returncode == 0, proc.stderr
+    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    return pd.read_csv(run_dir / "results.csv"), json.loads((run_dir / "steadystate.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def steady(tmp_path_factory, module_clean):  # noqa: F811
+    """One real run: hdd's constant throttle is steady at round 5 (~13 s)."""
+    return _run(tmp_path_factory.mktemp("steady"), max_rounds=8)
+
+
+@pytest.fixture(scope="module")
+def unsteady(tmp_path_factory, module_clean):  # noqa: F811
+    """max_time 4 s, 4 MiB of preconditioning: fewer rounds than a window, not steady and why (~6 s)."""
+    return _run(tmp_path_factory.mktemp("unsteady"), max_time=4, precondition="4M")
+
+
+def test_the_sentence_names_the_round_and_window_of_the_run(steady):
+    rows, found = steady
+    verdict = found["targets"]["hdd"]
+    assert verdict["reached"]
+    first, last = verdict["window"][0], verdict["window"][-1]
+    section = steadystate_section(rows, lang="en")
+    (sentence,) = section.sentences
+    assert sentence.startswith(f"**hdd** reached steady state at round {verdict['round']} (rounds {first}–{last}: mean ")
+    assert " IOPS, range " in sentence and "% of the mean, slope " in sentence
+    assert "burst" not in sentence  # a constant throttle: no faster first rounds
+    assert section.title == "Steady state (SNIA PTS)" and section.kind == "steady-state"
+
+
+def test_the_pts_plot_marks_the_window_mean_bands_and_fitted_slope(steady):
+    rows, found = steady
+    verdict = found["targets"]["hdd"]
+    (figure,) = steadystate_section(rows, lang="en").figures
+    (ax,) = figure.axes
+    labels = [line.get_label() for line in ax.lines]
+    series = ax.lines[labels.index("hdd")]
+    assert series.get_marker() == "o"
+    assert list(series.get_xdata()) == list(range(1, len(verdict["figures"]) + 1))
+    assert list(series.get_ydata()) == pytest.approx(verdict["figures"])
+    (span,) = ax.patches
+    assert (span.get_x(), span.get_x() + span.get_width()) == (verdict["window"][0] - 0.5, verdict["window"][-1] + 0.5)
+    mean = ax.lines[labels.index("window mean")]
+    assert mean.get_ydata()[0] == pytest.approx(verdict["mean"], rel=1e-6)
+    bands = sorted(line.get_ydata()[0] for line in ax.lines if "% of the mean" in line.get_label())
+    assert bands == pytest.approx([verdict["mean"] * f for f in (0.8, 0.9, 1.1, 1.2)], rel=1e-6)
+    fit = ax.lines[labels.index("fitted slope")]
+    assert list(fit.get_xdata()) == [verdict["window"][0], verdict["window"][-1]]
+    rise = fit.get_ydata()[1] - fit.get_ydata()[0]
+    assert rise / verdict["mean"] * 100 == pytest.approx(verdict["slope_pct"], abs=0.01)
+    assert ax.get_ylabel() == "IOPS per round" and "rounds 1–5" in figure.alt
+
+
+def test_the_table_holds_the_runs_verdict(steady):
+    rows, found = steady
+    verdict = found["targets"]["hdd"]
+    table = steadystate_section(rows, lang="en").tables[0]
+    assert list(table.frame.index) == ["hdd"]
+    row = table.frame.loc["hdd"]
+    assert row["Rounds"] == str(len(verdict["figures"])) and row["Window (rounds)"] == "1–5"
+    assert row["Steady"] == "yes" and row["Window mean"].endswith(" IOPS")
+    numbers = table.data.loc["hdd"]
+    assert numbers["Window mean"] == pytest.approx(verdict["mean"], rel=1e-6)
+    assert numbers["Range (% of mean)"] == pytest.approx(verdict["range_pct"], abs=1e-3)
+    assert numbers["Slope (% of mean)"] == pytest.approx(verdict["slope_pct"], abs=1e-3)
+
+
+def test_in_japanese(steady, japanese):
+    rows, found = steady
+    verdict = found["targets"]["hdd"]
+    section = steadystate_section(rows, lang="ja")
+    assert section.title == "定常状態 (SNIA PTS)"
+    assert section.sentences[0].startswith(f"**hdd** はラウンド {verdict['round']} で定常状態に達した (ラウンド 1–5: 平均 ")
+    assert section.tables[0].frame.loc["hdd", "定常"] == "到達"
+    assert section.figures[0].axes[0].get_xlabel() == "ラウンド"
+
+
+def test_the_rounds_leave_the_generic_shape(steady):
+    rows, _ = steady
+    assert "steady-state" in sections.plan(rows)
+    built, rest = sections.build(rows, lang="en")
+    assert "steady-state" in [s.kind for s in built]
+    assert list(rest["test"]) == ["precondition"]  # the rounds are the section's, never repetitions
+
+
+def test_the_fresh_drives_burst_is_said(japanese):
+    """Built from rows (no fio): two first rounds 50% above a steady window's mean."""
+    figures = [300.0, 280.0, 150.0, 152.0, 149.0, 151.0, 150.0]
+    rows = pd.DataFrame([{"test": "round", "label": "ssd", "rep": i, "round": i, "iops": f, "bw_mbps": f * 4096 / 1e6,
+                          "steady_reached": True, "steady_round": 7, "steady_mean": 150.4, "steady_range_pct": 2.0,
+                          "steady_slope_pct": 0.3, "steady_why_not": None, "steady_window": i >= 3}
+                         for i, f in enumerate(figures, start=1)])
+    assert steady_summary(rows).loc[0, "burst_rounds"] == 2
+    (sentence,) = steadystate_section(rows, lang="en").sentences
+    assert "Its first 2 rounds as a fresh drive ran more than 20% above the window's mean (up to 300 IOPS" in sentence
+    assert "新品状態の最初の 2 ラウンド" in steadystate_section(rows, lang="ja").sentences[0]
+
+
+def test_not_reached_says_within_how_many_rounds_and_why(unsteady, japanese):
+    rows, found = unsteady
+    verdict = found["targets"]["hdd"]
+    assert not verdict["reached"]
+    section = steadystate_section(rows, lang="en")
+    n = len(verdict["figures"])
+    (sentence,) = section.sentences
+    assert sentence.startswith(f"**hdd** did not reach steady state within {n} round")
+    assert verdict["why_not"] in sentence and "max_time 4 s" in sentence
+    row = section.tables[0].frame.loc["hdd"]
+    assert row["Steady"] == "no" and row["Window (rounds)"] == DASH and row["Window mean"] == DASH
+    (ax,) = section.figures[0].axes
+    assert not ax.patches and [line.get_label() for line in ax.lines] == ["hdd"]  # no window: nothing to mark
+    assert "定常状態に達しなかった" in steadystate_section(rows, lang="ja").sentences[0]
