@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
 from iolab.core.errors import IolabError
+from iolab.engine.fiotext import scan_documents
 from iolab.report import i18n
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,7 @@ class Facts:
     latency: bool               #: a mean latency is in the rows
     example: dict | None = None  #: one figure and its KDiskMark equivalent: test, direction, mbps, kdiskmark
     mixes: list[dict] = field(default_factory=list)  #: per mixed test: test, read, write, weighted, total (MB/s)
+    latency_gap: tuple[float, float] | None = None  #: least and most share by which fio's mean clat is below lat
 
 
 def measured_rows(results: pd.DataFrame, manifests: pd.DataFrame) -> pd.DataFrame:
@@ -81,6 +84,9 @@ def facts(results: pd.DataFrame, manifests: pd.DataFrame, *, shown: str, others:
     bw = pd.to_numeric(passes["bw_mbps"], errors="coerce")
     latency = "lat_mean_us" in passes and pd.to_numeric(passes["lat_mean_us"], errors="coerce").notna().any()
     found = Facts(n=n, shown=shown, others=others, latency=bool(latency))
+    if latency and "run_dir" in manifests:
+        measured = manifests[manifests["run_id"].isin(set(passes["run_id"]))]
+        found.latency_gap = latency_gap(measured["run_dir"].dropna())
     plain = passes[(passes["direction"] != "mix") & bw.notna()]
     if not plain.empty:  # the first test's first figure in the statistic shown, and KDiskMark's for it
         first = plain.iloc[0]
@@ -102,6 +108,32 @@ def facts(results: pd.DataFrame, manifests: pd.DataFrame, *, shown: str, others:
             "weighted": _statistic(weighted, shown),
             "total": _statistic(total, shown) if total is not None and total.notna().any() else None})
     return found
+
+
+def latency_gap(run_dirs) -> tuple[float, float] | None:
+    """(least, most) share by which fio's mean ``clat`` is below its mean ``lat``, over the runs' recorded passes.
+
+    Read from fio's own JSON in each run's ``raw/`` (warm-ups and the layout job left out),
+    per job and direction that moved data; None when no file holds both means.
+    """
+    gaps = []
+    for run_dir in run_dirs:
+        for path in sorted((Path(run_dir) / "raw").rglob("*.json")):
+            if path.name.startswith("_") or path.stem.endswith("warmup"):
+                continue
+            try:
+                docs = scan_documents(path.read_text(encoding="utf-8", errors="replace")).docs
+            except OSError as exc:
+                log.info("%s: unreadable (%s), left out of the clat/lat comparison", path, exc)
+                continue
+            for job in (docs[-1].get("jobs") or []) if docs else []:
+                for direction in ("read", "write"):
+                    stats = job.get(direction) or {}
+                    lat = (stats.get("lat_ns") or {}).get("mean")
+                    clat = (stats.get("clat_ns") or {}).get("mean")
+                    if stats.get("io_bytes") and lat and clat is not None and lat > 0:
+                        gaps.append(1 - float(clat) / float(lat))
+    return (min(gaps), max(gaps)) if gaps else None
 
 
 def _statistic(values: pd.Series, statistic: str) -> float:
@@ -135,7 +167,10 @@ def words(found: Facts, lang: str) -> str:
         lines.append(_joined([_t("statistic_best", lang, n=found.n), others], lang))
     else:
         lines.append(_t("statistic_mean", lang, n=found.n, statistic=statistic))
-    if found.latency:
+    if found.latency and found.latency_gap:
+        low, high = (i18n.percent(max(g, 0.0)) for g in found.latency_gap)
+        lines.append(_t("latency_run", lang, gap=low if low == high else f"{low}–{high}"))
+    elif found.latency:
         lines.append(_t("latency", lang))
     lines.append(_t("unit", lang, factor=f"{KDISKMARK_FACTOR:.4f}", percent=i18n.percent(1 - KDISKMARK_FACTOR)))
     compare = [_t("compare", lang, factor=f"{KDISKMARK_FACTOR:.4f}")]
