@@ -4,51 +4,18 @@ per-round figures are the throttle's on a busy host too."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from pathlib import Path
 
-import pandas as pd
 import pytest
-import yaml
 
 from iolab.classic.steadystate import precondition_bytes, purge_plan
 from iolab.core.errors import IolabError
 from iolab.devices.emulated import get_profile
-from iolab.engine import recipes
 from iolab.engine.targets import Target
 
-from cli_helpers import iolab_cli
 from kernel_fixtures import machine_clean, module_clean, needs_fio, needs_root  # noqa: F401
+from steady_fixtures import steady_run
 
 MiB = 1024**2
-
-
-@pytest.fixture
-def ram_scratch():
-    """Emulated devices' backing files in RAM (tmpfs): only the throttle sets the rates."""
-    if not Path("/dev/shm").is_dir():
-        pytest.skip("no /dev/shm (tmpfs) for a RAM-backed scratch file")
-    with tempfile.TemporaryDirectory(prefix="iolab-test-", dir="/dev/shm") as path:
-        yield path
-
-
-def bounded_recipe(tmp_path, **options) -> Path:
-    """The shipped recipe with its options bounded for a test (as a user bounds a big device)."""
-    data = yaml.safe_load((recipes.recipes_dir() / "steady-state.yaml").read_text())
-    data["options"].update(options)
-    path = tmp_path / "steady-state.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def run_steady(tmp_path, scratch, recipe, target, *args):
-    proc = iolab_cli("run", recipe, "--target", target, "--data", tmp_path / "data", "--no-progress", *args,
-                     env={**os.environ, "TMPDIR": scratch})
-    assert proc.returncode == 0, proc.stderr
-    run_dir = Path(proc.stdout.strip().splitlines()[-1])
-    found = json.loads((run_dir / "steadystate.json").read_text())
-    return run_dir, pd.read_csv(run_dir / "results.csv"), found
 
 
 def test_preconditioning_is_twice_the_area_or_the_declared_size():
@@ -72,12 +39,9 @@ def test_only_a_confirmed_device_is_purged(target, why):
 
 @needs_root
 @needs_fio
-@pytest.mark.usefixtures("module_clean", "machine_clean")
-def test_a_constant_throttle_is_steady_at_round_five(ram_scratch, tmp_path):
+def test_a_constant_throttle_is_steady_at_round_five(steady_hdd_run):
     """emulated:hdd holds writes at 150 IOPS from the start: steady at the first possible round."""
-    recipe = bounded_recipe(tmp_path, max_rounds=8)
-    run_dir, rows, found = run_steady(tmp_path, ram_scratch, recipe, "emulated:hdd", "--size", "16M",
-                                      "--runtime", "1")
+    run_dir, rows, found = steady_hdd_run
     verdict = found["targets"]["hdd"]
     assert verdict["reached"] and verdict["round"] == 5 and verdict["window"] == [1, 2, 3, 4, 5]
     assert verdict["mean"] == pytest.approx(get_profile("hdd").write_iops, rel=0.10)
@@ -93,14 +57,12 @@ def test_a_constant_throttle_is_steady_at_round_five(ram_scratch, tmp_path):
 @needs_root
 @needs_fio
 @pytest.mark.usefixtures("module_clean", "machine_clean")
-def test_the_consumer_ssd_is_steady_only_after_its_cliff(ram_scratch, tmp_path):
+def test_the_consumer_ssd_is_steady_only_after_its_cliff(tmp_path):
     """emulated:consumer-ssd: 50 MB/s for its first 160 MiB, then 10 MB/s. 64 MiB of preconditioning
     leaves ~2 s of burst for 4 KiB random rounds of 1 s: steady state is the rate after the cliff,
     reached only by a window of rounds that all come after it."""
     p = get_profile("consumer-ssd")
-    recipe = bounded_recipe(tmp_path, max_rounds=14)
-    run_dir, rows, found = run_steady(tmp_path, ram_scratch, recipe, "emulated:consumer-ssd", "--size", "32M",
-                                      "--runtime", "1")
+    run_dir, rows, found = steady_run(tmp_path, "emulated:consumer-ssd", "32M", max_rounds=14)
     verdict = found["targets"]["consumer-ssd"]
     figures = verdict.pop("figures")
     print(f"\nconsumer-ssd rounds (IOPS): {[round(f) for f in figures]}; {verdict}")
@@ -116,12 +78,9 @@ def test_the_consumer_ssd_is_steady_only_after_its_cliff(ram_scratch, tmp_path):
 
 @needs_root
 @needs_fio
-@pytest.mark.usefixtures("module_clean", "machine_clean")
-def test_max_time_bounds_the_rounds_and_the_verdict_says_so(ram_scratch, tmp_path):
+def test_max_time_bounds_the_rounds_and_the_verdict_says_so(unsteady_hdd_run):
     """A time budget too short for five rounds: the rounds stop, the run completes, not steady and why."""
-    recipe = bounded_recipe(tmp_path, max_time=4, precondition="4M")
-    run_dir, rows, found = run_steady(tmp_path, ram_scratch, recipe, "emulated:hdd", "--size", "16M",
-                                      "--runtime", "1")
+    run_dir, rows, found = unsteady_hdd_run
     verdict = found["targets"]["hdd"]
     assert not verdict["reached"] and verdict["round"] is None
     assert found["stopped"].startswith("max_time 4 s") and "max_time 4 s" in verdict["why_not"]

@@ -3,24 +3,17 @@ device in RAM, 1 s rounds): the sentences name the round and window of the run's
 plot marks its window, mean, ±10/±20% and fitted slope, the table holds its verdict; in en and ja."""
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
-import yaml
 
-from iolab.engine import recipes
 from iolab.report import plot, sections
 from iolab.report.tables import DASH
 from iolab.report.sections.steadystate import steady_summary, steadystate_section
 
-from cli_helpers import iolab_cli, needs_fio, needs_root
-from kernel_fixtures import module_clean  # noqa: F401
+from cli_helpers import needs_fio, needs_root
 
 pytestmark = [needs_root, needs_fio]
 
@@ -39,32 +32,16 @@ def japanese():
         yield
 
 
-def _run(tmp: Path, **options):
-    """The shipped recipe, options bounded, on emulated:hdd at 16M with 1 s rounds: (rows, steadystate.json)."""
-    if not Path("/dev/shm").is_dir():
-        pytest.skip("no /dev/shm (tmpfs) for a RAM-backed scratch file")
-    data = yaml.safe_load((recipes.recipes_dir() / "steady-state.yaml").read_text())
-    data["options"].update(options)
-    recipe = tmp / "steady-state.yaml"
-    recipe.write_text(yaml.safe_dump(data, sort_keys=False))
-    with tempfile.TemporaryDirectory(prefix="iolab-test-", dir="/dev/shm") as scratch:
-        proc = iolab_cli("run", recipe, "--target", "emulated:hdd", "--data", tmp / "data", "--no-progress",
-                         "--size", "16M", "--runtime", "1", "--label", "hdd", env={**os.environ, "TMPDIR": scratch})
-    assert proc.returncode == 0, proc.stderr
-    run_dir = Path(proc.stdout.strip().splitlines()[-1])
-    return pd.read_csv(run_dir / "results.csv"), json.loads((run_dir / "steadystate.json").read_text())
+@pytest.fixture
+def steady(steady_hdd_run):
+    """The session's steady-state run (tests/conftest.py): hdd's constant throttle is steady at round 5."""
+    return steady_hdd_run[1:]
 
 
-@pytest.fixture(scope="module")
-def steady(tmp_path_factory, module_clean):  # noqa: F811
-    """One real run: hdd's constant throttle is steady at round 5 (~13 s)."""
-    return _run(tmp_path_factory.mktemp("steady"), max_rounds=8)
-
-
-@pytest.fixture(scope="module")
-def unsteady(tmp_path_factory, module_clean):  # noqa: F811
-    """max_time 4 s, 4 MiB of preconditioning: fewer rounds than a window, not steady and why (~6 s)."""
-    return _run(tmp_path_factory.mktemp("unsteady"), max_time=4, precondition="4M")
+@pytest.fixture
+def unsteady(unsteady_hdd_run):
+    """max_time 4 s: fewer rounds than a window, not steady and why."""
+    return unsteady_hdd_run[1:]
 
 
 def test_the_sentence_names_the_round_and_window_of_the_run(steady):
