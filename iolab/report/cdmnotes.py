@@ -48,7 +48,7 @@ class Facts:
     shown: str                  #: the statistic of the tool's own table: best or mean
     others: str                 #: the statistic of the other tables on the page
     latency: bool               #: a mean latency is in the rows
-    example: dict | None = None  #: one figure and its KDiskMark equivalent: test, direction, mbps, kdiskmark
+    example: dict | None = None  #: one figure and its KDiskMark equivalent: test, direction, system, mbps, kdiskmark
     mixes: list[dict] = field(default_factory=list)  #: per mixed test: test, read, write, weighted, total (MB/s)
     latency_gap: tuple[float, float] | None = None  #: least and most share by which fio's mean clat is below lat
 
@@ -94,6 +94,7 @@ def facts(results: pd.DataFrame, manifests: pd.DataFrame, *, shown: str, others:
                      & (plain["run_id"] == first["run_id"])]
         value = _statistic(pd.to_numeric(same["bw_mbps"], errors="coerce"), shown)
         found.example = {"test": first["test"], "direction": first["direction"], "mbps": value,
+                         "system": first.get("system", first.get("label", first["run_id"])),
                          "kdiskmark": value * KDISKMARK_FACTOR}
     mix = passes[passes["direction"] == "mix"]
     for test in dict.fromkeys(mix["test"]):
@@ -128,7 +129,9 @@ def latency_gap(run_dirs) -> tuple[float, float] | None:
                 continue
             for job in (docs[-1].get("jobs") or []) if docs else []:
                 for direction in ("read", "write"):
-                    stats = job.get(direction) or {}
+                    stats = job.get(direction) if isinstance(job, dict) else None
+                    if not isinstance(stats, dict):
+                        continue
                     lat = (stats.get("lat_ns") or {}).get("mean")
                     clat = (stats.get("clat_ns") or {}).get("mean")
                     if stats.get("io_bytes") and lat and clat is not None and lat > 0:
@@ -177,6 +180,7 @@ def words(found: Facts, lang: str) -> str:
     if found.example and pd.notna(found.example["mbps"]):
         ex = found.example
         compare.append(_t("compare_example", lang, test=i18n.test_label(ex["test"], ex["direction"], lang),
+                          system=ex["system"],
                           mbps=i18n.number(ex["mbps"]), kdiskmark=i18n.number(ex["kdiskmark"])))
     if found.n > 1 and found.shown == "best":
         compare.append(_t("compare_mean", lang))

@@ -81,8 +81,9 @@ def test_statements_beside_the_table_with_the_runs_pass_count(pages, run_dir, no
     assert factor == "0.9766"
     assert t("unit", factor=factor, percent="2.3") in md and t("compare", factor=factor) in md
     best = _best_read(run_dir)  # the example is this run's own best figure, in KDiskMark's unit too
+    system = report.select(None, [run_dir]).manifests["system_name"].iloc[0]
     assert t("compare_example", test=i18n.test_label("RND4K-Q1T1", "read", lang), mbps=i18n.number(best),
-             kdiskmark=i18n.number(best * 1000 / 1024)) in md
+             kdiskmark=i18n.number(best * 1000 / 1024), system=system) in md
     mix = t("mix", test=MIX, share=t("mix_share", read=70, write=30), read=70, write=30)
     assert md.count(mix) == 1
     # the best-of table's caption says its mix row is KDiskMark's weighted figure
