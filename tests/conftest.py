@@ -82,6 +82,21 @@ def iolab():
 
 
 @pytest.fixture(scope="session")
+def cdm_demo_mix_run(tmp_path_factory):
+    """One real crystaldiskmark run shared by the preset tests and the export/report tests of its mix row:
+    demo + --mix R70, two passes of 0.5 s on an 8 MiB file: SEQ1M read, write, then its mix (~15 s).
+    Returns (run dir, target directory)."""
+    root = tmp_path_factory.mktemp("cdm-mix")
+    target = root / "target"
+    target.mkdir()
+    proc = iolab_cli("run", "crystaldiskmark", "--target", target, "--preset", "demo", "--mix", "R70",
+                     "--size", "8M", "--runtime", "0.5", "--repeat", "2", "--pause", "0",
+                     "--data", root / "data", "--no-progress", timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return Path(proc.stdout.strip().splitlines()[-1]), target
+
+
+@pytest.fixture(scope="session")
 def steady_hdd_run(tmp_path_factory):
     """One real steady-state run, shared by the recipe's and the section's tests: hdd's constant throttle is
     steady at round 5 (~13 s; tests/steady_fixtures.py)."""

@@ -3,7 +3,6 @@ recipes/crystaldiskmark.yaml): the rows of each profile, their order (all reads,
 mixes), the mix ratio (--mix R10..R90), and KDiskMark's one figure per mixed row, in a real run's results.csv."""
 import json
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,7 +11,7 @@ from iolab.analysis import mixfigure as cdm_mix
 from iolab.core.errors import IolabError
 from iolab.engine import recipes
 
-from cli_helpers import cli_main, iolab_cli, needs_fio, needs_root
+from cli_helpers import cli_main, needs_fio, needs_root
 
 #: (bs, iodepth, numjobs, sequential) of each CDM row name
 ROW = {"SEQ1M-Q8T1": ("1m", 8, 1, True), "SEQ1M-Q1T1": ("1m", 1, 1, True), "SEQ128K-Q32T1": ("128k", 32, 1, True),
@@ -158,16 +157,10 @@ def test_the_mix_figure_is_kdiskmarks():
 
 @needs_fio
 @needs_root
-def test_a_real_run_in_cdm_order_with_one_mix_figure_per_row(tmp_path):
-    """demo + --mix R60 on a small file (one row: its read, its write, then its mix; the order of several
-    rows is the steps' above), the mix row with KDiskMark's figure in results.csv. About 15 s."""
-    target, data = tmp_path / "target", tmp_path / "data"
-    target.mkdir()
-    proc = iolab_cli("run", "crystaldiskmark", "--target", target, "--preset", "demo", "--mix", "R60",
-                     "--size", "8M", "--runtime", "0.5", "--repeat", "1", "--pause", "0",
-                     "--data", data, "--no-progress", timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+def test_a_real_run_in_cdm_order_with_one_mix_figure_per_row(cdm_demo_mix_run):
+    """demo + --mix R70 on a small file (one row: its read, its write, then its mix; the order of several
+    rows is the steps' above), the mix row with KDiskMark's figure in results.csv (tests/conftest.py's run)."""
+    run_dir, target = cdm_demo_mix_run
     assert list(target.iterdir()) == []
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert [t["name"] for t in manifest["tests"]] == expected_steps(PROFILES["demo"], mix=True)
@@ -180,9 +173,9 @@ def test_a_real_run_in_cdm_order_with_one_mix_figure_per_row(tmp_path):
     rows = measured[measured["test"] == "MIX-SEQ1M-Q8T1"].set_index("direction")
     assert rows.loc["read", "bw_mbps"] > 0 and rows.loc["write", "bw_mbps"] > 0
     assert rows.loc["mix", "bw_mbps"] == pytest.approx(
-        (rows.loc["read", "bw_mbps"] * 60 + rows.loc["write", "bw_mbps"] * 40) / 100, rel=1e-6)
+        (rows.loc["read", "bw_mbps"] * 70 + rows.loc["write", "bw_mbps"] * 30) / 100, rel=1e-6)
     assert rows.loc["mix", "bw_total_mbps"] == pytest.approx(rows.loc["read", "bw_mbps"] + rows.loc["write", "bw_mbps"])
-    assert rows.loc["mix", "rwmixread"] == 60
+    assert rows.loc["mix", "rwmixread"] == 70
     recipe = (run_dir / "recipe.yaml").read_text()
-    assert "mix: 60" in recipe and "rwmixread: 60" in recipe and "order: directions" in recipe
-    assert "rwmixread=60" in (run_dir / "jobs" / "MIX-SEQ1M-Q8T1.fio").read_text()
+    assert "mix: 70" in recipe and "rwmixread: 70" in recipe and "order: directions" in recipe
+    assert "rwmixread=70" in (run_dir / "jobs" / "MIX-SEQ1M-Q8T1.fio").read_text()

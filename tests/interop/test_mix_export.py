@@ -19,20 +19,13 @@ pytestmark = [needs_fio, needs_root]
 MIX = "MIX-SEQ1M-Q8T1"
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """crystaldiskmark demo + --mix R70, two passes on a small file: SEQ1M read, write, then its mix."""
-    root = tmp_path_factory.mktemp("mixrun")
-    target = root / "target"
-    target.mkdir()
-    proc = iolab_cli("run", "crystaldiskmark", "--target", target, "--preset", "demo", "--mix", "R70",
-                     "--size", "8M", "--runtime", "0.5", "--repeat", "2", "--pause", "0",
-                     "--data", root / "data", "--no-progress", timeout=180)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return Path(proc.stdout.strip().splitlines()[-1])
+@pytest.fixture
+def run_dir(cdm_demo_mix_run):
+    """crystaldiskmark demo + --mix R70, two passes on a small file (tests/conftest.py's shared run)."""
+    return cdm_demo_mix_run[0]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def measured(run_dir):
     table = pd.read_csv(run_dir / "results.csv")
     table = table[table["rep"] > 0]
