@@ -28,6 +28,7 @@ import subprocess
 import time
 
 from iolab.analysis.steadystate import WINDOW, steady_state
+from iolab.classic.sustained import record_emulated_cliffs
 from iolab.core.errors import IolabError
 from iolab.core.units import fio_size, parse_size
 from iolab.engine.runner import FioEngine
@@ -261,14 +262,7 @@ class Engine(FioEngine):
 
     # -- as the sustained engine -----------------------------------------------------------------
     def _record_emulated_cliffs(self) -> None:
-        """An emulated device's cliff record (declared, when applied) in the manifest's target entry."""
-        described = self.run.manifest.get("targets") or []
-        for target in self.targets:
-            watch = getattr(target.emulated, "cliff_watch", None)
-            for entry in described:
-                if watch is not None and entry.get("name") == target.name and entry.get("emulated"):
-                    entry["emulated"]["cliff"] = watch.describe()
-        self.run.update(targets=described)
+        record_emulated_cliffs(self.run, self.targets)
 
     def _floor_bps(self, target) -> float:
         """The watchdog's slowest rate: an emulated device's rate after its cliff, when it has one."""

@@ -50,14 +50,7 @@ class Engine(FioEngine):
         self._add_findings()
 
     def _record_emulated_cliffs(self) -> None:
-        """The emulated devices' cliff records as they stand after the tests (before the devices go)."""
-        described = self.run.manifest.get("targets") or []
-        for target in self.targets:
-            watch = getattr(target.emulated, "cliff_watch", None)
-            for entry in described:
-                if watch is not None and entry.get("name") == target.name and entry.get("emulated"):
-                    entry["emulated"]["cliff"] = watch.describe()
-        self.run.update(targets=described)
+        record_emulated_cliffs(self.run, self.targets)
 
     def _bw_log(self, step_id: str, target):
         raw = self.run.path / _relpath("raw", step_id, target, self.multi, "-1.json")
@@ -113,3 +106,15 @@ class Engine(FioEngine):
         floor = super()._floor_bps(target)
         cliff = getattr(getattr(target.emulated, "profile", None), "cliff", None)
         return min(floor, cliff.write_bps) if cliff is not None else floor
+
+
+def record_emulated_cliffs(run, targets) -> None:
+    """The emulated devices' cliff records as they stand after the tests (before the devices go), in the
+    manifest's target entries: when a cliff was applied is evidence, also for a failed or interrupted run."""
+    described = run.manifest.get("targets") or []
+    for target in targets:
+        watch = getattr(target.emulated, "cliff_watch", None)
+        for entry in described:
+            if watch is not None and entry.get("name") == target.name and entry.get("emulated"):
+                entry["emulated"]["cliff"] = watch.describe()
+    run.update(targets=described)

@@ -1,7 +1,26 @@
 """Pages several report test files read, rendered once per session (a render is 5-15 s of papermill)."""
+import matplotlib
+import matplotlib.pyplot as plt
 import pytest
 
 from iolab.report import notebooks as report
+from iolab.report import plot
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    """No figure of one test is left open for the next (matplotlib keeps them until closed)."""
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def japanese():
+    """Plot labels in Japanese need IPAexGothic (matplotlib-fontja), for this test only."""
+    # (inside the context: importing matplotlib_fontja sets font.family for the whole process)
+    with matplotlib.rc_context():
+        matplotlib.rcParams["font.family"] = plot.font_families("ja")
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 import iolab  # noqa: E402
 from iolab.report import plot, sections  # noqa: E402
@@ -28,12 +27,6 @@ STORE = ROOT / "tests" / "fixtures" / "flashcache"
 @pytest.fixture(scope="module")
 def data():
     return iolab.load(STORE)
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 def csv_rows(state: str) -> list[dict]:

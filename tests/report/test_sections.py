@@ -12,9 +12,8 @@ import pandas as pd
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
-from iolab.report import i18n, plot, notebooks as report, sections, tables  # noqa: E402
+from iolab.report import i18n, notebooks as report, sections, tables  # noqa: E402
 from iolab.core.errors import IolabError  # noqa: E402
 from cli_helpers import ROOT
 
@@ -25,21 +24,6 @@ DATA = ROOT / "tests" / "fixtures" / "data"
 @pytest.fixture(scope="module")
 def store():
     return report.select(STORE, with_results=True)
-
-
-@pytest.fixture
-def japanese():
-    """Plot labels in Japanese need IPAexGothic (matplotlib-fontja), for this test only."""
-    # (inside the context: importing matplotlib_fontja sets font.family for the whole process)
-    with matplotlib.rc_context():
-        matplotlib.rcParams["font.family"] = plot.font_families("ja")
-        yield
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 def recipe_rows(store, name):

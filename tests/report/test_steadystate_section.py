@@ -4,32 +4,16 @@ plot marks its window, mean, ±10/±20% and fitted slope, the table holds its ve
 from __future__ import annotations
 
 
-import matplotlib
-import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from iolab.report import plot, sections
+from iolab.report import sections
 from iolab.report.tables import DASH
 from iolab.report.sections.steadystate import steady_summary, steadystate_section
 
 from cli_helpers import needs_fio, needs_root
 
 pytestmark = [needs_root, needs_fio]
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
-@pytest.fixture
-def japanese():
-    """Plot labels in Japanese need IPAexGothic (matplotlib-fontja), for this test only."""
-    with matplotlib.rc_context():
-        matplotlib.rcParams["font.family"] = plot.font_families("ja")
-        yield
 
 
 @pytest.fixture

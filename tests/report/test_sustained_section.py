@@ -1,28 +1,11 @@
 """The sustained-write section from result rows (no fio): its table, its findings, its place among the kinds."""
-import matplotlib
-import matplotlib.pyplot as plt
 import pandas as pd
-import pytest
 
-from iolab.report import plot, sections
+from iolab.report import sections
 from iolab.report.tables import DASH
 from iolab.report.sections.sustained import sustained_section
 
 MiB = 1024**2
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
-@pytest.fixture
-def japanese():
-    """Plot labels in Japanese need IPAexGothic (matplotlib-fontja), for this test only."""
-    with matplotlib.rc_context():
-        matplotlib.rcParams["font.family"] = plot.font_families("ja")
-        yield
 
 
 def results():
