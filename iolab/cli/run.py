@@ -21,6 +21,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--repeat", type=int, metavar="N", help="passes per test")
     parser.add_argument("--pause", metavar="SECONDS",
                         help="pause between tests (default: the recipe's, e.g. crystaldiskmark's 5 s; 0 for none)")
+    parser.add_argument("--log-interval", metavar="MS",
+                        help="also record fio's bandwidth, IOPS and latency logs of every test pass, one sample "
+                             "per MS milliseconds (kept in the run's raw/, drawn over time in the report)")
     parser.add_argument("--preset", help="recipe preset (e.g. crystaldiskmark: default, nvme, peak, nvme-peak, "
                                          "real-world, demo, mix)")
     parser.add_argument("--mix", nargs="?", const="R70", metavar="R70",
@@ -85,6 +88,9 @@ def run(args) -> int:
     if getattr(args, "mix", None) is not None:
         from iolab.engine import recipes
         recipe = recipes.load(args.recipe).with_mix(args.mix)
+    if getattr(args, "log_interval", None) is not None:  # fio's bw/iops/lat logs of every pass, in raw/
+        from iolab.engine import recipes, timelogs
+        recipe = timelogs.applied(recipes.load(recipe) if isinstance(recipe, str) else recipe, args.log_interval)
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
                    preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests,
                    allow=allow, pause=args.pause)
@@ -120,6 +126,9 @@ def _run_fleet(args) -> int:
                          context="iolab run --hosts")
     if getattr(args, "mix", None) is not None:
         raise IolabError("--mix is not supported with --hosts yet: a fleet run records no mixed figure",
+                         context="iolab run --hosts")
+    if getattr(args, "log_interval", None) is not None:
+        raise IolabError("--log-interval is not supported with --hosts yet: a fleet run keeps its own IOPS log",
                          context="iolab run --hosts")
     if getattr(args, "pause", None) is not None:
         raise IolabError("--pause is not supported with --hosts yet: the fleet uses the recipe's pause",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from iolab.engine import fio, targets as targets_mod
+from iolab.engine import fio, targets as targets_mod, timelogs
 from iolab.engine.fio import job_options
 from iolab.engine.runner import plan
 
@@ -37,6 +37,7 @@ def dry_run(recipe, target_specs, **kwargs) -> str:
                 text = recipe.jobfile
             else:
                 global_options, options = job_options(recipe, step, target, force_direct=False)
+                options = timelogs.with_logs(recipe, step, options)  # --log-interval
                 text = fio.render_job(step.id, options, global_options)
             lines += [f"# --- {step.id} on {target.spec}: fio --output-format={recipe.output_format} <job file>", text]
     return "\n".join(lines)

@@ -4,13 +4,11 @@ This is the engine behind ``iolab run`` and the measure notebook::
 
     run_dir = iolab.engine.runner.run("quick", ["/mnt/scratch"], label="ssd")
 
-Order of work: check the recipe, the targets and fio *before* anything runs;
-create the run directory (manifest, recipe as run, job files checked with
-``fio --parse-only``); then run every step (test x direction), repetition and
-target, interleaved per step so drift hits all targets alike, inside the
-chosen cache isolation. Each repetition's raw fio output and the growing
-results.csv are written as soon as they exist; the manifest ends as
-``completed``, ``failed`` (with the reason) or ``interrupted``.
+Order of work: check the recipe, the targets and fio *before* anything runs; create the run directory
+(manifest, recipe as run, job files checked with ``fio --parse-only``); then run every step (test x
+direction), repetition and target, interleaved per step so drift hits all targets alike, inside the chosen
+cache isolation. Each pass's raw fio output (and fio's logs: :mod:`iolab.engine.timelogs`) and the growing
+results.csv are written as soon as they exist; the manifest ends ``completed``, ``failed`` or ``interrupted``.
 
 Faults: a test whose fio aborts a job, does no I/O, exits non-zero, is
 killed by a signal (``fio killed by SIGKILL``) or is stopped by the per-test
@@ -34,6 +32,7 @@ import pandas as pd
 import yaml
 
 from iolab.engine import fio, fioproc, jobgate, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
+from iolab.engine.timelogs import keep_pass, with_logs
 from iolab.core import progress as progress_
 from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
@@ -129,7 +128,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
                       system=sysinfo.system(), versions=sysinfo.versions(), argv=argv,
                       options={"size": recipe.size, "runtime": recipe.runtime, "repeat": recipe.repeat,
                                "preset": recipe.preset, "mem_limit": mem_limit, "with_original": with_original,
-                               "warmup": recipe.defaults.get("warmup"), "pause": recipe.defaults.get("pause")},
+                               **{k: recipe.defaults.get(k) for k in ("warmup", "pause", "log_interval_ms")}},
                       targets=[{"spec": t.spec, "kind": t.kind} for t in targets],
                       safety=(allow or jobgate.Allowances()).record(confirm),
                       tests=[{"name": s.id, "test": s.test, "rw": s.rw, "status": "pending", "reps": 0}
@@ -304,7 +303,7 @@ class FioEngine:
                     text = self.recipe.jobfile
                 else:
                     global_options, options = job_options(self.recipe, step, target, force_direct=force_direct)
-                    text = fio.render_job(step.id, options, global_options)
+                    text = fio.render_job(step.id, with_logs(self.recipe, step, options), global_options)
                 path = self.run.write(rel, text)
                 fio.check_job(path)
                 jobs[(step.id, target.name)] = path
@@ -392,6 +391,7 @@ class FioEngine:
             done, _, device, evidence, elapsed = self._measure(sandbox, argv, target, raw, label,
                                                                self._expected_seconds(step), limit, fio_run=True,
                                                                cwd=raw.parent.absolute())
+        keep_pass(self.recipe, raw.parent, step.id, rep)  # --log-interval: <step>-<rep>_bw.1.log ...
         frame = self._parse(fioproc.read_raw(raw), done, step)
         frame = temperature.annotate(self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox))
         if done.interrupt is not None:  # keep what fio wrote before it was stopped, then stop the run
