@@ -8,8 +8,9 @@ folder cannot tell apart (fio-plot's issue #116), so each pass gets its folder (
 statistic). Each file is fio's last JSON document of that pass (text fio printed around it left out)
 with its ``job options`` completed by fio's own defaults where the job file did not set them
 (``rw=read``, ``iodepth=1``, ``numjobs=1``, ``bs=4k``): fio-plot skips files without them. A run of
-several targets gets one such tree per target. iolab writes no time-series logs for local runs, so
-there is nothing for ``fio-plot -g``.
+several targets gets one such tree per target. A run with ``--log-interval`` kept fio's bw/iops/lat logs
+of each pass (:mod:`iolab.engine.timelogs`): they are copied beside that pass's JSON under bench-fio's
+names, ``<rw>-iodepth-<iodepth>-numjobs-<numjobs>_bw.1.log`` ..., which ``fio-plot -g`` reads.
 
 ``cdm-text``: the run's figures in CrystalDiskMark 8's text layout (:mod:`iolab.interop.cdmtext`),
 one file per target: the best pass (or the mean of the passes) of each test, MB/s = 10^6 B/s,
@@ -26,9 +27,11 @@ the header line says that instead.
 """
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -47,6 +50,8 @@ FORMATS = ("fio-plot", "cdm-text")
 #: fio's defaults for what fio-plot needs from ``job options``
 FIO_DEFAULTS = {"rw": "read", "iodepth": "1", "numjobs": "1", "bs": "4k"}
 _RAW = re.compile(r"^(?P<step>.+)-(?P<rep>warmup|\d+)\.json$")
+#: a time-series log's name after its stem (iolab.engine.timelogs)
+_LOG = re.compile(r"^_(bw|iops|lat|clat|slat)\.\d+\.log$")
 
 
 def export(run_dir, out_dir, *, fmt: str, statistic: str = "best") -> list[Path]:
@@ -116,6 +121,7 @@ def fio_plot(run_dir: Path, out_dir: Path, manifest: dict) -> list[Path]:
         name = f"{options['rw']}-{options['iodepth']}-{options['numjobs']}.json"
         where = (Path(target) if target else Path()) / pass_name / str(options["bs"]) / name
         _put(out_dir, where, doc, step, written)
+        _copy_logs(path, out_dir / where.parent, options)
         if pass_name.startswith("pass-"):
             bw = _bandwidth(doc)
             key = (target, step)
@@ -124,6 +130,7 @@ def fio_plot(run_dir: Path, out_dir: Path, manifest: dict) -> list[Path]:
     for (target, _), (_, where, doc, step) in best.items():
         stat = (Path(target) if target else Path()) / "best" / Path(*where.parts[-2:])
         _put(out_dir, stat, doc, step, written)
+        _copy_logs(out_dir / where, out_dir / stat.parent, None)
     atomic_write(out_dir / "README.txt", _readme(manifest))
     return sorted({out_dir / p.parent for p in written})
 
@@ -134,6 +141,22 @@ def _put(out_dir: Path, where: Path, doc: dict, step: str, written: dict) -> Non
                          "fio-plot could not tell them apart", context=str(out_dir / where))
     written[where] = step
     atomic_write(out_dir / where, json.dumps(doc, indent=2) + "\n")
+
+
+def _copy_logs(source: Path, dest: Path, options: dict | None) -> None:
+    """The time-series logs kept beside ``source`` (raw ``<step>-<rep>.json``: ``<step>-<rep>_bw.1.log`` ...;
+    an exported JSON: bench-fio's names) copied into ``dest`` under bench-fio's names."""
+    stem = source.name.removesuffix(".json")
+    if options is not None:
+        name = f"{options['rw']}-iodepth-{options['iodepth']}-numjobs-{options['numjobs']}"
+    else:  # <rw>-<iodepth>-<numjobs>.json of an exported pass, copied to best/
+        rw, iodepth, numjobs = stem.rsplit("-", 2)
+        stem = name = f"{rw}-iodepth-{iodepth}-numjobs-{numjobs}"
+    for log_file in sorted(source.parent.glob(f"{glob.escape(stem)}_*.log")):
+        found = _LOG.match(log_file.name[len(stem):])
+        if found:
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log_file, dest / f"{name}{found.group(0)}")
 
 
 def _bandwidth(doc: dict) -> float:
@@ -148,7 +171,9 @@ def _readme(manifest: dict) -> str:
             "highest bandwidth); below each, bench-fio's <bs>/<rw>-<iodepth>-<numjobs>.json.\n"
             "Each file is fio's JSON of that pass with job options completed by fio's defaults "
             "(rw=read, iodepth=1, numjobs=1, bs=4k) where the job file did not set them.\n"
-            "Example: fio-plot -i best/4k -T title -l -r randread -d 1 32 -n 1\n")
+            "Example: fio-plot -i best/4k -T title -l -r randread -d 1 32 -n 1\n"
+            "With --log-interval, each folder also holds fio's logs under bench-fio's names "
+            "(<rw>-iodepth-<iodepth>-numjobs-<numjobs>_bw.1.log ...), for fio-plot -g.\n")
 
 
 # ------------------------------------------------------------------------------------- cdm-text
