@@ -143,7 +143,7 @@ def parse_log(text: str, *, context: str = "fio log") -> pd.DataFrame:
 
 def bandwidth_series(run_dir) -> pd.DataFrame:
     """MB/s (10^6 B/s) over seconds of every measured pass (warm-up left out), jobs of a pass summed per
-    sample (their n-th samples): columns target, step, rep, direction, t_s, mbps. Empty when the run kept no logs."""
+    sample (their n-th samples): columns target, step, rep, direction, sample, t_s, mbps. Empty without logs."""
     frames = []
     for entry in kept_logs(run_dir):
         if entry["kind"] != "bw" or entry["rep"] == 0:
@@ -156,7 +156,7 @@ def bandwidth_series(run_dir) -> pd.DataFrame:
         frame["mbps"] = frame.pop("value") * FIO_LOG_UNIT / 1e6
         frame["sample"] = frame.groupby("direction").cumcount()  # the n-th sample of each job: summed across jobs
         frames.append(frame.assign(target=entry["target"], step=entry["step"], rep=entry["rep"]))
-    columns = ["target", "step", "rep", "direction", "t_s", "mbps"]
+    columns = ["target", "step", "rep", "direction", "sample", "t_s", "mbps"]
     if not frames:
         return pd.DataFrame(columns=columns)
     joined = pd.concat(frames, ignore_index=True)

@@ -62,3 +62,53 @@ def test_bad_interval_refused_by_the_cli(tmp_path):
 def test_engines_with_own_logs_refused():
     with pytest.raises(IolabError, match="sustained"):
         timelogs.applied(recipes.load("sustained-write"), "200")
+
+
+FIO_PLOT = ROOT / ".venv" / "bin" / "fio-plot"
+
+
+@needs_fio
+def test_fio_plot_export_has_the_logs_under_bench_fio_names(logged_run, tmp_path):
+    from iolab.interop import exports
+    out = tmp_path / "export"
+    exports.export(logged_run, out, fmt="fio-plot")
+    for folder in ("pass-1", "best"):
+        for rw in ("read", "write"):
+            for kind in ("bw", "iops", "lat"):
+                assert (out / folder / "1m" / f"{rw}-iodepth-8-numjobs-1_{kind}.1.log").stat().st_size > 0
+    if not FIO_PLOT.exists():
+        pytest.skip("fio-plot is not installed (the test extra)")
+    proc = subprocess.run([str(FIO_PLOT), "-i", str(out / "best" / "1m"), "-g", "-r", "write", "-d", "8", "-n", "1",
+                           "-t", "bw", "-T", "logged", "-o", str(tmp_path / "logged")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    image = tmp_path / "logged.png"
+    assert image.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@needs_fio
+def test_report_draws_the_over_time_chart(logged_run, tmp_path):
+    from iolab.report import notebooks, overtime
+    page = notebooks.report([logged_run], lang="en", out=tmp_path / "en")
+    markdown = page.markdown.read_text(encoding="utf-8")
+    for step in ("SEQ1M-Q8T1 read", "SEQ1M-Q8T1 write"):
+        assert f"{step} over time: MB/s" in markdown, markdown[-3000:]
+    # en and ja captions from the locale; one chart per test, a line per system (one pass here)
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from iolab.report import plot
+    selection = notebooks.select(None, [logged_run])
+    with matplotlib.rc_context({"font.family": plot.font_families("ja")}):  # Japanese labels, this test only
+        figures = overtime.figures(selection.results, lang="ja")
+    try:
+        assert len(figures) == 2 and all("速度の推移" in f.caption for f in figures)
+        assert [len(f.axes[0].lines) for f in figures] == [1, 1]
+    finally:
+        for figure in figures:
+            plt.close(figure.figure)
+
+
+def test_no_logs_no_chart():
+    import pandas as pd
+    from iolab.report import overtime
+    assert overtime.figures(pd.DataFrame({"run_dir": [], "system": []})) == []
