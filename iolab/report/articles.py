@@ -22,9 +22,9 @@ def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: s
         raise IolabError(f"no {metric!r} figures for {benchmark!r}", context="reference_table")
     summary = reference.as_summary(part)
     unit = str(part["unit"].iloc[0])
-    caption = caption or f"{benchmark}: {tables.caption_for(metric, unit, lang)}"
+    caption = caption or f"{benchmark}{i18n.colon(lang)}{tables.caption_for(metric, unit, lang)}"
     if unit and i18n.unit(unit, lang) not in caption:
-        caption = f"{caption} ({i18n.unit(unit, lang)})"
+        caption = f"{caption}{i18n.paren(i18n.unit(unit, lang), lang)}"
     if reference.unmeasurable(part).any():  # explain +++++ only under a table that has some
         note = i18n.text("labels.published_note_unmeasurable", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
     else:
@@ -63,7 +63,9 @@ def notes(frame: pd.DataFrame, lang: str) -> str:
     rows = rows[~reference.unmeasurable(rows)]
     if rows.empty:
         return ""
-    items = [f"- {r['system']}, {i18n.test_label(r['test'], '', lang)}: {remark(r, lang)}" for _, r in rows.iterrows()]
+    comma = "、" if lang == "ja" else ", "
+    items = [f"- {r['system']}{comma}{i18n.test_label(r['test'], '', lang)}{i18n.colon(lang)}{remark(r, lang)}"
+             for _, r in rows.iterrows()]
     return "**" + i18n.text("labels.article_notes", lang) + "**\n\n" + "\n".join(items)
 
 

@@ -65,7 +65,7 @@ _t = i18n.scoped("commentary")
 def _value(value: float, unit: str, lang: str, *, published: bool) -> str:
     number = i18n.as_published(value) if published else i18n.number(value)
     unit = i18n.unit(unit, lang) if unit else ""
-    return f"{number} {unit}".strip()
+    return i18n.with_unit(number, unit)
 
 
 def _test(test: str, direction: str, lang: str) -> str:

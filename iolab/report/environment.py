@@ -155,7 +155,7 @@ def provenance_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "e
             i18n.text("labels.recipe", lang): record.get("recipe"),
             i18n.text("labels.status", lang): (i18n.label(status, lang, section="status") if status else None)
             if not reason or (isinstance(reason, float) and math.isnan(reason))
-            else f"{i18n.label(status, lang, section='status')}: {reason}",
+            else f"{i18n.label(status, lang, section='status')}{i18n.colon(lang)}{reason}",
             i18n.text("labels.started", lang): record.get("started"),
             i18n.text("labels.isolation", lang): field(record, "isolation", "mode"),
             i18n.text("labels.target", lang): target.get("path") or target.get("spec"),

@@ -135,6 +135,28 @@ def join_capped(items, lang: str, limit: int = 8) -> str:
     return join(items, lang)
 
 
+def paren(inner, lang: str) -> str:
+    """``inner`` in brackets after a word: `` (MB/s)`` / ``（MB/秒）`` (Japanese text takes full-width brackets, no space)."""
+    return f"（{inner}）" if lang == "ja" else f" ({inner})"
+
+
+def with_unit(number: str, unit: str) -> str:
+    """``"712 MB/s"``; no space before a unit written in full-width characters (``"25.3秒"``, ``"4.2ミリ秒"``)."""
+    if not unit:
+        return str(number)
+    return f"{number}{unit}" if _full_width(unit[0]) else f"{number} {unit}"
+
+
+def _full_width(char: str) -> bool:
+    import unicodedata
+    return unicodedata.east_asian_width(char) in "WF"
+
+
+def colon(lang: str) -> str:
+    """The colon after a label: ``": "`` / ``"："`` (full-width, no space, in Japanese)."""
+    return "：" if lang == "ja" else ": "
+
+
 # ---------------------------------------------------------------------------
 # numbers
 

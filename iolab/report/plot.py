@@ -184,7 +184,7 @@ def y_axis(ax, *, log: bool, label: str | None = None, bars: Sequence[float] | N
         if bars is not None:
             ax.set_ylim(bottom=barlabels.log_baseline(bars))
         ax.yaxis.set_minor_formatter(NullFormatter())
-        label = f"{label or ''} ({i18n.text('labels.log_scale', _STATE['lang'])})".strip()
+        label = f"{label or ''}{i18n.paren(i18n.text('labels.log_scale', _STATE['lang']), _STATE['lang'])}".strip()
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
     if label is not None:
         ax.set_ylabel(label)

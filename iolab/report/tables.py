@@ -285,7 +285,7 @@ def pivot(summary: pd.DataFrame, *, lang: str = "en", caption: str | None = None
 def caption_for(metric: str, unit: str, lang: str) -> str:
     name = i18n.label(metric, lang, section="metrics")
     unit = i18n.unit(unit, lang) if unit else ""
-    return f"{name} ({unit})" if unit and unit != name else name
+    return f"{name}{i18n.paren(unit, lang)}" if unit and unit != name else name
 
 
 def results_table(data: pd.DataFrame, *, metrics: Sequence[str] = ("bw_mbps", "iops"), system: str = "system",

@@ -30,4 +30,15 @@ def describe(tool, lang: str, *, unknown: str = "") -> str:
         return i18n.text("text.tool_original", lang, tool=name)
     if lowered.startswith(REWRITTEN):
         return i18n.text("text.tool_rewrite", lang, tool=name)
-    return i18n.text("text.tool_fio", lang, tool=name)
+    return i18n.text("text.tool_fio", lang, tool=qualified(name, lang))
+
+
+def qualified(name: str, lang: str) -> str:
+    """``CrystalDiskMark 8 (smoke subset)`` -> ``CrystalDiskMark 8（一部のテストのみ）``: a recipe's own words after the
+    tool's name, in the page's language where the locale has them (``tool_qualifiers``), else as written."""
+    name = str(name)
+    base, bracket, rest = name.partition(" (")
+    qualifier = rest[:-1] if bracket and rest.endswith(")") else ""
+    if not qualifier or not i18n.has(f"tool_qualifiers.{qualifier}", lang):
+        return name
+    return base + i18n.paren(i18n.text(f"tool_qualifiers.{qualifier}", lang), lang)

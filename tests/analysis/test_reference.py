@@ -100,7 +100,7 @@ def test_tables_carry_every_published_figure(article):
         text = f"{int(value):,}" if float(value).is_integer() else format(value, ",")
         assert f"<td>{text}</td>" in shown, text
     assert shown.count("<td>+++++</td>") == 2
-    unit = {"en": ["(KB/s)", "(MB/s)", "(ms)", "(µs)"], "ja": ["(KB/秒)", "(MB/秒)", "(ミリ秒)", "(マイクロ秒)"]}[lang]
+    unit = {"en": ["(KB/s)", "(MB/s)", "(ms)", "(µs)"], "ja": ["（KB/秒）", "（MB/秒）", "（ミリ秒）", "（マイクロ秒）"]}[lang]
     for text in unit:
         assert text in shown, text
 
@@ -116,11 +116,11 @@ def test_commentary_finds_what_the_article_found(article):
                          r"inflated by the cache", shown)
         assert "**Block write**: ioDrive (mem=512M) leads with 578,389 KB/s" in shown
     else:
-        assert f"{HDD} と比べて、{SSD} は 2.1–2.9 倍の速さ、{IODRIVE} は 5.7–6.0 倍の速さ。" in shown
-        assert f"{CACHED} はページキャッシュから隔離されていない。" in shown
-        assert "シーケンシャル読み込み (19,339.364 MB/秒、122 倍良い)" in shown
+        assert f"{HDD}と比べて、{SSD}は2.1–2.9倍の速さ、{IODRIVE}は5.7–6.0倍の速さ。" in shown
+        assert f"{CACHED}はページキャッシュから隔離されていない。" in shown
+        assert "シーケンシャル読み込み（19,339.364 MB/秒、122倍良い）" in shown
         assert "キャッシュによって水増しされた値である" in shown
-        for heading in ("何をどう測ったか", "テスト環境", "Bonnie++: スループット", "tiobench: 最大レイテンシ", "所見"):
+        for heading in ("何をどう測ったか", "テスト環境", "Bonnie++：スループット", "tiobench：最大レイテンシ", "所見"):
             assert heading in shown, heading
 
 

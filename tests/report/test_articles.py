@@ -71,12 +71,12 @@ def test_every_article_cites_its_source_and_says_once_what_is_not_known(name, la
     assert (("headline" if lang == "en" else "見出し、") in unknown) == (not row["headline"]), text
     assert (("author" if lang == "en" else "著者、") in unknown) == (not row["author"]), text
     if lang == "ja":
-        assert " (" not in text.split("iolab での呼び名")[0] and "Source" not in text
+        assert " (" not in text.split("iolabでの呼び名")[0] and "Source" not in text
 
 
 def test_citation_in_japanese_quotes_a_title_that_holds_brackets_with_double_brackets():
     text = articles.citation("nytro", reference.article_info("nytro"), "ja")
-    assert "『フラッシュメモリを利用したハイブリッドストレージ「Nytro MegaRAID」』（連載「仮想化道場」のコラム）、著者 山本 雅史。" in text
+    assert "『フラッシュメモリを利用したハイブリッドストレージ「Nytro MegaRAID」』（連載「仮想化道場」のコラム）、著者：山本 雅史。" in text
     en = articles.citation("gigaexpress", reference.article_info("gigaexpress"), "en")
     assert en.startswith("**Source**: “SSDに関する検証 その1”, a column in the series “緊急特集!!” (special feature) "
                          "by ミラニスタ (a pen name). As the source gives it: printed as <緊急特集!!SSDに関する検証 その1>")
@@ -118,7 +118,7 @@ def test_japanese_page_shows_the_remarks_in_japanese_with_the_citation(tmp_path)
     assert "1 回だけの実行結果" in ja
     for english in ("one run shown", "about 9x the HDD", "did not reach the rated"):
         assert english not in ja, english
-    assert "**出典**：「SSDに関する検証 その1」（連載「緊急特集!!」のコラム）、著者 ミラニスタ（ペンネーム）。" in ja
+    assert "**出典**：「SSDに関する検証 その1」（連載「緊急特集!!」のコラム）、著者：ミラニスタ（ペンネーム）。" in ja
     assert "data/reference/other-articles.csv" in ja
 
 
@@ -162,8 +162,8 @@ def test_runs_beside_an_article_keep_their_flags(tmp_path):
     for lang, sentences in {"en": ["buffered writes under cgroup v1", "(cache_suspect)",
                                    "HDD (emulated) was not isolated from the page cache, and no isolated run",
                                    "Not put beside the article: SATA SSD (emulated) (quick)"],
-                            "ja": ["v1_writeback", "cache_suspect", "HDD (emulated) はページキャッシュから隔離されておらず",
-                                   "記事の表に並べていないもの: SATA SSD (emulated) (quick)"]}.items():
+                            "ja": ["v1_writeback", "cache_suspect", "HDD (emulated)はページキャッシュから隔離されておらず",
+                                   "記事の表に並べていないもの：SATA SSD (emulated)（quick）"]}.items():
         md = report.report([bonnie, tio, quick], reference=ARTICLE, lang=lang, out=tmp_path / lang) \
             .markdown.read_text(encoding="utf-8")
         bonnie_part = [p for p in md.split("\n## ") if p.startswith("Bonnie++")][0]  # its throughput table
@@ -201,7 +201,7 @@ def test_runs_with_no_place_in_the_article_are_named_not_dropped():
     assert beside.left_out_note(published, sel.results, article=ARTICLE, lang="en") == (
         "Not put beside the article: HDD (emulated) (quick): the article's tables have no place for those tests "
         "(they show bonnie++, tiobench and sql-bench).")
-    assert "HDD (emulated) (quick)" in beside.left_out_note(published, sel.results, article=ARTICLE, lang="ja")
+    assert "HDD (emulated)（quick）" in beside.left_out_note(published, sel.results, article=ARTICLE, lang="ja")
     only_bonnie = report.select(None, [bonnie], with_results=True).results
     assert beside.left_out_note(published, only_bonnie, article=ARTICLE) == ""
 
@@ -222,7 +222,7 @@ def test_a_remark_on_a_system_with_no_figure_is_shown_not_lost():
 @pytest.mark.parametrize("lang, with_plus, without", [
     ("en", "Figures as published in the article; +++++ = too fast for the tool to time.",
      "Figures as published in the article."),
-    ("ja", "記事に掲載された数値。+++++ は速すぎてツールが計測できなかったことを示す。", "記事に掲載された数値。"),
+    ("ja", "記事に掲載された数値。+++++は速すぎてツールが計測できなかったことを示す。", "記事に掲載された数値。"),
 ])
 def test_the_note_under_a_published_table_is_one_whole_sentence_per_language(lang, with_plus, without):
     """The +++++ explanation is written whole in each locale (published_note_unmeasurable), not glued to

@@ -38,20 +38,20 @@ def test_measured_figures_are_rounded_like_the_rest_of_the_report(pages, lang):
     """tiobench's mean latency was printed as fio's float ('16.804102999999998', '0.358512')."""
     md = pages[lang]
     assert not re.search(r"\d\.\d{4,}", md), re.search(r".{40}\d\.\d{4,}.{10}", md).group(0)
-    latency = _section(md, "tiobench: average latency" if lang == "en" else "tiobench: 平均レイテンシ")
+    latency = _section(md, "tiobench: average latency" if lang == "en" else "tiobench：平均レイテンシ")
     write = "Sequential write" if lang == "en" else "シーケンシャル書き込み"
     random = "Random write" if lang == "en" else "ランダム書き込み"
     assert f"| {write} | 0.326 | 0.108 | 0.052 | 0.004 | 0.359 |" in latency  # 0.358512 ms measured
     assert f"| {random} | 5.722 | 0.15 | 0.049 | 0.003 | 16.8 |" in latency  # 16.804103 ms measured
     assert "| 148.6 |" not in md and "| 149 |" in _section(md, "Bonnie++: random seeks" if lang == "en"
-                                                         else "Bonnie++: ランダムシーク")
+                                                         else "Bonnie++：ランダムシーク")
 
 
 @pytest.mark.parametrize("lang, note, published_only", [
     ("en", "*Figures as published in the article, except the columns measured by iolab: HDD (emulated) and "
            "HDD (emulated) (bonnie++) (rounded as everywhere in this report).*",
      ("*Figures as published in the article.*", "*Figures as published in the article; +++++")),
-    ("ja", "*HDD (emulated)、HDD (emulated) (bonnie++) の列は iolab による測定値（このレポートのほかの数値と同じ規則で丸めた）。"
+    ("ja", "*HDD (emulated)、HDD (emulated) (bonnie++)の列はiolabによる測定値（このレポートのほかの数値と同じ規則で丸めた）。"
            "それ以外の列は記事に掲載された数値。*", ("*記事に掲載された数値。",)),
 ])
 def test_captions_say_which_columns_are_measured(pages, lang, note, published_only):
@@ -59,13 +59,13 @@ def test_captions_say_which_columns_are_measured(pages, lang, note, published_on
     md = pages[lang]
     assert md.count(note) == 3  # Bonnie++'s throughput, seeks and latency tables
     assert md.count("except the columns measured by iolab: HDD (emulated) (rounded" if lang == "en"
-                    else "*HDD (emulated) の列は iolab による測定値") == 3  # tiobench's three tables
+                    else "*HDD (emulated)の列はiolabによる測定値") == 3  # tiobench's three tables
     for wrong in published_only:  # every table here has measured columns
         assert wrong not in md, wrong
     intro = md.split("\n## ")[0]
     assert ("The tables put HDD (emulated), HDD (emulated) (bonnie++) and SATA SSD (emulated) beside the article's "
             "published figures" if lang == "en" else
-            "表は記事に掲載された数値に HDD (emulated)、HDD (emulated) (bonnie++)、SATA SSD (emulated) の測定値を並べたもの") in intro
+            "表は記事に掲載された数値にHDD (emulated)、HDD (emulated) (bonnie++)、SATA SSD (emulated)の測定値を並べたもの") in intro
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
@@ -74,28 +74,28 @@ def test_sqlbench_at_another_scale_is_said_beside_its_figures_and_kept_out_of_fa
     part = _section(pages[lang], "sql-bench")
     header = next(line for line in part.splitlines() if line.startswith("| Test" if lang == "en" else "| テスト"))
     scaled = ("HDD (emulated) (scale 0.01)", "SATA SSD (emulated) (scale 0.01)") if lang == "en" else \
-        ("HDD (emulated)（規模 0.01）", "SATA SSD (emulated)（規模 0.01）")
+        ("HDD (emulated)（規模0.01）", "SATA SSD (emulated)（規模0.01）")
     assert header.endswith(f"| {scaled[0]} | {scaled[1]} |")
     assert ("*HDD (emulated) and SATA SSD (emulated): sql-bench at scale 0.01 (1% of its published loop counts and "
             "sizes), so these seconds cannot be compared with the article's full-size figures; the findings leave them "
             "out of every comparison with the article's columns.*" if lang == "en" else
-            "*HDD (emulated)、SATA SSD (emulated) の sql-bench は規模 0.01（公表されたループ回数とサイズの 1%）で実行したもので、"
+            "*HDD (emulated)、SATA SSD (emulated)のsql-benchは規模0.01（公表されたループ回数とサイズの1%）で実行したもので、"
             "記事の実寸の秒数とは比べられない。所見では記事の列との比較に含めていない。*") in part
     findings = part.split("**Findings**" if lang == "en" else "**所見**")[1]
     marker = ("**At scale 0.01** (HDD (emulated) and SATA SSD (emulated), compared with each other only):"
-              if lang == "en" else "**規模 0.01 の測定**（HDD (emulated)、SATA SSD (emulated)。互いにのみ比較）：")
+              if lang == "en" else "**規模0.01の測定**（HDD (emulated)、SATA SSD (emulated)。互いにのみ比較）：")
     against_article, among_runs = findings.split(marker)
     assert "emulated" not in against_article  # no factor between a 0.01-scale run and the article's seconds
     assert ("SATA SSD (emulated) is lowest at 25.3 s; HDD (emulated) is 2.0x as high (51 s)" if lang == "en" else
-            "SATA SSD (emulated) が 25.3 秒 で最も短い。HDD (emulated) (51 秒) はその 2.0 倍") in among_runs
+            "SATA SSD (emulated)が25.3秒で最も短い。HDD (emulated)（51秒）はその2.0倍") in among_runs
     assert "mem=512M" not in among_runs
 
 
 @pytest.mark.parametrize("lang, sentence", [
     ("en", "{systems}: {tool}'s test file of 1.0 GiB is 2.0x the 512.0 MiB its page cache could use (a cgroup limit; "
            "the machine has 32.0 GiB of RAM): too big for the cache to hold, so the figures are the device's."),
-    ("ja", "{systems}：{tool} のテストファイル 1.0 GiB は、ページキャッシュが使えるメモリ 512.0 MiB（cgroup による制限。"
-           "マシンの RAM は 32.0 GiB）の 2.0 倍。キャッシュには収まらないので、数値はデバイスのもの。"),
+    ("ja", "{systems}：{tool}のテストファイル1.0 GiBは、ページキャッシュが使えるメモリ512.0 MiB（cgroupによる制限。"
+           "マシンのRAMは32.0 GiB）の2.0倍。キャッシュには収まらないので、数値はデバイスのもの。"),
 ])
 def test_file_size_against_memory_is_said_under_bonnie_and_tiobench(pages, lang, sentence):
     """Bonnie++ 'not changed by the cache' vs tiobench 'inflated 8,028x' with no word on file size vs RAM."""
@@ -110,7 +110,7 @@ def test_file_size_against_memory_is_said_under_bonnie_and_tiobench(pages, lang,
     ("en", ["| HDD (emulated) | iolab emulated HDD (loop, throttled), ext4 | 512.0 MiB cgroup limit, 32.0 GiB RAM | yes |",
             "| SATA SSD (emulated) | iolab emulated SATA SSD (loop, throttled), ext4 | 512.0 MiB cgroup limit, "
             "32.0 GiB RAM | yes |"]),
-    ("ja", ["| HDD (emulated) | iolab emulated HDD (loop, throttled), ext4 | cgroup で 512.0 MiB に制限、RAM 32.0 GiB | はい |"]),
+    ("ja", ["| HDD (emulated) | iolab emulated HDD (loop, throttled), ext4 | cgroupで512.0 MiBに制限、RAM 32.0 GiB | はい |"]),
 ])
 def test_environment_rows_of_measured_systems_come_from_their_manifests(pages, lang, rows):
     """The measured systems' device and memory cells were blank."""
@@ -133,8 +133,8 @@ def test_a_file_the_cache_can_hold_is_said_so(lang):
     assert notes[-1] == ("HDD (emulated): tiobench's test file of 1.0 GiB fits in the 32.0 GiB its page cache could "
                          "use (no memory limit: the machine's RAM): the figures may be the cache's, not the device's."
                          if lang == "en" else
-                         "HDD (emulated)：tiobench のテストファイル 1.0 GiB は、ページキャッシュが使えるメモリ 32.0 GiB"
-                         "（メモリ制限なし、マシンの RAM）に収まる。数値はデバイスではなくキャッシュのものかもしれない。")
+                         "HDD (emulated)：tiobenchのテストファイル1.0 GiBは、ページキャッシュが使えるメモリ32.0 GiB"
+                         "（メモリ制限なし、マシンのRAM）に収まる。数値はデバイスではなくキャッシュのものかもしれない。")
     memory = part.loc[beside.is_measured(part), "memory"].iloc[0]
     assert memory == ("32.0 GiB RAM" if lang == "en" else "RAM 32.0 GiB")
     assert beside.table_notes(reference.load(article=ARTICLE).query("benchmark == 'tiobench'"), lang) == []

@@ -62,10 +62,10 @@ def test_cached_reads_above_the_ceiling_are_blamed_on_the_page_cache():
             "stayed below it in RND4K-Q32T1 write (6,812 IOPS, 34% of 20,000 IOPS): with 32 I/Os in flight each took "
             "4.70 ms on average: this host's loop device",
             "reached the ceiling in SEQ1M-Q8T1 read (within 10%)"]),
-    ("ja", ["demo はエミュレートしたデバイス（プロファイル sata-ssd：ブロック cgroup で帯域制限したループデバイス）。"
-            "宣言した値は上限であって期待値ではない：読み書きとも最大 500 MB/秒、20,000 IOPS。",
-            "RND4K-Q1T1 読み込み（444 IOPS、上限 20,000 IOPS の 2%）",
-            "同時に 32 個の I/O を発行し、1 回あたり平均 4.70 ミリ秒かかった"]),
+    ("ja", ["demoはエミュレートしたデバイス（プロファイルsata-ssd：ブロックcgroupで帯域制限したループデバイス）。"
+            "宣言した値は上限であって期待値ではない：読み書きとも最大500 MB/秒、20,000 IOPS。",
+            "RND4K-Q1T1 読み込み（444 IOPS、上限20,000 IOPSの2%）",
+            "同時に32個のI/Oを発行し、1回あたり平均4.70ミリ秒かかった"]),
 ])
 def test_the_demos_sata_ssd_is_said_to_fall_short_of_its_ceiling_and_why(lang, phrases):
     results, manifests = _run(SATA_SSD, [
@@ -103,8 +103,8 @@ def test_compare_page_states_the_emulated_hdds_ceilings(render_once, lang):
         assert "**Emulated devices.** HDD (emulated) is an emulated device (profile hdd" in md
         assert "HDD (emulated) stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" in md
     else:
-        assert "**エミュレートしたデバイス。** HDD (emulated) はエミュレートしたデバイス（プロファイル hdd" in md
-        assert "RND4K-Q1T1 読み込み（100 IOPS、上限 150 IOPS の 67%）" in md
+        assert "**エミュレートしたデバイス。** HDD (emulated)はエミュレートしたデバイス（プロファイルhdd" in md
+        assert "RND4K-Q1T1 読み込み（100 IOPS、上限150 IOPSの67%）" in md
 
 
 #: Every flag the engine, the statistics and the classic tools write into results.csv.
@@ -141,7 +141,7 @@ def test_the_same_ceiling_at_queue_depth_1_and_32_is_explained():
     text = ceilings.markdown(results, manifests, lang="en")
     assert ("RND4K-Q1T1 read and RND4K-Q32T1 read run at the same 150 IOPS with 1 and 32 I/Os in flight: "
             "the throttle sets the rate, so a deeper queue cannot raise it") in text
-    assert "同時に発行する I/O が 1、32 個でも同じ 150 IOPS になる" in ceilings.markdown(results, manifests, lang="ja")
+    assert "同時に発行するI/Oが1、32個でも同じ150 IOPSになる" in ceilings.markdown(results, manifests, lang="ja")
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
@@ -150,7 +150,7 @@ def test_plain_report_states_the_ceilings_too(render_once, lang):
     heading = "**Emulated devices.**" if lang == "en" else "**エミュレートしたデバイス。**"
     assert heading in md
     assert ("stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" if lang == "en"
-            else "RND4K-Q1T1 読み込み（100 IOPS、上限 150 IOPS の 67%）") in md
+            else "RND4K-Q1T1 読み込み（100 IOPS、上限150 IOPSの67%）") in md
 
 
 def test_an_emulated_device_of_unknown_limits_is_said_so_not_guessed():

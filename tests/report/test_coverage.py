@@ -39,9 +39,9 @@ def test_completed_runs_leave_nothing_to_say():
     ("en", "**SEQ1M-Q8T1-write** on SATA SSD (emulated) failed: `fio exited with 1: fio: io_u error",
      "SATA SSD (emulated): 6 tests not run, because the run stopped before them: SEQ1M-Q1T1 read,",
      "measured nothing: the run ended **failed** before its first test: `fio is not installed"),
-    ("ja", "SATA SSD (emulated) の **SEQ1M-Q8T1-write** は「失敗」で終わった",
-     "SATA SSD (emulated)：実行がその前に止まったため、6 個のテストは実行されなかった：SEQ1M-Q1T1 読み込み、",
-     "は何も測定していない：最初のテストの前に状態 **失敗** で終了した：`fio is not installed"),
+    ("ja", "SATA SSD (emulated)の**SEQ1M-Q8T1-write**：「失敗」で終わった",
+     "SATA SSD (emulated)：実行がその前に止まったため、6個のテストは実行されなかった：SEQ1M-Q1T1 読み込み、",
+     "は何も測定していない：最初のテストの前に状態「失敗」で終了した（`fio is not installed"),
 ])
 def test_coverage_names_the_failed_test_with_fios_reason_the_tests_not_run_and_the_empty_run(
         lang, failed, skipped, nothing):
@@ -69,7 +69,7 @@ def test_findings_say_which_tests_a_compared_system_lacks():
     text = narrative.describe(summary, lang="en")
     assert "B has no figure for T3 read (1 of the 3 tests): the comparison with it covers the other 2." in text
     ja = narrative.describe(summary, lang="ja")
-    assert "B には T3 読み込み の数値がない（3 個のテストのうち 1 個）。" in ja
+    assert "BにはT3 読み込みの数値がない（3個のテストのうち1個）。" in ja
 
 
 def test_findings_never_say_only_one_system_was_measured_while_another_fills_the_tables():
@@ -85,11 +85,11 @@ def test_findings_never_say_only_one_system_was_measured_while_another_fills_the
 @pytest.mark.parametrize("lang", ["en", "ja"])
 def test_compare_page_lists_failures_under_the_tables_they_explain(render_once, lang):
     md = render_once(data=DATA, notebook="compare", lang=lang).markdown.read_text(encoding="utf-8")
-    quick = md.split("## " + ("Recipe: quick" if lang == "en" else "レシピ: quick"))[1]
+    quick = md.split("## " + ("Recipe: quick" if lang == "en" else "レシピ：quick"))[1]
     heading = "Failed tests and tests not run" if lang == "en" else "失敗したテストと実行されなかったテスト"
     # under the quick recipe's tables: the ENOSPC write with fio's words, the six tests never reached
     assert f"### {heading}" in quick and "No space left on device: write offset=61865984" in quick
-    assert ("6 tests not run" if lang == "en" else "6 個のテストは実行されなかった") in quick
+    assert ("6 tests not run" if lang == "en" else "6個のテストは実行されなかった") in quick
     # the run that measured nothing has its own section at the end, with its reason
     assert f"\n## {heading}" in md and "fio is not installed" in md.split(f"\n## {heading}")[-1]
     # the findings say what the comparison covers, and leave the cached run out by name
@@ -98,7 +98,7 @@ def test_compare_page_lists_failures_under_the_tables_they_explain(render_once, 
         assert "HDD, cached is left out of the comparison: not isolated from the page cache" in quick
         assert "**quick** (" in md and "): 4 tests;" in md.split("**quick** (")[1]
     else:
-        assert "SATA SSD (emulated) の数値は 8 個のテストのうち 1 個（SEQ1M-Q8T1 読み込み）だけ" in quick
+        assert "SATA SSD (emulated)の数値は8個のテストのうち1個（SEQ1M-Q8T1 読み込み）だけ" in quick
 
 
 def test_coverage_note_beside_a_cached_system_says_cache_isolated():
@@ -110,7 +110,7 @@ def test_coverage_note_beside_a_cached_system_says_cache_isolated():
     text = commentary.describe(summary, lang="en")
     assert "only A has a cache-isolated result for T1 read (the other figures there are the page cache's)" in text
     assert "only A has results" not in text
-    assert "T1 読み込み でページキャッシュから隔離した結果は A のみ" in commentary.describe(summary, lang="ja")
+    assert "T1 読み込みでページキャッシュから隔離した結果はAのみ" in commentary.describe(summary, lang="ja")
 
 
 def test_a_target_in_ram_is_left_out_of_the_factors_and_said_to_be_memory():
@@ -122,4 +122,4 @@ def test_a_target_in_ram_is_left_out_of_the_factors_and_said_to_be_memory():
     assert text.startswith("A is 2.0x as fast as B in T1 read.") and "tmpfs is" not in text.split(".")[0]
     assert "(ram_backed)" in text  # and the caveat names the flag
     ja = narrative.describe(summary, lang="ja")
-    assert "tmpfs は対象が RAM 上のファイルシステム（tmpfs または ramfs）にあるため比較から外した。" in ja
+    assert "tmpfsは対象がRAM上のファイルシステム（tmpfsまたはramfs）にあるため比較から外した。" in ja

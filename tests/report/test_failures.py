@@ -78,7 +78,7 @@ def test_the_sentence_quotes_the_error_as_code_and_survives_markdown_characters(
     assert failures.sentences([manifest], lang="en") == [
         "**RND4K_Q1** on box failed: `fio: io_u error on '/dev/dm-0': Input/output error`."]
     assert failures.sentences([manifest], lang="ja") == [
-        "box の **RND4K_Q1** は「失敗」で終わった: `fio: io_u error on '/dev/dm-0': Input/output error`。"]
+        "boxの**RND4K_Q1**：「失敗」で終わった（`fio: io_u error on '/dev/dm-0': Input/output error`）。"]
     with pytest.raises(IolabError, match="unknown language 'fr'"):
         failures.sentences([manifest], lang="fr")
 
@@ -86,7 +86,7 @@ def test_the_sentence_quotes_the_error_as_code_and_survives_markdown_characters(
 @needs_fio
 @pytest.mark.parametrize("lang, sentence", [
     ("en", r"<strong>REFUSED</strong> on faulty-disk failed: <code>[^<]*fio: size too small[^<]*</code>\."),
-    ("ja", r"faulty-disk の <strong>REFUSED</strong> は「失敗」で終わった: <code>[^<]*fio: size too small[^<]*</code>。"),
+    ("ja", r"faulty-diskの<strong>REFUSED</strong>：「失敗」で終わった（<code>[^<]*fio: size too small[^<]*</code>）。"),
 ])
 def test_the_report_of_a_failed_run_names_the_failed_test_and_its_error(failed_run, tmp_path, lang, sentence):
     manifest = json.loads((failed_run / "manifest.json").read_text())

@@ -141,8 +141,8 @@ def test_japanese_report(tmp_path):
     assert proc.returncode == 0, proc.stderr
     html = Path(proc.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8")
     assert '<html lang="ja">' in html
-    assert "<title>ストレージベンチマーク レポート</title>" in html
-    for word in ("測定の来歴", "結果", "スループット (MB/秒)", "平均レイテンシ (ミリ秒)", "読み込み", "書き込み"):
+    assert "<title>ストレージベンチマークレポート</title>" in html
+    for word in ("測定の来歴", "結果", "スループット（MB/秒）", "平均レイテンシ（ミリ秒）", "読み込み", "書き込み"):
         assert word in html, word
     nb = nbformat.read(str(tmp_path / "report.ipynb"), as_version=4)
     stderr = " ".join(o.text for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr")

@@ -297,7 +297,7 @@ def test_one_value_axis_rule_for_every_chart():
     try:  # the note is in the report's language; no label: the note alone
         ax.plot([0, 1], [1, 1000])
         plot.y_axis(ax, log=True, label=None)
-        assert ax.get_ylabel() == f"({i18n.text('labels.log_scale', 'ja')})" != "(log scale)"
+        assert ax.get_ylabel() == f"（{i18n.text('labels.log_scale', 'ja')}）" != "(log scale)"
     finally:
         plt.close(fig)
         plot.setup("en")

@@ -127,7 +127,7 @@ def test_qd_sweep_knee_table_sentences_and_plot(japanese):
     assert ax.get_xlabel() == "Queue depth" and ax.get_xscale() == "log"
 
     ja = sections.qd_sweep_section(data, lang="ja")
-    assert "**fast**: IOPS は OIO 8 で約 40,000 に飽和する。" in texts(ja)
+    assert "**fast**：IOPSはOIO 8で約40,000に飽和する。" in texts(ja)
     assert ja.title == i18n.text("sections.qd.heading", "ja")
     assert ja.figures[0].axes[0].get_xlabel() == "キュー深度"
 
@@ -222,8 +222,8 @@ def test_gnome_disks_summary_decline_flatness_and_plot(japanese):
     assert len(twins) == 2 and len(twins[0].collections[0].get_offsets()) == 198  # distances of 199 valid reads
 
     ja = sections.gnome_disks_section(data, lang="ja")
-    assert "**disk**: 読み込み速度は外周から内周へ 196 MB/秒から 106 MB/秒に落ちる" in texts(ja)
-    assert "平均読み込み速度 (MB/秒)" in ja.tables[0].frame.index
+    assert "**disk**：読み込み速度は外周から内周へ196 MB/秒から106 MB/秒に落ちる" in texts(ja)
+    assert "平均読み込み速度（MB/秒）" in ja.tables[0].frame.index
 
 
 def test_gnome_disks_fixture_hdd_declines_and_raid_is_flat(store):
@@ -277,7 +277,7 @@ def test_bonnie_tables_in_bonnies_shape_with_the_original_beside(store, japanese
 
     ja = sections.bonnie_section(recipe_rows(store, "bonnie"), lang="ja")
     assert ("シーケンシャル出力", "ブロック", "K/sec") in ja.tables[0].frame.columns
-    assert "**ブロック出力**: NVMe が 1,912,000 K/秒 で最速。" in texts(ja)
+    assert "**ブロック出力**：NVMeが1,912,000 K/秒で最速。" in texts(ja)
 
 
 def test_bonnie_results_without_bonnie_columns_and_latency_format():
@@ -318,7 +318,7 @@ def test_tiobench_tables_and_slow_operations(store, japanese):
     assert len(ax.patches) == 8 and ax.get_yscale() == "log"  # 0.58 to 512 MB/s
     ja = sections.tiobench_section(recipe_rows(store, "tiobench"), lang="ja")
     assert [t.caption for t in ja.tables][1] == "ランダム書き込み"
-    assert "操作の 0.31% が 2 秒を超え、0.012% が 10 秒を超えた (最悪 14.2 秒)" in texts(ja)
+    assert "操作の0.31%が2秒を超え、0.012%が10秒を超えた（最悪14.2秒）" in texts(ja)
 
 
 def test_tiobench_says_when_nothing_was_slow():
@@ -356,8 +356,8 @@ def test_sqlbench_section_is_the_articles_table_10(store, japanese):
     assert any("scale 0.01" in n for n in section.notes) and "Storage engine: InnoDB." in section.notes
     assert len(section.figures[0].axes[0].patches) == 16  # 8 tests x 2 systems
     ja = sections.sqlbench_section(rows, lang="ja")
-    assert ja.title == "データベース: MySQL sql-bench" and list(ja.tables[0].frame.index)[-1] == "合計"
-    assert "**create**: SATA SSD (emulated) が 25.3 秒 で最も短い。" in texts(ja)
+    assert ja.title == "データベース：MySQL sql-bench" and list(ja.tables[0].frame.index)[-1] == "合計"
+    assert "**create**：SATA SSD (emulated)が25.3秒で最も短い。" in texts(ja)
 
 
 def test_sqlbench_total_only_where_every_test_ran():
@@ -419,8 +419,8 @@ def test_hdparm_mean_sd_mib_and_the_original(japanese):
     assert [a.get_title() for a in axes] == ["Timing cached reads (-T)", "Timing buffered disk reads (-t)"]
     assert len(axes[1].patches) == 4 and len(axes[1].lines) > 0  # 2 targets x 2 tools, SD error bars
     ja = sections.hdparm_section(data, lang="ja")
-    assert ja.tables[0].frame.index[0] == ("キャッシュ読み込み (-T)", "iolab")
-    assert "バッファ付きディスク読み込みは 100 MB/秒 = 95.4 MiB/秒" in texts(ja)
+    assert ja.tables[0].frame.index[0] == ("キャッシュ読み込み（-T）", "iolab")
+    assert "バッファ付きディスク読み込みは100 MB/秒＝95.4 MiB/秒" in texts(ja)
 
 
 def test_hdparm_fixture_alternating_targets(store):
@@ -491,7 +491,7 @@ def test_pgbench_tps_table_plot_and_the_fio_latency(japanese):
     # without fio results: no tie, no error
     assert "random 4K write" not in texts(sections.pgbench_section(pgbench_rows()))
     ja = sections.pgbench_section(pgbench_rows(), lang="ja", fio=fio_rows())
-    assert "**hdd** はクライアント 1 で 74.0 tps をコミットする。これはランダム 4K 書き込みのレイテンシ 6.67 ミリ秒" \
+    assert "**hdd**：クライアント1で74.0 tpsをコミットする。これはランダム4K書き込みのレイテンシ6.67ミリ秒" \
         in texts(ja)
 
 
@@ -533,8 +533,8 @@ def test_fleet_hosts_side_by_side_scaling_and_tails(store, japanese):
     tail = tail_fig.axes[0]
     assert len(tail.patches) == 3 * 4 and [t.get_text() for t in tail.get_xticklabels()] == ["web1", "web2", "web3"]
     ja = sections.fleet_section(part, lang="ja")
-    assert list(ja.tables[0].frame.columns)[-1] == "全 3 ホスト"
-    assert "3 ホスト同時で合計 1,180 MB/秒に達し" in texts(ja)
+    assert list(ja.tables[0].frame.columns)[-1] == "全3ホスト"
+    assert "3ホスト同時で合計1,180 MB/秒に達し" in texts(ja)
 
 
 # =========================================================================== the object and the errors
@@ -592,7 +592,7 @@ def test_compare_notebook_renders_every_section(rendered):
     # every recipe's section in Japanese too, and the generic shape (quick) with its Japanese table and findings
     for key in ("qd", "scaling", "tio", "hdparm", "sql", "fleet"):
         assert f"### {i18n.text(f'sections.{key}.heading', 'ja')}" in jmd, key
-    assert "## レシピ: quick" in jmd and "**スループット (MB/秒): 3 回中の最良値" in jmd and "**所見**" in jmd
+    assert "## レシピ：quick" in jmd and "**スループット（MB/秒）：3回中の最良値" in jmd and "**所見**" in jmd
     assert "整合する" in jmd and "Bonnie++" not in jmd
 
 
@@ -635,7 +635,8 @@ def test_every_section_shows_the_caveats_of_its_rows(store, lang, japanese):
                     continue
                 sentence = i18n.text(f"flags.{flag}", lang, system=shown, tests="",
                                      threshold=i18n.percent(HIGH_VARIANCE_COV), cov="")
-                tail = sentence.split("):", 1)[1].strip() if "):" in sentence else sentence[-30:]
+                sep = "):" if lang == "en" else "）："  # the ja rule's full-width bracket and colon
+                tail = sentence.split(sep, 1)[1].strip() if sep in sentence else sentence[-30:]
                 assert any(f"**{shown}**" in c and tail in c for c in section.caveats), (name, section.kind, flag,
                                                                                           section.caveats)
                 assert tail in markdown

@@ -82,8 +82,8 @@ def test_in_japanese(steady, japanese):
     rows, found = steady
     verdict = found["targets"]["hdd"]
     section = steadystate_section(rows, lang="ja")
-    assert section.title == "定常状態 (SNIA PTS)"
-    assert section.sentences[0].startswith(f"**hdd** はラウンド {verdict['round']} で定常状態に達した (ラウンド 1–5: 平均 ")
+    assert section.title == "定常状態（SNIA PTS）"
+    assert section.sentences[0].startswith(f"**hdd**：ラウンド{verdict['round']}で定常状態に達した（ラウンド1–5：平均")
     assert section.tables[0].frame.loc["hdd", "定常"] == "到達"
     assert section.figures[0].axes[0].get_xlabel() == "ラウンド"
 
@@ -106,7 +106,7 @@ def test_the_fresh_drives_burst_is_said(japanese):
     assert steady_summary(rows).loc[0, "burst_rounds"] == 2
     (sentence,) = steadystate_section(rows, lang="en").sentences
     assert "Its first 2 rounds as a fresh drive ran more than 20% above the window's mean (up to 300 IOPS" in sentence
-    assert "新品状態の最初の 2 ラウンド" in steadystate_section(rows, lang="ja").sentences[0]
+    assert "新品状態の最初の2ラウンド" in steadystate_section(rows, lang="ja").sentences[0]
 
 
 def test_not_reached_says_within_how_many_rounds_and_why(unsteady, japanese):

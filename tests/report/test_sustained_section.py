@@ -33,7 +33,7 @@ def test_one_row_per_system_and_a_finding_each():
 
 def test_in_japanese(japanese):
     section = sustained_section(results(), lang="ja")
-    assert section.title == "連続書き込み: 書き込みの崖" and "崖の後 (MB/秒)" in section.tables[0].frame.columns
+    assert section.title == "連続書き込み：書き込みの崖" and "崖の後（MB/秒）" in section.tables[0].frame.columns
     assert "書き込みの崖" in section.sentences[0]
 
 

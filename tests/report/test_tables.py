@@ -71,7 +71,7 @@ def test_pivot_rows_tests_columns_systems_with_ci():
     assert table.frame.iloc[0, 0].startswith("102 ± ")
     assert table.data.iloc[0, 1] == pytest.approx(510.0)
     ja = tables.pivot(tables.summarize(data), lang="ja")
-    assert ja.caption == "スループット (MB/秒)"
+    assert ja.caption == "スループット（MB/秒）"
     assert ("SEQ1M-Q8T1", "読み込み") in list(ja.frame.index)
 
 
@@ -95,7 +95,7 @@ def test_results_table_has_metric_and_unit_in_the_header():
     heads = {c[0] for c in table.frame.columns}
     assert heads == {"Throughput (MB/s)", "IOPS", "Mean latency (ms)"}
     ja = tables.results_table(data, metrics=("bw_mbps", "lat_mean_us"), lang="ja")
-    assert {c[0] for c in ja.frame.columns} == {"スループット (MB/秒)", "平均レイテンシ (ミリ秒)"}
+    assert {c[0] for c in ja.frame.columns} == {"スループット（MB/秒）", "平均レイテンシ（ミリ秒）"}
 
 
 def test_table_markdown_and_html():
@@ -116,7 +116,7 @@ def test_reference_table_shows_figures_as_published():
     assert table.frame.loc["Per-char read", "SATA HDD (16GB RAM)"] == "+++++"
     tio = articles.reference_table(frame, benchmark="tiobench", metric="throughput", lang="ja")
     assert tio.frame.loc["シーケンシャル読み込み", "SATA HDD (16GB RAM)"] == "19,339.364"
-    assert "(MB/秒)" in tio.caption
+    assert "（MB/秒）" in tio.caption
     with pytest.raises(IolabError, match="no 'nothing' figures"):
         articles.reference_table(frame, benchmark="bonnie++", metric="nothing")
 
@@ -131,7 +131,7 @@ def test_reference_table_explains_plus_signs_only_where_there_are_some():
     ja = articles.reference_table(frame, benchmark="tiobench", metric="throughput", lang="ja")
     assert ja.notes == ["記事に掲載された数値。"]
     ja = articles.reference_table(frame, benchmark="bonnie++", metric="rate", lang="ja")
-    assert ja.notes == ["記事に掲載された数値。+++++ は速すぎてツールが計測できなかったことを示す。"]
+    assert ja.notes == ["記事に掲載された数値。+++++は速すぎてツールが計測できなかったことを示す。"]
 
 
 def test_article_remarks_are_translated_in_the_report_layer():
@@ -211,13 +211,13 @@ def test_an_articles_ratio_table_states_its_ratios_not_a_coverage_note(lang):
         assert text == (f"- **{system}**: from 3.3x (seq read) to 90x (4K QD32 random read/write) as fast, "
                         "as the article gives it; the table lists every test.")
     else:
-        assert text == (f"- **{system}**: 3.3 倍 (シーケンシャル読み込み) から 90 倍 (4K QD32 ランダム読み書き) まで速い "
-                        "(記事の数値。各テストは表のとおり)。")
+        assert text == (f"- **{system}**：3.3倍（シーケンシャル読み込み）から90倍（4K QD32ランダム読み書き）まで速い"
+                        "（記事の数値。各テストは表のとおり）。")
     tpcc = articles.ratio_findings(nytro[nytro["benchmark"] == "tpc-c"], lang)
-    assert ("transactions: 9x as fast" if lang == "en" else "トランザクション: 9 倍の速さ") in tpcc  # as published: 9
+    assert ("transactions: 9x as fast" if lang == "en" else "トランザクション：9倍の速さ") in tpcc  # as published: 9
     hyperv = reference.load(article="hyperv-tpcb")
     cost = articles.ratio_findings(hyperv[hyperv["metric"] == "overhead"], lang)
-    assert ("transactions: an overhead of 10%" if lang == "en" else "トランザクション: オーバーヘッド 10%") in cost
+    assert ("transactions: an overhead of 10%" if lang == "en" else "トランザクション：オーバーヘッド10%") in cost
     assert articles.is_ratio(cdm) and not articles.is_ratio(reference.load(article="gigaexpress"))
 
 
