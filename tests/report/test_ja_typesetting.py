@@ -1,0 +1,161 @@
+"""Japanese typesetting (issue 23, item 6): the rule written at the top of iolab/report/locale/ja.yaml,
+checked on every string there, and a rendered Japanese page scanned for English words outside an allow-list."""
+import re
+import unicodedata
+
+import pytest
+
+from cli_helpers import ROOT
+from iolab.report import i18n
+
+FIXTURES = ROOT / "tests" / "fixtures" / "data"
+
+#: What a template's reader never sees as text: code spans, {placeholders} and escaped quotes.
+_HIDDEN = re.compile(r"`[^`]*`|\{[^{}]*\}|\\\"")
+
+
+def _wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in "WF"
+
+
+def _strings(node, key=""):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _strings(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(node, str):
+        yield key, node
+
+
+def _breaches(value: str) -> list[str]:
+    """What in one ja.yaml string breaks the rule (empty when none)."""
+    shown = _HIDDEN.sub("X", value)  # a placeholder stands for half-width text
+    found = []
+    if any(_wide(c) for c in shown):  # Japanese running text
+        found += [f"half-width {c!r}" for c in "():" if c in shown]
+    for mark in ("～", "〜"):
+        if mark in value:
+            found.append(f"range mark {mark!r} (the rule's is '–')")
+    for i, c in enumerate(shown):
+        if c == " " and ((i and _wide(shown[i - 1])) or (i + 1 < len(shown) and _wide(shown[i + 1]))):
+            found.append(f"space beside a full-width character at {shown[max(0, i - 4):i + 5]!r}")
+    # **{placeholder}** followed by kana/kanji: bold breaks when the value ends in a bracket (CommonMark flanking)
+    for m in re.finditer(r"\*\*[^*]*\}\*\*(.)", value):
+        if _wide(m.group(1)) and unicodedata.category(m.group(1)).startswith("L"):
+            found.append(f"bold placeholder followed by {m.group(1)!r}")
+    return found
+
+
+def test_the_rule_is_written_at_the_top_of_ja_yaml():
+    head = (i18n.LOCALE_DIR / "ja.yaml").read_text(encoding="utf-8").split("\nheadings:")[0]
+    assert "表記の規則" in head and "–" in head and "（）：" in head
+
+
+def test_every_ja_string_follows_the_typographic_rule():
+    bad = {key: found for key, value in _strings(i18n.catalog("ja")) if (found := _breaches(value))}
+    for key, found in bad.items():
+        print(key, found)
+    assert not bad
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("**{system}**は速い (cpu_bound)", {"half-width '('", "half-width ')'", "bold placeholder followed by 'は'"}),
+    ("{low}～{high}", {"range mark '～' (the rule's is '–')"}),
+    ("`lat` (発行)", {"half-width '('", "half-width ')'"}),
+])
+def test_the_check_sees_what_it_should(value, expected):
+    found = set(_breaches(value))
+    assert expected <= found
+    assert not _breaches("**{system}**（{tests}）：`fio --name=x (y)`の値は{n}回、712 MB/秒。")
+
+
+def test_ja_ranges_use_the_same_mark_as_the_range_helper():
+    assert "–" in i18n.factor_range(2.5, 3.0)
+
+
+# --- one rendered Japanese page ---------------------------------------------------------------------------
+
+#: English a Japanese reader may see, by kind. Anything else in the page is a string left untranslated.
+ALLOWED = {
+    # units
+    "MB", "MiB", "GiB", "KiB", "KB", "IOPS", "B", "s", "ms", "us", "µs", "tps",
+    # products, tools, standards and hardware terms written in Latin letters in Japanese too
+    "CrystalDiskMark", "KDiskMark", "fio", "iolab", "GNOME", "hdparm", "Bonnie", "tiobench", "pgbench",
+    "NVMe", "SATA", "SSD", "HDD", "RAM", "CPU", "OS", "I/O", "ID", "URL", "cgroup", "v1", "O_DIRECT", "OIO", "TRIM",
+    "MySQL", "sql-bench",
+    # options and statistics names the text quotes
+    "repeat", "p50", "p99",
+}
+#: Kinds matched by pattern: test names (SEQ1M-Q8T1, RND4K-Q1T1-write), queue depths, file names and paths,
+#: code identifiers (flag names such as cpu_bound, column names such as lat_mean_us).
+ALLOWED_PATTERNS = [
+    re.compile(r"(SEQ|RND)\w*(-Q\d+T\d+)?(-(read|write|mix))?"), re.compile(r"Q\d+T\d+|QD\d+"),
+    re.compile(r"[\w./-]+\.(csv|json|yaml|ipynb|png)|raw/?"), re.compile(r"\w+_\w+"),
+]
+#: A word starts with a letter after no letter or digit (a run id such as 20261120T223550Z-quick-a797 is no word).
+_WORD = re.compile(r"(?<![A-Za-z0-9_./+-])[A-Za-z](?:[A-Za-z0-9_./+-]*[A-Za-z0-9+])?")
+
+
+def _from_data(md: str) -> set:
+    """Words the page prints from the runs' own records, which a report does not translate: the system labels
+    a user chose (the environment table's header) and the manifest's values (kernel, CPU model, device, paths,
+    host names, recipe and isolation mode names: the environment table's cells), and the recipe's tool line."""
+    words = set()
+    env = md.split("## テスト環境")[1].split("\n## ")[0]
+    for line in env.splitlines():
+        if line.startswith("|") and not line.startswith("|---"):
+            words |= set(_WORD.findall("|".join(line.split("|")[2:])))
+    # host names (a run that measured nothing is named by its host, outside the environment table)
+    words |= {host.name for host in FIXTURES.iterdir() if host.is_dir()}
+    return words
+
+
+def _visible_text(md: str) -> str:
+    md = re.sub(r"`[^`]*`", " ", md)                      # code spans (fio's error messages, column names)
+    md = re.sub(r"\]\([^)]*\)", "]", md)                  # image and link targets
+    md = re.sub(r"https?://\S+", " ", md)
+    return md
+
+
+def english_words(md: str) -> dict:
+    """ASCII words of a rendered ja page outside the allow-lists, each with one line it occurs in."""
+    allowed = ALLOWED | _from_data(md)
+    found = {}
+    for line in _visible_text(md).splitlines():
+        for word in _WORD.findall(line):
+            bare = word.rstrip(".+/")
+            if (word in allowed or bare in allowed or any(p.fullmatch(bare) for p in ALLOWED_PATTERNS)
+                    or all(part in allowed for part in re.split(r"[/+-]", bare) if part)):
+                continue
+            found.setdefault(word, line.strip()[:160])
+    return found
+
+
+def test_a_rendered_japanese_page_has_no_english_outside_the_allow_list(render_once):
+    md = render_once(data=FIXTURES, notebook="compare", lang="ja").markdown.read_text(encoding="utf-8")
+    found = english_words(md)
+    for word, line in sorted(found.items()):
+        print(f"{word!r}: {line}")
+    assert not found
+    # no half-width bracket or colon right after Japanese text: labels, captions, chart titles and alt texts
+    # the page builds (a system label's own "(emulated)" follows Latin letters and is not touched)
+    half = re.findall(r"[\u3040-\u30ff\u4e00-\u9fff][ ]?[(:][^\n]{0,30}", _visible_text(md))
+    print(half)
+    assert not half
+    assert "**" not in re.sub(r"\*\*[^*\n]+\*\*", "", md)  # every bold pair closes (nothing printed as **)
+
+
+def test_article_table_captions_carry_one_bracket_in_japanese():
+    """"所要時間（短いほど良い）（秒）": the unit goes inside the caption's own bracket, not in a second one."""
+    from iolab.analysis import reference
+    from iolab.report import articles
+    captions = []
+    for name in reference.articles():
+        info = reference.article_info(name)
+        published = reference.load(article=name)
+        for spec in reference.table_specs(info, published):
+            title = i18n.label(spec["title"], "ja", section="tables")
+            table = articles.reference_table(published, benchmark=spec["benchmark"], metric=spec["metric"],
+                                             lang="ja", caption=title)
+            captions.append(table.caption)
+    print(captions)
+    assert captions and not [c for c in captions if "）（" in c or "(" in c]
