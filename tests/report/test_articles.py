@@ -114,8 +114,8 @@ def test_remark_falls_back_to_english_only_where_untranslated():
 def test_japanese_page_shows_the_remarks_in_japanese_with_the_citation(tmp_path):
     ja = report.report(reference="gigaexpress", lang="ja", out=tmp_path / "ja").markdown.read_text(encoding="utf-8")
     assert "記事の注記" in ja
-    assert "HDD の約 9 倍。hdparm の CPU 使用率は 20% ほどにとどまり" in ja
-    assert "1 回だけの実行結果" in ja
+    assert "HDDの約9倍。hdparmのCPU使用率は20%ほどにとどまり" in ja
+    assert "1回だけの実行結果" in ja
     for english in ("one run shown", "about 9x the HDD", "did not reach the rated"):
         assert english not in ja, english
     assert "**出典**：「SSDに関する検証 その1」（連載「緊急特集!!」のコラム）、著者：ミラニスタ（ペンネーム）。" in ja
@@ -213,7 +213,7 @@ def test_a_remark_on_a_system_with_no_figure_is_shown_not_lost():
     en = articles.remarks_without_a_table(frame, specs, "en")
     assert en == ("**The article's remarks**\n\n- WD 1TB HDD, Read rate by position: typical HDD: throughput falls "
                   "from the outer (start) to the inner (end) of the disk")
-    assert "典型的な HDD の形" in articles.remarks_without_a_table(frame, specs, "ja")
+    assert "典型的なHDDの形" in articles.remarks_without_a_table(frame, specs, "ja")
     two013 = reference.load(article=ARTICLE)
     assert articles.remarks_without_a_table(two013, reference.table_specs(reference.article_info(ARTICLE), two013),
                                             "en") == ""
