@@ -106,8 +106,8 @@ def probed(reports):
 
 @pytest.mark.parametrize("name, images, captions", [
     ("compare", 6, ["Throughput (MB/s)", "IOPS"]),  # the environment table: under its heading, no caption
-    ("compare-ja", 6, ["スループット (MB/秒)", "IOPS"]),
-    ("article", 7, ["Bonnie++: スループット", "tiobench: 最大レイテンシ"]),
+    ("compare-ja", 6, ["スループット（MB/秒）", "IOPS"]),
+    ("article", 7, ["Bonnie++：スループット", "tiobench：最大レイテンシ"]),
     ("article-en", 7, ["Bonnie++: throughput", "tiobench: maximum latency"]),
 ])
 def test_report_loads_offline_with_images_and_tables(probed, name, images, captions):
@@ -173,7 +173,7 @@ def test_page_reads_like_a_published_article(probed, name):
     ("article", ["出典：『SSDやioDriveといった高速ストレージの性能をチェック――はじめての「さくらの専用サーバ」(4)』",
                  "data/reference/dedicated-server-2013.csv", "原文には著者、掲載誌、日付、URLの記載がないため"]),
     ("compare", ["This report covers 4 systems", "iolab's fio reproduction of the tests of CrystalDiskMark 8"]),
-    ("compare-ja", ["iolab が fio で再現した CrystalDiskMark 8 のテスト"]),
+    ("compare-ja", ["iolabがfioで再現したCrystalDiskMark 8のテスト"]),
     ("single", ["This report covers 1 system on crystaldiskmark", "Coverage note: only NVMe was measured here"]),
     ("single-ja", ["測定範囲についての注記"]),
 ])
@@ -181,4 +181,4 @@ def test_page_says_what_it_must(probed, name, sentences):
     text = probed[name]["text"]
     for sentence in sentences:
         assert sentence in text, (name, sentence)
-    assert "tool: CrystalDiskMark" not in text and "ツール: CrystalDiskMark" not in text
+    assert "tool: CrystalDiskMark" not in text and "ツール：CrystalDiskMark" not in text
