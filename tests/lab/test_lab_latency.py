@@ -48,6 +48,13 @@ def tick_ms() -> float:
     return 10.0
 
 
+def delay_floor_ms(delay: float) -> float:
+    """The least time dm-delay holds a bio delayed ``delay`` ms: it counts in jiffies (expires = jiffies +
+    msecs_to_jiffies(delay), then waits for jiffies to reach it), so a bio that arrives late in a tick waits
+    as little as one tick less than asked (7.79 ms for 8 ms at HZ=250 in one fresh-clone run)."""
+    return delay - tick_ms()
+
+
 def wakeup_lateness_ms(samples: int = 40, sleep_s: float = 0.004) -> float:
     """Median of how much later than asked a sleeping task wakes up in this guest, in ms."""
     late = []
@@ -85,14 +92,16 @@ def test_hdd_random_reads_take_the_delay_at_qd1_and_queue_at_qd32(tmp_path):
     upper = delay + 2 * tick_ms() + base["p50"] + 4 * late
     print(f"\nemulated hdd ({emulation['kind']}, read delay {delay} ms, tick {tick_ms():.0f} ms): "
           f"loop alone p50 {base['p50']:.2f} ms, wake-up {late:.2f} ms late; QD1 {qd1['iops']:.1f} IOPS, mean {qd1['mean']:.2f} ms, "
-          f"p50 {qd1['p50']:.2f} ms, p99 {qd1['p99']:.2f} ms (bound {delay}-{upper:.1f} ms); "
+          f"p50 {qd1['p50']:.2f} ms, p99 {qd1['p99']:.2f} ms (bound {delay_floor_ms(delay):.0f}-{upper:.1f} ms); "
           f"QD32 {qd32['iops']:.1f} IOPS (ceiling {dev.profile.read_iops}), mean {qd32['mean']:.1f} ms")
     assert emulation["kind"] == latency.DM_DELAY and emulation["latency_true"] is True
     assert emulation["read_delay_ms"] == delay == 8 and dev.device.startswith("/dev/mapper/iolab-delay-")
-    # QD1: every read takes the delay (a lower bound: p50 and even the fastest percentile above it)
-    assert delay <= qd1["p50"] <= upper
-    assert delay <= qd1["mean"]
-    assert qd1["iops"] <= 1000 / delay
+    # QD1: every read waits the delay, to dm-delay's tick: the kernel's lower bound holds for each read, so
+    # for the median and the mean too (and bounds QD1's rate)
+    floor = delay_floor_ms(delay)
+    assert floor <= qd1["p50"] <= upper
+    assert floor <= qd1["mean"]
+    assert qd1["iops"] <= 1000 / floor
     # QD32: the reads overlap, the throttle's ceiling binds (never above it), latency grows with the queue
     assert under_throttle(qd32["iops"], dev.profile.read_iops, RUNTIME)
     assert qd32["iops"] > qd1["iops"] and qd32["p50"] > 4 * qd1["p50"]
@@ -131,16 +140,18 @@ def test_hdd_cache_flushes_wait_the_delay_and_plain_writes_do_not(tmp_path):
     print(f"\nemulated hdd ({emulation['kind']}, flush delay {delay} ms, write delay {emulation['write_delay_ms']} ms, "
           f"tick {tick_ms():.0f} ms): loop alone write p50 {base['p50']:.2f} ms, fsync p50 {base['sync_p50']:.2f} ms, "
           f"wake-up {late:.2f} ms late; write+fsync {synced['iops']:.1f} IOPS, fsync min {synced['sync_min']:.2f} ms, "
-          f"p50 {synced['sync_p50']:.2f} ms (at least {delay}, about {upper:.1f} ms without throttling); plain writes {plain['iops']:.1f} IOPS, "
+          f"p50 {synced['sync_p50']:.2f} ms (at least {delay_floor_ms(delay):.0f} to the tick, about {upper:.1f} ms without throttling); plain writes {plain['iops']:.1f} IOPS, "
           f"min {plain['min']:.2f} ms, p50 {plain['p50']:.2f} ms")
     assert emulation["kind"] == latency.DM_DELAY and dev.device.startswith("/dev/mapper/iolab-delay-")
     assert (emulation["flush_delay_ms"], emulation["write_delay_ms"]) == (delay, 0) and delay == 8
-    # every fsync waits the flush delay (the fastest too), so a QD1 write+fsync loop runs at most 1000/delay per s.
+    # every fsync waits the flush delay to dm-delay's tick (the fastest too), so a QD1 write+fsync loop runs at
+    # most 1000/floor per s.
     # Only the lower bound is the test's: above it the flush also waits the loop's own fsync and blk-throttle's
     # pacing (the write and its flush both count against the 150 write IOPS): p50 30.3 ms against an estimate
     # of 28.3 in one fresh-clone run, so the estimate is printed, not asserted
-    assert delay <= synced["sync_min"]
-    assert synced["iops"] <= 1000 / delay
+    floor = delay_floor_ms(delay)
+    assert floor <= synced["sync_min"]
+    assert synced["iops"] <= 1000 / floor
     # a write without a flush is not delayed: dm-delay would hold every one >= the delay, the fastest too.
     # Not the median: under TCG on a busy host the loop device alone takes 4-11 ms per write (measured)
     assert plain["min"] < delay
