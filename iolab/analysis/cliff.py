@@ -25,6 +25,7 @@ import dataclasses
 import statistics
 from typing import Sequence
 
+from iolab.analysis.fiolog import FIO_LOG_UNIT, read_log
 from iolab.core.errors import IolabError
 
 #: the rate must fall by at least this share of the burst rate to be a cliff
@@ -33,8 +34,6 @@ MIN_DROP = 0.2
 MAX_SETTLED_COV = 0.15
 #: a recovery write at or above this share of the way back from the "after" rate to the burst rate recovered
 RECOVERED_SHARE = 0.8
-#: fio's bandwidth logs are in KiB/s
-FIO_LOG_UNIT = 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,22 +131,9 @@ def recovery(cliff: Cliff, recovered_bps: float, *, share: float = RECOVERED_SHA
 
 
 def parse_bw_log(text: str, *, unit: int = FIO_LOG_UNIT) -> tuple[list[float], list[float]]:
-    """fio's bandwidth log (``time_ms, value, direction, bs, offset[, prio]``) -> seconds, bytes/s.
-
-    The value is KiB/s (fio's unit for ``bw`` logs). Lines that are not numbers are refused,
-    naming the line.
-    """
-    times, rates = [], []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        fields = [f.strip() for f in line.split(",")]
-        try:
-            times.append(int(fields[0]) / 1000)
-            rates.append(int(fields[1]) * unit)
-        except (ValueError, IndexError):
-            raise IolabError(f"not a fio log line: {line[:80]!r}", context=f"bandwidth log line {number}") from None
-    return times, rates
+    """fio's bandwidth log (:func:`iolab.analysis.fiolog.read_log`; values in KiB/s) -> seconds, bytes/s."""
+    frame = read_log(text, context="bandwidth log")
+    return frame["t_s"].tolist(), (frame["value"] * unit).tolist()
 
 
 #: the columns :func:`cliff_columns` adds to a sustained-write row (rates in MB/s, 10^6 B/s)

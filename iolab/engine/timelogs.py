@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from iolab.analysis.cliff import FIO_LOG_UNIT
+from iolab.analysis.fiolog import FIO_LOG_UNIT, read_log
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -28,8 +28,6 @@ log = logging.getLogger(__name__)
 KINDS = ("bw", "iops", "lat", "clat", "slat")
 #: a log as fio names it (``<step>_bw.1.log``) and as iolab keeps it (``<step>-<rep>_bw.1.log``)
 _KEPT = re.compile(r"^(?P<step>.+)-(?P<rep>warmup|\d+)_(?P<kind>bw|iops|lat|clat|slat)\.(?P<job>\d+)\.log$")
-#: fio's direction field: 0 read, 1 write, 2 trim
-DIRECTIONS = {0: "read", 1: "write", 2: "trim"}
 
 
 def interval_ms(value) -> int | None:
@@ -127,20 +125,6 @@ def kept_logs(run_dir) -> list[dict]:
     return found
 
 
-def parse_log(text: str, *, context: str = "fio log") -> pd.DataFrame:
-    """fio's log lines (``time_ms, value, direction, bs, offset[, prio]``) -> t_s, value, direction."""
-    rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        fields = [f.strip() for f in line.split(",")]
-        try:
-            rows.append((int(fields[0]) / 1000, int(fields[1]), DIRECTIONS.get(int(fields[2]), fields[2])))
-        except (ValueError, IndexError):
-            raise IolabError(f"not a fio log line: {line[:80]!r}", context=f"{context} line {number}") from None
-    return pd.DataFrame(rows, columns=["t_s", "value", "direction"])
-
-
 def bandwidth_series(run_dir) -> pd.DataFrame:
     """MB/s (10^6 B/s) over seconds of every measured pass (warm-up left out), jobs of a pass summed per
     sample (their n-th samples): columns target, step, rep, direction, sample, t_s, mbps. Empty without logs."""
@@ -149,7 +133,7 @@ def bandwidth_series(run_dir) -> pd.DataFrame:
         if entry["kind"] != "bw" or entry["rep"] == 0:
             continue
         try:
-            frame = parse_log(entry["path"].read_text(), context=str(entry["path"]))
+            frame = read_log(entry["path"].read_text(), context=str(entry["path"]))
         except (OSError, IolabError) as exc:
             log.warning("bandwidth log left out: %s", exc)
             continue
