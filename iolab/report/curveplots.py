@@ -22,7 +22,7 @@ import pandas as pd
 from iolab.analysis import curves
 from iolab.core import optional
 from iolab.core.errors import IolabError
-from iolab.report import plot
+from iolab.report import palette, plot
 
 #: Default texts of :func:`position_plot`.
 POSITION_LABELS = {
@@ -92,6 +92,12 @@ def _hue_groups(data: pd.DataFrame, hue: str | None):
         yield value, sub
 
 
+def _color(value) -> dict:
+    """The line colour of a ``hue`` value: the page's colour of that system (:mod:`iolab.report.palette`), as in
+    its bars and latency lines; no ``hue``: matplotlib's own."""
+    return {} if value is None else {"color": palette.color(value)}
+
+
 def _y_axes(ax, twin) -> None:
     """Both y axes' ticks as plain numbers (500,000, not 500000), as every iolab chart's (:func:`plot.y_axis`)."""
     for axes in (ax, twin):
@@ -151,7 +157,8 @@ def position_plot(data: pd.DataFrame, *, x: str = "position", y: str = "bw_mbps"
         sub = sub.assign(_p=pd.to_numeric(sub[x], errors="coerce") * 100.0,
                          _r=pd.to_numeric(sub[y], errors="coerce")).dropna(subset=["_p", "_r"])
         sub = sub.sort_values("_p", kind="mergesort")
-        ax.plot(sub["_p"], sub["_r"], label="_nolegend_" if value is None else str(value), linewidth=1.5)
+        ax.plot(sub["_p"], sub["_r"], label="_nolegend_" if value is None else str(value), linewidth=1.5,
+                **_color(value))
     ax.set_xlim(0, 100)
     ax.set_ylim(bottom=0)
     ax.set_xlabel(texts["x"])
@@ -203,7 +210,7 @@ def qd_plot(data: pd.DataFrame, *, x: str = "iodepth", y: str = "iops", p99: str
             oio = oio or bool((pd.to_numeric(sub["numjobs"], errors="coerce").fillna(1) != 1).any())
         all_x.extend(table["x"])
         name = texts["iops"] if value is None else str(value)
-        (line,) = ax.plot(table["x"], table["iops"], marker="o", linewidth=1.5, label=name)
+        (line,) = ax.plot(table["x"], table["iops"], marker="o", linewidth=1.5, label=name, **_color(value))
         color = line.get_color()
         twin.plot(table["x"], table["p99"], marker="s", markersize=4, linestyle="--", color=color,
                   label=texts["p99"] if value is None else f"{value} {texts['p99']}")
@@ -243,7 +250,7 @@ def scaling_plot(data: pd.DataFrame, *, x: str = "numjobs", y: str = "bw_mbps", 
     twin = _twin(ax) if table["p99"].notna().any() else None
     for value, sub in _hue_groups(table, hue):
         name = texts["total"] if value is None else str(value)
-        (line,) = ax.plot(sub[x], sub["total"], marker="o", linewidth=1.5, label=name)
+        (line,) = ax.plot(sub[x], sub["total"], marker="o", linewidth=1.5, label=name, **_color(value))
         color = line.get_color()
         if twin is not None and sub["p99"].notna().any():
             twin.plot(sub[x], sub["p99"], marker="s", markersize=4, linestyle="--", color=color,

@@ -14,7 +14,7 @@ import pandas as pd
 
 from iolab.core import optional
 from iolab.core.errors import IolabError
-from iolab.report import plot
+from iolab.report import palette, plot
 
 SCALING_LABELS = {
     "x": "Hosts running at once",
@@ -63,7 +63,9 @@ def scaling_plot(data: pd.DataFrame, *, x: str = "n_hosts", y: str = "total", hu
                              context="scaling_plot")
         group = group.sort_values(x)
         xs, ys = group[x].to_numpy(dtype=float), group[y].to_numpy(dtype=float)
-        line, = ax.plot(xs, ys, marker="o", label=None if key is None else str(key))
+        # a test or host keeps the page's colour of its name (iolab.report.palette), as in every chart kind
+        line, = ax.plot(xs, ys, marker="o", label=None if key is None else str(key),
+                        **({} if key is None else {"color": palette.color(key)}))
         if ideal and len(xs) and xs[0] > 0:
             ax.plot(xs, ys[0] * xs / xs[0], linestyle="--", color=line.get_color(), alpha=0.5,
                     label=f"{texts['ideal']}" + ("" if key is None else f" ({key})"))
@@ -102,7 +104,8 @@ def tail_latency_plot(data: pd.DataFrame, *, x: str = "host", y: str = "latency_
     for i, (key, group) in enumerate(groups):
         values = group.set_index(group[x].astype(str))[y].reindex(categories).to_numpy(dtype=float)
         bars = ax.bar(positions - 0.4 + width * (i + 0.5), values, width=width,
-                      label=None if key is None else str(key))
+                      label=None if key is None else str(key),
+                      **({} if key is None else {"color": palette.color(key)}))
         ax.bar_label(bars, labels=[plot.bar_label(v) for v in values], fontsize="x-small", padding=1)
     ax.set_xticks(positions)
     ax.set_xticklabels(categories)

@@ -12,7 +12,7 @@ import logging
 import pandas as pd
 
 from iolab.engine import store, timelogs
-from iolab.report import i18n
+from iolab.report import i18n, palette
 from iolab.report.sections.common import Figure, _pyplot
 
 log = logging.getLogger(__name__)
@@ -71,12 +71,16 @@ def figures(results: pd.DataFrame, *, lang: str = "en") -> list[Figure]:
         name = i18n.test_label(str(test), None if pd.isna(direction) else str(direction), lang)
         fig, ax = _pyplot().subplots(figsize=(7.2, 3.4))
         several = part.groupby("system")["rep"].nunique().max() > 1
+        styles = ("-", "--", ":", "-.")
         for (system, rep), line in part.groupby(["system", "rep"], sort=False):
             line = line.sort_values("t_s")
+            # a system in its colour of every other chart; its passes told apart by the line's style
+            passes = list(dict.fromkeys(part.loc[part["system"] == system, "rep"]))
             label = _t("line", lang, system=system, rep=int(rep)) if several else str(system)
             # each sample is the mean over the interval before its time: a step over that interval
             ax.plot([0.0] + list(line["t_s"]), list(line["mbps"].iloc[:1]) + list(line["mbps"]),
-                    drawstyle="steps-pre", label=label)
+                    drawstyle="steps-pre", label=label, color=palette.color(system),
+                    linestyle=styles[passes.index(rep) % len(styles)])
         ax.set_xlabel(_t("x", lang))
         ax.set_ylabel(_t("y", lang))
         ax.set_ylim(bottom=0)

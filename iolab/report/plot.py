@@ -17,7 +17,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from iolab.report import barlabels, i18n
+from iolab.report import barlabels, i18n, palette
 from iolab.core import optional
 from iolab.core.errors import IolabError
 
@@ -150,17 +150,12 @@ def percentile_frame(results: pd.DataFrame, *, system: str = "system") -> pd.Dat
 
 #: Marker drawn where a result could not be measured (Bonnie++'s +++++).
 UNMEASURED = "+++++"
-_SYSTEM_COLORS: dict[str, tuple] = {}
 
 
-def system_color(name: str, palette: str = "deep") -> tuple:
-    """The colour of a system: the next palette colour the first time it is drawn, the same ever after."""
-    import seaborn as sns
-    key = str(name)
-    if key not in _SYSTEM_COLORS:
-        colors = sns.color_palette(palette, n_colors=10)
-        _SYSTEM_COLORS[key] = colors[len(_SYSTEM_COLORS) % len(colors)]
-    return _SYSTEM_COLORS[key]
+def system_color(name, palette_name: str | None = None) -> tuple:
+    """The colour of a system in every chart kind (:func:`iolab.report.palette.color`); ``palette_name`` is
+    accepted for old callers and ignored: one palette for the page."""
+    return palette.color(name)
 
 
 def tick_label(value: float) -> str:
@@ -190,20 +185,27 @@ def y_axis(ax, *, log: bool, label: str | None = None, bars: Sequence[float] | N
         ax.set_ylabel(label)
 
 
-def bar_label(value) -> str:
-    """A bar's value label: three significant digits with thousands separators, '' when missing."""
+def bar_label(value, *, published: bool = False) -> str:
+    """A bar's value label, by the rule of the table beside it: a measured value as :func:`iolab.report.i18n.number`
+    prints it in :func:`iolab.report.tables.pivot` (318.66 -> 319, 12.34 -> 12.3), a published one as the article
+    printed it (:func:`iolab.report.i18n.as_published`: 318.66); '' when missing."""
     if value is None or pd.isna(value):
         return ""
-    if abs(value) >= 100:
-        return i18n.number(round(value))
-    return f"{value:.3g}"
+    return i18n.as_published(value) if published else i18n.number(value)
+
+
+def reference_line(ax, value: float, label: str) -> None:
+    """A dashed horizontal line at ``value`` (1x: no speed-up; 0%: no overhead) with its label at the right."""
+    ax.axhline(value, color="#333333", linestyle="--", linewidth=1, zorder=1, gid="reference")
+    ax.annotate(label, (1.0, value), xycoords=("axes fraction", "data"), xytext=(-2, 2), textcoords="offset points",
+                ha="right", va="bottom", fontsize="x-small", color="#333333", gid="reference")
 
 
 def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
          low: str | None = None, high: str | None = None, log: bool | str = "auto",
          xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
          palette: str = "deep", legend_title: str | None = None, hatched: Sequence[str] = (),
-         value_labels: bool = True):
+         value_labels: bool = True, labels: str | None = None, published: bool = False):
     """Grouped bars of ``y`` per ``x`` (and ``hue``), error bars from ``low``/``high``.
 
     Each bar carries its value; a missing value (``+++++``: too fast to time) is
@@ -213,20 +215,26 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     ``data`` is tidy, one row per bar (e.g. :func:`iolab.report.tables.summarize`).
     ``log="auto"`` uses a log axis when values span more than 100x (an HDD
     next to an NVMe drive). ``hatched`` hue values get hatched bars (e.g.
-    systems not isolated from the page cache). Returns the Axes.
+    systems not isolated from the page cache). The value labels follow the
+    table's rounding (:func:`bar_label`; ``published``: as the article printed
+    them), or are the texts of column ``labels``. Returns the Axes.
     """
     import seaborn as sns
     _, plt = _mpl()
     pos = bar_positions(data, x=x, y=y, hue=hue, low=low, high=high)
+    if labels is not None:
+        pos["text"] = ["" if pd.isna(t) else str(t) for t in data[labels]]
+    else:
+        pos["text"] = [bar_label(v, published=published) for v in pos["y"]]
     if ax is None:
         width = max(6.0, 0.9 * pos["x"].nunique() * max(1, pos["hue"].nunique()) * 0.45 + 2)
         _, ax = plt.subplots(figsize=(min(width, 14.0), 4.2))
     hues = list(dict.fromkeys(pos["hue"]))
-    colors = [system_color(name, palette) for name in hues] if hue else sns.color_palette(palette, n_colors=1)
+    colors = [system_color(name) for name in hues] if hue else sns.color_palette(palette, n_colors=1)
     use_log = wants_log(pos["y"]) if log == "auto" else bool(log)
     # a log axis starts a decade below the smallest value: every bar is visible and drawn from there
     base = barlabels.log_baseline(pos["y"]) if use_log else 0.0
-    labels = []
+    texts = []
     for color, name in zip(colors, hues):
         part = pos[pos["hue"] == name]
         drawn = ax.bar(part["pos"], (part["y"] - base).clip(lower=0).fillna(0), bottom=base,
@@ -234,7 +242,7 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
                        label=name if hue else None, edgecolor="white", linewidth=0.5,
                        hatch="///" if name in set(map(str, hatched)) else None)
         if value_labels:
-            labels += ax.bar_label(drawn, labels=[bar_label(v) for v in part["y"]], fontsize="x-small", padding=1.5)
+            texts += ax.bar_label(drawn, labels=list(part["text"]), fontsize="x-small", padding=1.5)
         for at in part.loc[part["y"].isna(), "pos"]:  # not measured / +++++: say so where the bar would be
             ax.annotate(UNMEASURED, (at, base), xytext=(0, 3), textcoords="offset points", ha="center",
                         va="bottom", rotation=90, fontsize="x-small", color=color)
@@ -254,7 +262,7 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
                   loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="x", visible=False)
     # after the legend and axis labels: measured as the image will be drawn
-    barlabels.fit(ax, labels)
+    barlabels.fit(ax, texts)
     return ax
 
 
@@ -318,13 +326,20 @@ def latency_percentiles(data: pd.DataFrame, *, x: str = "percentile", y: str = "
     _, plt = _mpl()
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.6))
-    sns.lineplot(data=data, x=x, y=y, hue=hue, marker="o", ax=ax, palette=palette, sort=False,
+    # each system in its colour of every other chart (palette.color), not in the order of this one's legend
+    colors = palette_colors(data[hue]) if hue else None
+    sns.lineplot(data=data, x=x, y=y, hue=hue, marker="o", ax=ax, palette=colors, sort=False,
                  errorbar=None)
     y_axis(ax, log=wants_log(data[y]), label=ylabel)
     _texts(ax, xlabel, None, title)
     if ax.get_legend() is not None:
         ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax
+
+
+def palette_colors(names) -> dict[str, tuple]:
+    """``{name: colour}`` of :mod:`iolab.report.palette` for seaborn's ``palette=``."""
+    return palette.mapping(names)
 
 
 def to_image(fig, *, alt: str, dpi: int = 110):
