@@ -81,18 +81,18 @@ class Section:
         return i18n.text("commentary.caveats", self.lang) + "\n" + "\n".join(f"- {c}" for c in self.caveats)
 
     def show(self, display: Callable | None = None, *, level: int = 3) -> None:
-        """Display in a notebook: heading, tables, figures (closed once shown), findings."""
+        """Display in a notebook: heading, tables, figures (closed once shown, numbered by
+        :func:`iolab.report.figures.show`), findings."""
         from IPython.display import Markdown
         if display is None:
             from IPython.display import display
-        from iolab.report import plot
+        from iolab.report import figures
         display(Markdown(f"{'#' * level} {self.title}" + (f"\n\n{self.intro}" if self.intro else "")))
         for table in self.tables:
             display(table)
-        for fig in self.figures:
-            display(plot.to_image(fig.figure, alt=fig.alt))
-            if fig.caption:
-                display(Markdown(fig.caption))
+        for fig in self.figures:  # numbered on the page, referred to before, captioned under (its alt text if none)
+            figures.show(display, fig.figure, alt=fig.alt, caption=fig.caption or fig.alt, lang=self.lang,
+                         lead="lead_section")
         if self.sentences or self.notes:
             display(Markdown(f"**{i18n.text('headings.commentary', self.lang)}**\n\n{self.findings}"))
         if self.caveats:
