@@ -25,40 +25,19 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import re
 from pathlib import Path
 
 from iolab.core import paths
-from iolab.core import yamlfile
+from iolab.core import schema, yamlfile
 from iolab.core.errors import IolabError
-from iolab.core.yamlfile import check_keys
-from iolab.core.units import fio_size, human_size, parse_seconds, parse_size
+from iolab.core.units import fio_size, parse_seconds, parse_size
+from iolab.engine import recipe_schema
+from iolab.engine.recipe_schema import (CACHE_STATES, ENGINES, ISOLATION_MODES, MIN_MEM_LIMIT,  # noqa: F401
+                                        ORDERS, RESERVED_FIO, RW_VALUES, STATISTICS)
 from iolab.engine.recipemix import MIX_RATIOS, MIXED_RW, direction_rank, parse_mix, with_mixes  # noqa: F401
 
-ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
 #: The page cache a buffered test may use when nobody says otherwise (the articles' mem=512M).
 DEFAULT_MEM_LIMIT = 512 * 1024**2
-STATISTICS = ("best", "mean", "median")
-RECIPE_KEYS = {"name", "description", "about", "tool", "statistic", "isolation", "defaults",
-               "fio", "tests", "filesystem", "output_format", "notes", "presets", "engine", "options", "order"}
-#: The order of a recipe's steps: each test's directions in turn ("tests"), or all reads, then all
-#: writes, then all mixes ("directions": CrystalDiskMark's and KDiskMark's order).
-ORDERS = ("tests", "directions")
-#: What runs a recipe's tests: fio job files, or an engine of its own (iolab.engines).
-ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks", "sqlbench", "sustained", "steadystate")
-REQUIRED_KEYS = ("name", "description", "tests")
-DEFAULT_KEYS = {"size", "size_mem_factor", "runtime", "repeat", "max_repeat", "cov_target", "ramp_time", "pause", "warmup",
-                "mem_limit", "watchdog_margin"}
-#: Below this a memory limit starves fio itself (it hung in D state under 10M) instead of the page cache.
-MIN_MEM_LIMIT = 32 * 1024**2
-TEST_KEYS = {"name", "description", "rw", "bs", "iodepth", "numjobs", "rwmixread", "fio",
-             "runtime", "size", "cache"}
-#: cache state a test starts from: dropped by the isolation (default), always cold, or left warm
-CACHE_STATES = ("isolation", "cold", "warm")
-RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
-             "randtrim", "trimwrite")
-#: fio options iolab sets itself; a recipe that sets them would be ignored silently.
-RESERVED_FIO = {"filename", "directory", "output", "output-format", "name"}
 
 
 def recipes_dir() -> Path:
@@ -306,11 +285,10 @@ def _fmt_seconds(seconds: float) -> str:
 
 def _mem_limit(value, context: str) -> int:
     """A memory limit in bytes, refused below :data:`MIN_MEM_LIMIT`."""
-    limit = parse_size(value, context=context)
-    if limit < MIN_MEM_LIMIT:
-        raise IolabError(f"{value} is below the minimum of {human_size(MIN_MEM_LIMIT)}: under a smaller limit "
-                         "fio itself runs out of memory (or hangs) instead of the page cache", context=context)
-    return limit
+    try:
+        return recipe_schema.check_mem_limit(parse_size(value, context=context), value)
+    except ValueError as exc:
+        raise IolabError(str(exc), context=context) from None
 
 
 def _choice(value, allowed, ctx) -> str:
@@ -319,155 +297,50 @@ def _choice(value, allowed, ctx) -> str:
     return value
 
 
-def _positive_int(value, ctx) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise IolabError(f"must be a whole number >= 1, got {value!r}", context=ctx)
-    return value
-
-
-def _int_list(value, ctx) -> list:
-    """One whole number, or a list of them (a sweep)."""
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise IolabError("must not be an empty list", context=ctx)
-    return [_positive_int(v, ctx) for v in values]
-
-
 def parse_recipe(data, source: str) -> Recipe:
-    """Validate a recipe mapping; every error names ``source`` and the field."""
+    """Validate a recipe mapping against :class:`~iolab.engine.recipe_schema.RecipeFile`; every error
+    names ``source`` and the field."""
     if not isinstance(data, dict):
         raise IolabError("a recipe must be a YAML mapping", context=source)
-    check_keys(data, RECIPE_KEYS, source)
-    for key in REQUIRED_KEYS:
-        if key not in data:
-            raise IolabError(f"missing required field {key!r}", context=source)
-    for key in ("name", "description", "about", "tool", "notes"):
-        if key in data and not isinstance(data[key], str):
-            raise IolabError(f"must be text, got {data[key]!r}", context=f"{source}: {key}")
-    statistic = _choice(data.get("statistic", "best"), STATISTICS, f"{source}: statistic")
-    isolation = _choice(data.get("isolation", "direct"), ISOLATION_MODES, f"{source}: isolation")
-    output_format = _choice(data.get("output_format", "json"), ("json", "json+"), f"{source}: output_format")
-    engine = _choice(data.get("engine", "fio"), ENGINES, f"{source}: engine")
-    engine_options = data.get("options") or {}
-    if not isinstance(engine_options, dict):
-        raise IolabError("must be a mapping", context=f"{source}: options")
-    if engine_options and engine == "fio":
+    spec = schema.validate(recipe_schema.RecipeFile, data, source)
+    if spec.options and spec.engine == "fio":
         raise IolabError("engine options need an engine: set `engine:` (fio options go under `fio:`)",
                          context=f"{source}: options")
-    filesystem = data.get("filesystem")
-    if filesystem is not None:
-        _choice(filesystem, ("ext4", "xfs"), f"{source}: filesystem")
-
-    defaults = _parse_defaults(data.get("defaults") or {}, source)
-    fio_global = _fio_options(data.get("fio") or {}, f"{source}: fio")
     tests, seen = [], set()
-    for index, ctx, raw in yamlfile.named_items(data["tests"], f"{source}: tests", what="test",
-                                                  allowed=TEST_KEYS):
-        name = str(raw["name"])
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", name):
-            raise IolabError(f"test names become file names: use letters, digits and . _ + - only, got {name!r}",
-                             context=f"{ctx}.name")
-        if name in seen:
-            raise IolabError("duplicate test name", context=f"{source}: tests[{index}] ({name})")
-        seen.add(name)
-        tests.append(_parse_test(name, raw, f"{source}: tests[{index}] ({name})"))
-    presets = _parse_presets(data.get("presets") or {}, seen, source)
-    order = _choice(data.get("order", "tests"), ORDERS, f"{source}: order")
+    for index, test in enumerate(spec.tests):
+        if test.name in seen:
+            raise IolabError("duplicate test name", context=f"{source}: tests[{index}] ({test.name})")
+        seen.add(test.name)
+        # bs written back in fio's own notation: fio reads "4KiB" as 4000 bytes
+        tests.append(Test(name=test.name, description=str(test.description), rw=test.rw,
+                          bs=fio_size(test.bs) if test.bs else None, iodepth=test.iodepth, numjobs=test.numjobs,
+                          rwmixread=test.rwmixread, fio=test.fio or {}, runtime=test.runtime, size=test.size,
+                          cache=test.cache))
+    for preset, names in (spec.presets or {}).items():
+        if not names:
+            raise IolabError("must be a non-empty list of test names", context=f"{source}: presets.{preset}")
+        unknown = [n for n in names if n not in seen]
+        if unknown:
+            raise IolabError(f"names unknown test {unknown[0]!r}", context=f"{source}: presets.{preset}")
+    return Recipe(name=spec.name, description=spec.description, tests=tests, about=spec.about, tool=spec.tool,
+                  statistic=spec.statistic, isolation=spec.isolation,
+                  defaults=_defaults(spec.defaults or recipe_schema.Defaults(), source), fio=spec.fio or {},
+                  filesystem=spec.filesystem, output_format=spec.output_format, notes=spec.notes,
+                  presets=spec.presets or {}, engine=spec.engine, options=spec.options or {}, source=source,
+                  order=spec.order)
 
-    return Recipe(name=data["name"], description=data["description"], tests=tests,
-                  about=data.get("about", ""), tool=data.get("tool", ""), statistic=statistic,
-                  isolation=isolation, defaults=defaults, fio=fio_global, filesystem=filesystem,
-                  output_format=output_format, notes=data.get("notes", ""), presets=presets,
-                  engine=engine, options=engine_options, source=source, order=order)
 
-
-def _parse_defaults(defaults_in, source: str) -> dict:
-    """The recipe's ``defaults:`` block, every value checked and in seconds or bytes."""
-    if not isinstance(defaults_in, dict):
-        raise IolabError("must be a mapping", context=f"{source}: defaults")
-    check_keys(defaults_in, DEFAULT_KEYS, f"{source}: defaults")
-    defaults = {"size": parse_size(defaults_in.get("size", "1G"), context=f"{source}: defaults.size"),
-                "repeat": _positive_int(defaults_in.get("repeat", 1), f"{source}: defaults.repeat"),
-                "ramp_time": 0.0, "pause": 0.0, "warmup": False, "runtime": None}
-    for key in ("runtime", "ramp_time", "pause"):
-        value = defaults_in.get(key)
-        if value not in (None, 0):
-            defaults[key] = parse_seconds(value, context=f"{source}: defaults.{key}")
-    defaults["max_repeat"] = _positive_int(defaults_in.get("max_repeat", defaults["repeat"]),
-                                           f"{source}: defaults.max_repeat")
+def _defaults(given: recipe_schema.Defaults, source: str) -> dict:
+    """The recipe's ``defaults:`` as the runner reads them: seconds and bytes, unset ones filled in."""
+    defaults = {"size": given.size, "repeat": given.repeat, "ramp_time": given.ramp_time or 0.0,
+                "pause": given.pause or 0.0, "warmup": given.warmup, "runtime": given.runtime,
+                "max_repeat": given.max_repeat or given.repeat, "cov_target": float(given.cov_target)}
     if defaults["max_repeat"] < defaults["repeat"]:
         raise IolabError(f"must be >= repeat ({defaults['repeat']})", context=f"{source}: defaults.max_repeat")
-    cov_target = defaults_in.get("cov_target", 0.03)
-    if isinstance(cov_target, bool) or not isinstance(cov_target, (int, float)) or not 0 < cov_target < 1:
-        raise IolabError(f"must be a fraction between 0 and 1 (0.03 = 3%), got {cov_target!r}",
-                         context=f"{source}: defaults.cov_target")
-    defaults["cov_target"] = float(cov_target)
-    if "warmup" in defaults_in:
-        if not isinstance(defaults_in["warmup"], bool):
-            raise IolabError(f"must be true or false, got {defaults_in['warmup']!r}", context=f"{source}: defaults.warmup")
-        defaults["warmup"] = defaults_in["warmup"]
-    if "size_mem_factor" in defaults_in:
-        factor = defaults_in["size_mem_factor"]
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0:
-            raise IolabError(f"must be a positive number, got {factor!r}", context=f"{source}: defaults.size_mem_factor")
-        defaults["size_mem_factor"] = float(factor)
-    if "mem_limit" in defaults_in:
-        defaults["mem_limit"] = _mem_limit(defaults_in["mem_limit"], f"{source}: defaults.mem_limit")
-    if "watchdog_margin" in defaults_in:  # seconds a test may overrun its estimate before it is stopped
-        defaults["watchdog_margin"] = parse_seconds(defaults_in["watchdog_margin"],
-                                                    context=f"{source}: defaults.watchdog_margin")
+    for key in ("size_mem_factor", "mem_limit", "watchdog_margin"):
+        if getattr(given, key) is not None:
+            defaults[key] = getattr(given, key)
     return defaults
-
-
-def _parse_test(name: str, raw: dict, ctx: str) -> Test:
-    """One entry of ``tests:`` (its name already checked); errors name the test by index and name."""
-    if "rw" not in raw:
-        raise IolabError("missing required field 'rw'", context=ctx)
-    rws = raw["rw"] if isinstance(raw["rw"], list) else [raw["rw"]]
-    for rw in rws:
-        _choice(rw, RW_VALUES, f"{ctx}.rw")
-    test = Test(name=name, description=str(raw.get("description", "")), rw=list(rws))
-    if "bs" in raw:
-        # written back in fio's own notation: fio reads "4KiB" as 4000 bytes
-        test.bs = fio_size(parse_size(raw["bs"], context=f"{ctx}.bs"))
-    test.iodepth = _int_list(raw.get("iodepth", 1), f"{ctx}.iodepth")
-    test.numjobs = _int_list(raw.get("numjobs", 1), f"{ctx}.numjobs")
-    if "rwmixread" in raw:
-        mix = raw["rwmixread"]
-        if isinstance(mix, bool) or not isinstance(mix, int) or not 0 <= mix <= 100:
-            raise IolabError(f"must be a percentage 0-100, got {mix!r}", context=f"{ctx}.rwmixread")
-        test.rwmixread = mix
-    if "runtime" in raw:
-        test.runtime = parse_seconds(raw["runtime"], context=f"{ctx}.runtime")
-    if "size" in raw:
-        test.size = parse_size(raw["size"], context=f"{ctx}.size")
-    test.cache = _choice(raw.get("cache", "isolation"), CACHE_STATES, f"{ctx}.cache")
-    test.fio = _fio_options(raw.get("fio") or {}, f"{ctx}.fio")
-    return test
-
-
-def _parse_presets(presets, known: set, source: str) -> dict:
-    """``presets:``: name -> non-empty list of the recipe's test names."""
-    if not isinstance(presets, dict):
-        raise IolabError("must be a mapping of preset name to test names", context=f"{source}: presets")
-    for preset, names in presets.items():
-        if not isinstance(names, list) or not names:
-            raise IolabError("must be a non-empty list of test names", context=f"{source}: presets.{preset}")
-        for test_name in names:
-            if test_name not in known:
-                raise IolabError(f"names unknown test {test_name!r}", context=f"{source}: presets.{preset}")
-    return presets
-
-
-def _fio_options(options, ctx) -> dict:
-    if not isinstance(options, dict):
-        raise IolabError("must be a mapping of fio options", context=ctx)
-    for key, value in options.items():
-        if key in RESERVED_FIO:
-            raise IolabError(f"{key!r} is set by iolab (use --target)", context=f"{ctx}.{key}")
-        if isinstance(value, (dict, list)):
-            raise IolabError(f"fio option values must be scalars, got {value!r}", context=f"{ctx}.{key}")
-    return {str(k): v for k, v in options.items()}
 
 
 def load_file(path: str | os.PathLike) -> Recipe:

@@ -1,0 +1,129 @@
+"""The schema of a recipe file (``recipes/<name>.yaml``): what each field may hold.
+
+:class:`RecipeFile` is what :func:`iolab.engine.recipes.parse_recipe` checks a recipe
+against, and what ``schemas/recipe.schema.json`` (for editors) is written from.
+What one field cannot say alone (test names unique, presets naming known tests,
+engine options needing an engine) is checked by the loader after it.
+"""
+import re
+from typing import Annotated, Any, Dict, List, Literal, Optional
+
+from pydantic import AfterValidator, Field, WithJsonSchema, field_validator
+
+from iolab.core.schema import Count, Scalar, Schema, Seconds, Size, Text, one_or_many
+from iolab.core.units import human_size
+
+ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
+STATISTICS = ("best", "mean", "median")
+#: The order of a recipe's steps: each test's directions in turn ("tests"), or all reads, then all
+#: writes, then all mixes ("directions": CrystalDiskMark's and KDiskMark's order).
+ORDERS = ("tests", "directions")
+#: What runs a recipe's tests: fio job files, or an engine of its own (iolab.engines).
+ENGINES = ("fio", "pgbench", "bonnie", "hdparm", "gnomedisks", "sqlbench", "sustained", "steadystate")
+#: cache state a test starts from: dropped by the isolation (default), always cold, or left warm
+CACHE_STATES = ("isolation", "cold", "warm")
+RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim",
+             "randtrim", "trimwrite")
+#: fio options iolab sets itself; a recipe that sets them would be ignored silently.
+RESERVED_FIO = {"filename", "directory", "output", "output-format", "name"}
+#: Below this a memory limit starves fio itself (it hung in D state under 10M) instead of the page cache.
+MIN_MEM_LIMIT = 32 * 1024**2
+TEST_NAME = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
+
+def _test_name(name: str) -> str:
+    if not re.match(TEST_NAME, name):
+        raise ValueError(f"test names become file names: use letters, digits and . _ + - only, got {name!r}")
+    return name
+
+
+TestName = Annotated[Text, AfterValidator(_test_name), WithJsonSchema(
+    {"type": ["string", "number"], "pattern": TEST_NAME, "description": "becomes a file name"})]
+Isolation = Literal["cgroup", "hugepages", "direct", "none"]
+RW = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite"]
+
+
+def check_mem_limit(limit: int, written) -> int:
+    """A memory limit in bytes, refused below :data:`MIN_MEM_LIMIT`."""
+    if limit < MIN_MEM_LIMIT:
+        raise ValueError(f"{written} is below the minimum of {human_size(MIN_MEM_LIMIT)}: under a smaller "
+                         "limit fio itself runs out of memory (or hangs) instead of the page cache")
+    return limit
+
+
+def _fio_key(key: str) -> str:
+    """A fio option a recipe may set: not one iolab sets itself."""
+    if key in RESERVED_FIO:
+        raise ValueError(f"{key!r} is set by iolab (use --target)")
+    return key
+
+
+FioOptions = Dict[Annotated[str, AfterValidator(_fio_key)], Scalar]
+
+
+class Defaults(Schema):
+    """``defaults:``: sizes and durations every test gets, and how repeats end."""
+    size: Size = Field(1024**3, description="the test file's size (default 1G)")
+    size_mem_factor: Optional[float] = Field(None, gt=0, description="size = this x mem_limit")
+    runtime: Optional[Seconds] = Field(None, description="seconds per job (time_based)")
+    repeat: Count = Field(1, description="passes over every test")
+    max_repeat: Optional[Count] = Field(None, description="passes at most, until cov_target is met")
+    cov_target: float = Field(0.03, description="stop repeating below this coefficient of variation",
+                              json_schema_extra={"exclusiveMinimum": 0, "exclusiveMaximum": 1})
+    ramp_time: Optional[Seconds] = None
+    pause: Optional[Seconds] = Field(None, description="seconds between jobs")
+    warmup: bool = False
+    mem_limit: Optional[Size] = Field(None, description="the page cache a buffered test may use")
+    watchdog_margin: Optional[Seconds] = Field(None, description="seconds a test may overrun its estimate")
+
+    @field_validator("runtime", "ramp_time", "pause", mode="before")
+    @classmethod
+    def _zero_is_unset(cls, value):
+        return None if value == 0 and not isinstance(value, bool) else value
+
+    @field_validator("cov_target")
+    @classmethod
+    def _fraction(cls, value):
+        if not 0 < value < 1:
+            raise ValueError(f"must be a fraction between 0 and 1 (0.03 = 3%), got {value!r}")
+        return value
+
+    @field_validator("mem_limit")
+    @classmethod
+    def _floor(cls, value):
+        return value if value is None else check_mem_limit(value, human_size(value))
+
+
+class TestSpec(Schema):
+    """One entry of ``tests:``: one fio job per ``rw`` value (and per iodepth x numjobs of a sweep)."""
+    name: TestName
+    description: Any = ""
+    rw: one_or_many(RW)
+    bs: Size = None
+    iodepth: one_or_many(Count) = [1]
+    numjobs: one_or_many(Count) = [1]
+    rwmixread: int = Field(None, ge=0, le=100, description="percent reads of a mixed job")
+    fio: Optional[FioOptions] = None
+    runtime: Seconds = None
+    size: Size = None
+    cache: Literal["isolation", "cold", "warm"] = "isolation"
+
+
+class RecipeFile(Schema):
+    """A recipe: a declarative benchmark suite (see :mod:`iolab.engine.recipes`)."""
+    name: str
+    description: str = Field(description="one line for `iolab recipes`")
+    about: str = ""
+    tool: str = Field("", description="the tool it emulates, e.g. CrystalDiskMark 8")
+    statistic: Literal["best", "mean", "median"] = "best"
+    isolation: Isolation = "direct"
+    defaults: Optional[Defaults] = None
+    fio: Optional[FioOptions] = Field(None, description="[global] fio options for every test")
+    tests: List[TestSpec] = Field(min_length=1)
+    filesystem: Literal["ext4", "xfs"] = None
+    output_format: Literal["json", "json+"] = "json"
+    notes: str = ""
+    presets: Optional[Dict[str, List[Text]]] = Field(None, description="preset name -> test names")
+    engine: Literal["fio", "pgbench", "bonnie", "hdparm", "gnomedisks", "sqlbench", "sustained",
+                    "steadystate"] = "fio"
+    options: Optional[Dict[str, Any]] = Field(None, description="the engine's own settings")
+    order: Literal["tests", "directions"] = "tests"
