@@ -28,6 +28,7 @@ $(STAMP): pyproject.toml | demo-deps
 	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# the demo's report, then JupyterLab (the lab extra) and the command that opens notebooks/explore.ipynb
 demo: demo-deps venv
 	@bash tools/demo.sh
 

@@ -21,4 +21,14 @@ else
   runs+=("$($IOLAB run "$RECIPE" --target scratch --label "scratch directory" --data "$DATA" | tail -n 1)")
 fi
 echo "== report" >&2
-$IOLAB report "${runs[@]}" --notebook compare --out "$OUT"
+report_path=$($IOLAB report "${runs[@]}" --notebook compare --out "$OUT")
+# JupyterLab (the `lab` extra) for the explorer; installed once, quietly
+if [ ! -x .venv/bin/jupyter-lab ]; then
+  echo "== JupyterLab (pip install -e '.[lab]')" >&2
+  .venv/bin/python -m pip install --quiet -e '.[lab]'
+fi
+explore_data=$(cd "$DATA" && pwd)
+echo "== explore the runs in JupyterLab: open the explorer with the command below, then Run > Run All Cells" >&2
+echo "   and type $explore_data in its Data field to see these runs beside the fixture runs:" >&2
+echo "   .venv/bin/jupyter lab notebooks/explore.ipynb" >&2
+echo "$report_path"  # the last line: the HTML report
