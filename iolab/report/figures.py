@@ -29,6 +29,8 @@ _t = i18n.scoped("charts")
 MEMORY_TESTS = ("-T", "cached reads", "cached_reads")
 #: Units whose figures are ratios with a "no change" line: a speed-up of 1x.
 SPEEDUP_UNITS = ("x",)
+#: Units written right after the number, without a space (9x, 10%).
+TIGHT_UNITS = ("x", "%")
 
 
 @dataclass
@@ -121,8 +123,10 @@ def single_sentence(summary: pd.DataFrame, unit: str, lang: str, *, published: b
     """The sentence that gives a one-figure table's value instead of a chart."""
     from iolab.report import plot
     row = summary.dropna(subset=["value"]).iloc[0] if summary["value"].notna().any() else summary.iloc[0]
-    value = i18n.with_unit(plot.bar_label(row["value"], published=published), i18n.unit(unit, lang)) \
-        if unit else plot.bar_label(row["value"], published=published)
+    value = plot.bar_label(row["value"], published=published)
+    if unit:  # 9x and 10%, as the prose writes ratios; 712 MB/s, 25.3秒 (i18n.with_unit)
+        shown = i18n.unit(unit, lang)
+        value = f"{value}{shown}" if unit in TIGHT_UNITS else i18n.with_unit(value, shown)
     return _t("single", lang, value=value or "–", system=row["system"])
 
 

@@ -195,10 +195,10 @@ def bar_label(value, *, published: bool = False) -> str:
 
 
 def reference_line(ax, value: float, label: str) -> None:
-    """A dashed horizontal line at ``value`` (1x: no speed-up; 0%: no overhead) with its label at the right."""
+    """A dashed horizontal line at ``value`` (1x: no speed-up; 0%: no overhead), its label under it at the left."""
     ax.axhline(value, color="#333333", linestyle="--", linewidth=1, zorder=1, gid="reference")
-    ax.annotate(label, (1.0, value), xycoords=("axes fraction", "data"), xytext=(-2, 2), textcoords="offset points",
-                ha="right", va="bottom", fontsize="x-small", color="#333333", gid="reference")
+    ax.annotate(label, (0.0, value), xycoords=("axes fraction", "data"), xytext=(2, -2), textcoords="offset points",
+                ha="left", va="top", fontsize="x-small", color="#333333", gid="reference")
 
 
 def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
