@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, List, Optional
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 from pydantic import model_validator
 from pydantic_core import PydanticCustomError
 
@@ -70,8 +70,30 @@ Seconds = Annotated[float, BeforeValidator(_units(parse_seconds)), WithJsonSchem
      "description": "seconds, or a number with ms, s, m or h, e.g. 5s"})]
 #: Text; a number written where text is expected is read as its text.
 Text = Annotated[str, BeforeValidator(_text), WithJsonSchema({"type": ["string", "number"]})]
+def _not_empty(value: str) -> str:
+    if not value:
+        raise ValueError("must not be empty")
+    return value
+
+
+#: Text that says something.
+NonEmptyText = Annotated[Text, AfterValidator(_not_empty), WithJsonSchema({"type": ["string", "number"], "minLength": 1})]
+#: A size kept as written (``"512M"``), checked as :data:`Size` reads it.
+def _size_text(value: str) -> str:
+    _units(parse_size)(value)
+    return value
+
+
+SizeText = Annotated[Text, AfterValidator(_size_text), WithJsonSchema(
+    {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": SIZE_PATTERN}]})]
 #: A whole number >= 1.
-Count = Annotated[int, Field(ge=1)]
+def _count(value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"must be a whole number >= 1, got {value!r}")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_count), WithJsonSchema({"type": "integer", "minimum": 1})]
 def _scalar(value):
     if isinstance(value, (dict, list)):
         raise ValueError(f"must be one value (text, a number or true/false), got {value!r}")
@@ -85,8 +107,9 @@ Scalar = Annotated[Any, BeforeValidator(_scalar), WithJsonSchema({"type": ["stri
 def one_or_many(item_type, **list_constraints):
     """A list of ``item_type``; a single value is read as a list of one."""
     item = TypeAdapter(item_type).json_schema()
-    return Annotated[List[item_type], BeforeValidator(_listify), Field(min_length=1, **list_constraints),
-                     WithJsonSchema({"anyOf": [item, {"type": "array", "items": item, "minItems": 1}]})]
+    constraints = {"min_length": 1, **list_constraints}
+    return Annotated[List[item_type], BeforeValidator(_listify), Field(**constraints), WithJsonSchema(
+        {"anyOf": [item, {"type": "array", "items": item, "minItems": constraints["min_length"]}]})]
 
 
 def validate(model: type, data, source: str, *, names: bool = True, key_in_context: bool = False):
@@ -103,11 +126,12 @@ def validate(model: type, data, source: str, *, names: bool = True, key_in_conte
 def field_path(loc, data, *, names: bool = True) -> str:
     """``("tests", 2, "bs")`` -> ``tests[2] (RND4K).bs`` (the name read from ``data``)."""
     path, node = "", data
-    for part in loc:
+    for index, part in enumerate(loc):
         if isinstance(part, int):
             path += f"[{part}]"
             node = node[part] if isinstance(node, list) and part < len(node) else None
-            if names and isinstance(node, dict) and node.get("name") not in (None, ""):
+            about_name = tuple(loc[index + 1:]) == ("name",)  # a bad name is not repeated as the item's name
+            if names and not about_name and isinstance(node, dict) and node.get("name") not in (None, ""):
                 path += f" ({node['name']})"
         elif part != "[key]":  # a mapping's key: the path already names it
             path += f".{part}" if path else str(part)
@@ -118,7 +142,7 @@ def field_path(loc, data, *, names: bool = True) -> str:
 _PLAIN = {"int_type": "must be a whole number", "bool_type": "must be true or false",
           "string_type": "must be text", "float_type": "must be a number", "list_type": "must be a list",
           "dict_type": "must be a mapping", "model_type": "must be a mapping", "model_attributes_type":
-          "must be a mapping", "too_short": "must not be an empty list"}
+          "must be a mapping", "too_short": "must be a non-empty list"}
 
 
 def error(err: dict, data, source: str, *, names: bool = True, key_in_context: bool = False) -> IolabError:

@@ -42,25 +42,19 @@ import datetime as _dt
 import json
 import logging
 import os
-import re
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 
 from iolab.engine import recipes, store
-from iolab.core import notebook_execution, paths
+from iolab.core import notebook_execution, paths, schema
 from iolab.core import yamlfile
-from iolab.core.yamlfile import check_keys
 from iolab.core.errors import IolabError
-from iolab.core.units import parse_seconds, parse_size
+from iolab.fleet import batch_schema
 
 log = logging.getLogger(__name__)
 
-INVENTORY_KEYS = {"data", "defaults", "entries"}
-ENTRY_KEYS = {"name", "recipe", "target", "label", "isolation", "mem_limit", "size", "runtime", "repeat",
-              "preset", "tests", "confirm", "timeout"}
-DEFAULT_KEYS = ENTRY_KEYS - {"name"}
 #: Name of the executed notebook inside a run directory.
 NOTEBOOK_NAME = "measure.ipynb"
 
@@ -159,19 +153,6 @@ class Inventory:
                          hint="entries: " + ", ".join(e.name for e in self.entries))
 
 
-def _text(value, ctx) -> str:
-    if not isinstance(value, (str, int, float)) or isinstance(value, bool) or str(value) == "":
-        raise IolabError(f"must be text, got {value!r}", context=ctx)
-    return str(value)
-
-
-def _text_list(value, ctx) -> list:
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise IolabError("must not be an empty list", context=ctx)
-    return [_text(v, ctx) for v in values]
-
-
 def _local(path: str, base: Path) -> str:
     """A path relative to the inventory file made absolute (``emulated:NAME`` unchanged)."""
     if path.startswith("emulated:") or os.path.isabs(path):
@@ -186,44 +167,16 @@ def _recipe_ref(name: str, base: Path) -> str:
     return name
 
 
-def _entry(raw: dict, defaults: dict, base: Path, ctx: str) -> Entry:
-    merged = {**defaults, **raw}
+def _entry(spec: batch_schema.BatchEntry, defaults: batch_schema.EntryFields, base: Path, ctx: str) -> Entry:
+    """One entry, ``defaults`` under it; its recipes, preset and tests checked against each other."""
+    given = spec.model_dump(exclude_none=True)
+    merged = {**defaults.model_dump(exclude_none=True), **given}
     for key in ("recipe", "target"):
-        if key not in merged or merged[key] in (None, "", []):
+        if not merged.get(key):
             raise IolabError(f"missing required field {key!r}", context=ctx)
-    name = str(raw["name"])
-    recipe_refs = [_recipe_ref(r, base) for r in _text_list(merged["recipe"], f"{ctx}.recipe")]
-    entry = Entry(name=name, recipes=recipe_refs,
-                  targets=[_local(t, base) for t in _text_list(merged["target"], f"{ctx}.target")])
-    if merged.get("label") is not None:
-        entry.label = _text(merged["label"], f"{ctx}.label")
-    if merged.get("isolation") is not None:
-        if merged["isolation"] not in recipes.ISOLATION_MODES:
-            raise IolabError(f"must be one of {', '.join(recipes.ISOLATION_MODES)}, got {merged['isolation']!r}",
-                             context=f"{ctx}.isolation")
-        entry.isolation = merged["isolation"]
-    for key in ("size", "mem_limit"):
-        if merged.get(key) is not None:
-            parse_size(merged[key], context=f"{ctx}.{key}")
-            setattr(entry, key, str(merged[key]))
-    if merged.get("runtime") is not None:
-        entry.runtime = parse_seconds(merged["runtime"], context=f"{ctx}.runtime")
-    if merged.get("repeat") is not None:
-        repeat = merged["repeat"]
-        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-            raise IolabError(f"must be a whole number >= 1, got {repeat!r}", context=f"{ctx}.repeat")
-        entry.repeat = repeat
-    if merged.get("timeout") is not None:
-        timeout = merged["timeout"]
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise IolabError(f"must be a positive number of seconds, got {timeout!r}", context=f"{ctx}.timeout")
-        entry.timeout = float(timeout)
-    if merged.get("confirm") is not None:
-        entry.confirm = _text(merged["confirm"], f"{ctx}.confirm")
-    if merged.get("preset") is not None:
-        entry.preset = _text(merged["preset"], f"{ctx}.preset")
-    if merged.get("tests") not in (None, [], ""):
-        entry.tests = _text_list(merged["tests"], f"{ctx}.tests")
+    entry = Entry(name=spec.name, recipes=[_recipe_ref(r, base) for r in merged.pop("recipe")],
+                  targets=[_local(t, base) for t in merged.pop("target")],
+                  **{k: v for k, v in merged.items() if k != "name"})
     # the recipes exist and the preset and tests fit them: checked now, not after hours of other entries
     for ref in entry.recipes:
         try:
@@ -237,35 +190,23 @@ def _entry(raw: dict, defaults: dict, base: Path, ctx: str) -> Entry:
 
 
 def load_inventory(path: str | os.PathLike) -> Inventory:
-    """Read and check an inventory file; every error names the file, the entry and the field."""
+    """Read and check a batch file against :class:`~iolab.fleet.batch_schema.BatchFile`; every error
+    names the file, the entry and the field."""
     path = Path(path)
     source = str(path)
     data = yamlfile.load(path, what="inventory file")
     if not isinstance(data, dict):
         raise IolabError("an inventory must be a YAML mapping with an 'entries' list", context=source)
-    check_keys(data, INVENTORY_KEYS, source)
+    spec = schema.validate(batch_schema.BatchFile, data, source)
     base = path.resolve().parent
-    defaults = data.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise IolabError("must be a mapping of entry fields", context=f"{source}: defaults")
-    check_keys(defaults, DEFAULT_KEYS, f"{source}: defaults")
-    if "entries" not in data:
-        raise IolabError("missing required field 'entries'", context=source)
     entries, seen = [], set()
-    for index, ctx, raw in yamlfile.named_items(data["entries"], f"{source}: entries", what="entry"):
-        name = str(raw["name"])
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", name):
-            raise IolabError(f"names become file names: use letters, digits and . _ - only, got {name!r}",
-                             context=f"{ctx}.name")
-        ctx = f"{source}: entries[{index}] ({name})"
-        check_keys(raw, ENTRY_KEYS, ctx)
-        if name in seen:
+    for index, entry in enumerate(spec.entries):
+        ctx = f"{source}: entries[{index}] ({entry.name})"
+        if entry.name in seen:
             raise IolabError("duplicate entry name", context=f"{ctx}.name")
-        seen.add(name)
-        entries.append(_entry(raw, defaults, base, ctx))
-    data_dir = None
-    if data.get("data") is not None:
-        data_dir = Path(_local(_text(data["data"], f"{source}: data"), base))
+        seen.add(entry.name)
+        entries.append(_entry(entry, spec.defaults or batch_schema.EntryFields(), base, ctx))
+    data_dir = Path(_local(spec.data, base)) if spec.data is not None else None
     return Inventory(path=path, entries=entries, data=data_dir)
 
 
