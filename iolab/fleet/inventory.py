@@ -14,27 +14,13 @@ import re
 from typing import Iterable, Sequence
 
 from iolab.engine import jobcheck
-from iolab.engine.store import safe_name
 from iolab.fleet import fioserver, privatedir
-from iolab.core import yamlfile
-from iolab.core.yamlfile import check_keys
+from iolab.fleet.inventory_schema import ALL_HOSTS, FLEET_DIR, RESERVED_NAMES, TARGET_KINDS, InventoryFile  # noqa: F401
+from iolab.core import schema, yamlfile
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
 
-#: Directory under the data directory holding the fleet manifests and aggregates.
-FLEET_DIR = "_fleet"
-#: ``host`` of the aggregate rows.
-ALL_HOSTS = "all"
-#: IOPS log interval (ms) behind ``start_ms``.
-
-INVENTORY_KEYS = {"hosts", "defaults", "allow_job_options", "description"}
-HOST_KEYS = {"name", "address", "port", "socket", "ssh", "ssh_port", "identity", "ssh_options",
-             "remote_socket", "remote_address", "target", "target_kind", "label", "confirm"}
-DEFAULT_KEYS = {"port", "ssh_port", "identity", "ssh_options", "remote_socket", "remote_address", "target",
-                "target_kind"}
-TARGET_KINDS = ("dir", "file", "device")
-RESERVED_NAMES = {ALL_HOSTS, FLEET_DIR}
 _SSH_DEST = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]*@)?[A-Za-z0-9._:\[\]%-]+$")
 _SSH_OPTION = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
@@ -112,44 +98,21 @@ class Inventory:
         return [by_name[n] for n in names]
 
 
-def _text(value, ctx: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise IolabError(f"must be non-empty text, got {value!r}", context=ctx)
-    if "\n" in value or "\0" in value:
-        raise IolabError("must be one line", context=ctx)
-    return value.strip()
-
-
 def _port(value, ctx: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
         raise IolabError(f"must be a port number 1-65535, got {value!r}", context=ctx)
     return value
 
 
-def _allowed_options(data: dict, source: str) -> frozenset:
-    allow = data.get("allow_job_options") or []
-    if not isinstance(allow, list):
-        raise IolabError("must be a list", context=f"{source}: allow_job_options")
+def _allowed_options(allow, source: str) -> frozenset:
     try:
-        return jobcheck._allowance(allow)
+        return jobcheck._allowance(allow or [])
     except IolabError as exc:
         raise IolabError(exc.message, context=f"{source}: allow_job_options") from exc
 
 
-def _host_name(raw: dict, ctx: str, names: set) -> str:
-    name = _text(str(raw["name"]) if isinstance(raw["name"], (int, float)) else raw["name"], f"{ctx}.name")
-    if safe_name(name) != name:
-        raise IolabError(f"{name!r} is not usable as a directory name (letters, digits, '.', '_', '-')",
-                         context=f"{ctx}.name")
-    if name in RESERVED_NAMES:
-        raise IolabError(f"{name!r} is reserved for the fleet's aggregate", context=f"{ctx}.name")
-    if name in names:
-        raise IolabError(f"duplicate host name {name!r}", context=f"{ctx}.name")
-    return name
-
-
 def _tcp(host: Host, entry: dict, ctx: str, raw: dict) -> tuple:
-    host.address = _text(str(entry["address"]), f"{ctx}.address")
+    host.address = entry["address"]
     if fioserver.is_unspecified(host.address):
         raise IolabError(
             f"{host.address} means 'every interface' and is not an address to connect to; "
@@ -158,7 +121,7 @@ def _tcp(host: Host, entry: dict, ctx: str, raw: dict) -> tuple:
 
 
 def _unix(host: Host, entry: dict, ctx: str, raw: dict) -> tuple:
-    path = _text(entry["socket"], f"{ctx}.socket")
+    path = entry["socket"]
     if not os.path.isabs(path):
         raise IolabError("must be an absolute path", context=f"{ctx}.socket")
     host.socket = path
@@ -179,14 +142,14 @@ def ssh_options(options, ctx: str) -> dict:
 
 
 def _ssh(host: Host, entry: dict, ctx: str, raw: dict) -> tuple:
-    dest = _text(entry["ssh"], f"{ctx}.ssh")
+    dest = entry["ssh"]
     if dest.startswith("-") or not _SSH_DEST.match(dest):
         raise IolabError(f"{dest!r} is not an SSH destination like user@host", context=f"{ctx}.ssh")
     host.ssh = dest
     if "ssh_port" in entry:
         host.ssh_port = _port(entry["ssh_port"], f"{ctx}.ssh_port")
     if "identity" in entry:
-        host.identity = os.path.expanduser(_text(entry["identity"], f"{ctx}.identity"))
+        host.identity = os.path.expanduser(entry["identity"])
     for old in ("remote_address", "port"):
         if old in (entry if old == "remote_address" else raw):
             raise IolabError(
@@ -195,7 +158,7 @@ def _ssh(host: Host, entry: dict, ctx: str, raw: dict) -> tuple:
                 f"'iolab server' (its socket: {privatedir.ROOT_SERVER_SOCKET}), or name another socket with "
                 "'remote_socket: PATH'", context=f"{ctx}.{old}")
     if "remote_socket" in entry:
-        host.remote_socket = _text(entry["remote_socket"], f"{ctx}.remote_socket")
+        host.remote_socket = entry["remote_socket"]
         if not os.path.isabs(host.remote_socket):
             raise IolabError("must be an absolute path on that server", context=f"{ctx}.remote_socket")
     host.ssh_options = ssh_options(entry.get("ssh_options"), f"{ctx}.ssh_options")
@@ -215,49 +178,40 @@ def _parse_host(name: str, raw: dict, defaults: dict, ctx: str) -> tuple[Host, t
     if "target" not in entry:
         raise IolabError("missing required field 'target' (the path fio writes on that server)", context=ctx)
     connection, parse_connection = _CONNECT[ways[0]]
-    host = Host(name=name, target=_text(entry["target"], f"{ctx}.target"),
-                label=_text(str(entry.get("label", name)), f"{ctx}.label"), connection=connection, context=ctx)
+    host = Host(name=name, target=entry["target"], label=entry.get("label", name), connection=connection,
+                context=ctx)
     if "port" in entry and connection != "ssh":  # defaults' port is for TCP hosts
         host.port = _port(entry["port"], f"{ctx}.port")
     key = parse_connection(host, entry, ctx, raw)
     for field in ("ssh_port", "identity", "ssh_options", "remote_socket", "remote_address"):
         if field in raw and host.connection != "ssh":
             raise IolabError("only for hosts reached with 'ssh'", context=f"{ctx}.{field}")
-    if "target_kind" in entry:
-        if entry["target_kind"] not in TARGET_KINDS:
-            raise IolabError(f"must be one of {', '.join(TARGET_KINDS)}, got {entry['target_kind']!r}",
-                             context=f"{ctx}.target_kind")
-        host.target_kind = entry["target_kind"]
-    if "confirm" in raw:
-        host.confirm = _text(raw["confirm"], f"{ctx}.confirm")
+    host.target_kind = entry.get("target_kind")
+    host.confirm = raw.get("confirm")
     if not host.local and not os.path.isabs(host.target):
         raise IolabError("must be an absolute path on that server", context=f"{ctx}.target")
     return host, key
 
 
 def parse_inventory(data, source: str = "inventory") -> Inventory:
-    """Validate an inventory mapping; every error names ``source`` and the field."""
+    """Validate an inventory mapping against :class:`~iolab.fleet.inventory_schema.InventoryFile`;
+    every error names ``source`` and the field."""
     if not isinstance(data, dict):
         raise IolabError("an inventory must be a YAML mapping with a 'hosts' list", context=source)
-    check_keys(data, INVENTORY_KEYS, source)
-    defaults = data.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise IolabError("must be a mapping", context=f"{source}: defaults")
-    check_keys(defaults, DEFAULT_KEYS, f"{source}: defaults")
-    allowed = _allowed_options(data, source)
-    hosts, names, endpoints = [], set(), {}
-    for index, ctx, raw in yamlfile.named_items(data.get("hosts"), f"{source}: hosts", what="host",
-                                                allowed=HOST_KEYS):
-        name = _host_name(raw, ctx, names)
-        names.add(name)
-        ctx = f"{source}: hosts[{index}] ({name})"
-        host, key = _parse_host(name, raw, defaults, ctx)
+    spec = schema.validate(InventoryFile, data, source, names=False)
+    defaults = spec.defaults.model_dump(exclude_unset=True) if spec.defaults else {}
+    allowed = _allowed_options(spec.allow_job_options, source)
+    hosts, endpoints = [], {}
+    for index, given in enumerate(spec.hosts):
+        if any(h.name == given.name for h in hosts):
+            raise IolabError(f"duplicate host name {given.name!r}", context=f"{source}: hosts[{index}].name")
+        ctx = f"{source}: hosts[{index}] ({given.name})"
+        host, key = _parse_host(given.name, given.model_dump(exclude_unset=True), defaults, ctx)
         if key in endpoints:
             raise IolabError(f"the same fio server as {endpoints[key]!r}", context=ctx)
-        endpoints[key] = name
+        endpoints[key] = given.name
         hosts.append(host)
-    description = data.get("description") or ""
-    return Inventory(source=source, hosts=hosts, allow_job_options=allowed, description=str(description))
+    return Inventory(source=source, hosts=hosts, allow_job_options=allowed, description=str(spec.description or ""))
 
 
 def load_inventory(path: str | os.PathLike) -> Inventory:
