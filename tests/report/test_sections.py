@@ -547,8 +547,11 @@ def test_section_markdown_show_and_errors():
     shown = []
     section.show(shown.append)
     kinds = [type(x).__name__ for x in shown]
-    assert kinds == ["Markdown", "Table", "Image", "Markdown"]
-    assert shown[2]._repr_png_()[1] == {"alt": section.figures[0].alt}
+    # heading, table, the sentence referring to the figure, the figure, its numbered caption, the findings
+    assert kinds == ["Markdown", "Table", "Markdown", "Image", "Markdown", "Markdown"]
+    n = int(shown[4].data.split(":**")[0].rsplit(" ", 1)[-1])
+    assert shown[2].data.startswith(f"Figure {n} ") and shown[4].data.startswith(f"**Figure {n}:**")
+    assert shown[3]._repr_png_()[1] == {"alt": section.figures[0].alt}
     assert section.figures[0].alt.startswith("RND4K read: IOPS (solid)")
     with pytest.raises(IolabError, match="unknown language"):
         sections.build(qd_rows(), lang="fr")
