@@ -12,5 +12,6 @@ __version__ = "0.1.0"
 from iolab.core.errors import IolabError  # noqa: E402
 from iolab.engine import fio  # noqa: E402  (contract: iolab.fio.parse_output)
 from iolab.engine.store import load, manifests  # noqa: E402
+from iolab.classic import registered as _registered  # noqa: E402,F401  (fills iolab.engine.registry)
 
 __all__ = ["IolabError", "fio", "load", "manifests", "__version__"]

@@ -95,7 +95,7 @@ class Engine(ClassicEngine):
             return self.mem_limit
         return sysinfo.ram_bytes() or self.mem_limit
 
-    def check_after_open(self) -> None:
+    def prepare(self) -> None:
         for target in self.targets:
             if not target.test_file:
                 raise IolabError("bonnie++ tests a file system: give a directory, a file or an emulated "
@@ -231,7 +231,7 @@ class Engine(ClassicEngine):
             frame["file_size"] = frame["file_size"].where(~frame["test"].isin(["putc", "getc"]))
         return frame
 
-    def _flag(self) -> None:
+    def flag(self) -> None:
         from iolab.analysis.stats import flag_results
         table = self.run.results
         if table.empty:

@@ -19,6 +19,7 @@ import threading
 from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
 from iolab.engine import targets as targets_mod
+from iolab.engine.interface import Engine
 from iolab.engine.store import utcnow
 
 log = logging.getLogger(__name__)
@@ -37,8 +38,11 @@ def signals(signum, handler):
         signal.signal(signum, previous)
 
 
-class DatabaseEngine:
-    """What pgbench's and sqlbench's engines share; built and driven by :func:`iolab.engine.runner.run`."""
+class DatabaseEngine(Engine):
+    """What pgbench's and sqlbench's engines share; built and driven by :func:`iolab.engine.runner.run`.
+
+    An :class:`iolab.engine.interface.Engine`: :meth:`prepare` makes the database, :meth:`measure_step` runs
+    one measurement, :meth:`annotate` makes its result row and :meth:`store` keeps it."""
 
     #: the engine's name in messages ("pgbench", "sqlbench") and its manifest section
     TOOL = ""
@@ -58,7 +62,7 @@ class DatabaseEngine:
         self.mem_limit, self.progress, self.scratch_dir = mem_limit, progress, scratch_dir
 
     # ---- checks before anything is created on the target
-    def _check_target(self):
+    def check_target(self):
         """The one target, a directory or an emulated device; isolation the server's I/O allows."""
         if len(self.targets) != 1:
             raise IolabError(f"{self.TOOL} runs on one target at a time, got {len(self.targets)}",
@@ -75,21 +79,21 @@ class DatabaseEngine:
         return target
 
     # ---- the target and the sandbox
-    def _open(self, stack: contextlib.ExitStack, target):
+    def open_target(self, stack: contextlib.ExitStack, target):
         """Open the target and the sandbox in ``stack`` (SIGTERM cleans up like Ctrl-C); (base dir, sandbox)."""
         from iolab.isolation.sandbox import open_sandbox
         stack.enter_context(sigterm_raises(lambda: KeyboardInterrupt("signal SIGTERM")))  # `kill`: like Ctrl-C
         stack.enter_context(targets_mod.opened(
             target, run_id=self.run.run_id, size=self.recipe.size, filesystem=self.recipe.filesystem,
             scratch_dir=self.scratch_dir))
-        base = self._base_dir(target)
+        base = self.base_dir(target)
         self.run.update(targets=[target.describe()])
         throttles = list(target.emulated.throttles) if target.emulated is not None else []
         sandbox = stack.enter_context(open_sandbox(
             self.recipe.isolation, mem_limit=self.mem_limit, throttles=throttles, buffered=True))
         return base, sandbox
 
-    def _base_dir(self, target) -> str:
+    def base_dir(self, target) -> str:
         """The directory the server's files go in; iolab lays out no test file there."""
         if target.kind == "dir":
             target.test_file, target.created_file = None, False
@@ -101,7 +105,7 @@ class DatabaseEngine:
         target.test_file = None
         return mountpoint
 
-    def _counter(self, base: str):
+    def device_counter(self, base: str):
         """The block device counters of ``base``'s device, or None (the reason is in the manifest)."""
         from iolab.isolation.blockstat import BlockCounter
         try:
@@ -111,7 +115,7 @@ class DatabaseEngine:
             self.run.manifest[self.TOOL]["device_counters"] = str(exc)
             return None
 
-    def _destroy(self, server, info: dict) -> None:
+    def destroy(self, server, info: dict) -> None:
         """Stop and remove the server; a second Ctrl-C or SIGTERM does not cut this short."""
         try:
             with signals(signal.SIGINT, signal.SIG_IGN), signals(signal.SIGTERM, signal.SIG_IGN):
@@ -121,7 +125,7 @@ class DatabaseEngine:
             self.run.save_manifest()
 
     # ---- a test's record in the manifest
-    def _run_test(self, record: dict, measure) -> None:
+    def run_test(self, record: dict, measure) -> None:
         """Run ``measure()`` (it returns the errors of its measurements) with ``record`` kept up to date:
         running, then completed, failed (its errors) or interrupted."""
         self.run.save_manifest()

@@ -74,7 +74,7 @@ class Engine(ClassicEngine):
                 if target.kind == "block":
                     check_writable(target.path, confirm=target.confirm)  # --confirm; refuses mounted, held, swap, root, signatures
 
-    def check_after_open(self) -> None:
+    def prepare(self) -> None:
         for target in self.targets:
             if target.kind == "emulated" and target.test_file is None:
                 self.layout(target, None)
@@ -150,7 +150,7 @@ class Engine(ClassicEngine):
             return
         self.run.update(gnome_disks=summary(table).to_dict(orient="records"))
 
-    def _flag(self) -> None:
+    def flag(self) -> None:
         """Samples are single reads by design: no too-short or variance flags, only the engine's own."""
         table = self.run.results
         if not table.empty:

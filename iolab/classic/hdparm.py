@@ -61,7 +61,7 @@ class Engine(ClassicEngine):
         self.direct = self.options["direct"]
         self.buffered = not self.direct
 
-    def check_after_open(self) -> None:
+    def prepare(self) -> None:
         for target in self.targets:
             if target.kind == "emulated" and target.test_file is None:
                 self.layout(target, None)      # a fresh emulated device reads holes: give it data
@@ -145,7 +145,7 @@ class Engine(ClassicEngine):
             frame = self.emptied(frame, "cache_suspect")
         return frame
 
-    def _flag(self) -> None:
+    def flag(self) -> None:
         from iolab.analysis.stats import flag_results
         table = self.run.results
         if table.empty:

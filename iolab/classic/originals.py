@@ -7,7 +7,7 @@ Two parts:
   captured from the real tools (``tests/fixtures/originals``).
 * :class:`ClassicEngine`, the base of the ``bonnie``, ``hdparm`` and
   ``gnomedisks`` engines: it opens the targets and the sandbox like
-  :class:`iolab.engine.runner.FioEngine` (and reuses its fio step, annotation and
+  :class:`iolab.engine.runner.FioEngine` (and reuses its fio step, annotation, storing and
   progress), and adds steps measured by a Python loop
   (:mod:`iolab.engine.directio`, run inside the sandbox) and steps that run the
   original tool (``--with-original``). Every row says which ``tool`` made it:
@@ -39,7 +39,7 @@ from iolab.engine import directio, fio
 from iolab.core.errors import IolabError
 from iolab.engine.recipes import Step
 from iolab.engine.fiooutcome import empty_frame
-from iolab.engine.runner import FioEngine, _relpath
+from iolab.engine.runner import FioEngine, relpath
 from iolab.engine.store import utcnow
 from iolab.core.units import fio_size
 
@@ -293,18 +293,19 @@ class ClassicEngine(FioEngine):
         with self.session(buffered=self.buffered, direct_ok=not self.buffered) as sandbox:
             self.sandbox = sandbox
             self.run.update(isolation=self.sandbox.describe(), engine_options=self.options)
-            self.check_after_open()
+            self.prepare()
             try:
                 self.measure()
             finally:
                 self.run.update(isolation=self.sandbox.describe(), originals=self.originals or None)
-        self._flag()
+        self.flag()
 
     def check_before_open(self) -> None:
         """Checks that need no open target (e.g. block devices a write test would touch)."""
 
-    def check_after_open(self) -> None:
-        """Checks and preparation once targets and sandbox exist."""
+    def prepare(self) -> None:
+        """Checks and preparation once targets and sandbox exist (the engine's own; no job files up front:
+        each fio step writes and checks its job file when it first runs, :meth:`fio_step`)."""
 
     def measure(self) -> None:
         raise NotImplementedError
@@ -351,7 +352,7 @@ class ClassicEngine(FioEngine):
         self.run.save_manifest()
 
     def add(self, frame: pd.DataFrame) -> pd.DataFrame:
-        self.run.add_results(frame)
+        self.store(frame)
         return frame
 
     # ---- steps
@@ -363,8 +364,8 @@ class ClassicEngine(FioEngine):
         return dataclasses.replace(base, options=merged, direct=direct)
 
     def fio_step(self, step: Step, target, rep: int, options: dict) -> pd.DataFrame:
-        """Run one fio job (written to ``jobs/`` and checked with ``fio --parse-only`` once) by FioEngine._one."""
-        rel = _relpath("jobs", step.id, target, self.multi, ".fio")
+        """Run one fio job (written to ``jobs/`` and checked with ``fio --parse-only`` once) by :meth:`measure_step`."""
+        rel = relpath("jobs", step.id, target, self.multi, ".fio")
         path = self.run.path / rel
         if not path.exists():
             global_options = {"filename": target.filename}
@@ -375,8 +376,8 @@ class ClassicEngine(FioEngine):
             argv = fio.command(path, output_format=self.recipe.output_format)  # one job, numjobs=1
             self.run.manifest.setdefault("commands", {})[rel] = argv
             self.run.save_manifest()
-        frame = self._one(self.sandbox, dataclasses.replace(step, options={**step.options, **options}),
-                          target, rep, path)
+        frame = self.measure_step(self.sandbox, dataclasses.replace(step, options={**step.options, **options}),
+                                  target, rep, path)
         frame["tool"] = "fio"
         return frame
 
@@ -384,7 +385,7 @@ class ClassicEngine(FioEngine):
         """Run ``argv`` in the sandbox as a test (caches dropped, device counted), stdout into ``rel``.
 
         Returns the process, its stderr, the device's byte counts, the
-        sandbox's evidence and the wall time: what :meth:`_annotate` takes.
+        sandbox's evidence and the wall time: what :meth:`annotate` takes.
         """
         raw = self.run.path / rel
         raw.parent.mkdir(parents=True, exist_ok=True)
@@ -392,7 +393,7 @@ class ClassicEngine(FioEngine):
         if os.sep not in argv[0]:  # bonnie++, hdparm live in /usr/sbin: not on a normal user's PATH
             argv = [commands.find(argv[0]) or argv[0], *argv[1:]]
         self.sandbox.prepare_test()
-        return self._measure(self.sandbox, argv, target, raw, label, expected)
+        return self.measure_process(self.sandbox, argv, target, raw, label, expected)
 
     def _label(self, test: str, target, rep: int, tool: str) -> str:
         return f"{test}" + (f" @{target.name}" if self.multi else "") + f" [{tool}] {rep}/{self.recipe.repeat}"
@@ -401,7 +402,7 @@ class ClassicEngine(FioEngine):
         """Annotate like fio's rows; rows that name their own test keep it."""
         _, _, device, evidence, elapsed = measured
         tests = frame["test"].tolist() if "test" in frame else None
-        frame = self._annotate(frame, step, target, rep, device, evidence, elapsed, self.sandbox)
+        frame = self.annotate(frame, step, target, rep, device, evidence, elapsed, self.sandbox)
         if tests is not None:
             frame["test"] = tests
         frame["tool"] = tool
@@ -409,7 +410,7 @@ class ClassicEngine(FioEngine):
 
     def python_step(self, step: Step, target, rep: int, op: str, spec: dict, convert) -> pd.DataFrame:
         """Run a :mod:`iolab.engine.directio` loop inside the sandbox; ``convert(result) -> rows``."""
-        rel = _relpath("raw", step.id, target, self.multi, f"-{rep}.json")
+        rel = relpath("raw", step.id, target, self.multi, f"-{rep}.json")
         measured = self._measured(directio.command(op, spec), target, rel, self._label(step.id, target, rep, "python"))
         proc, stderr = measured[0], measured[1].strip()
         try:
@@ -429,7 +430,7 @@ class ClassicEngine(FioEngine):
     def tool_step(self, step: Step, target, rep: int, argv: list[str], parse, *, tool: str,
                   expected: float | None = None) -> pd.DataFrame:
         """Run the original tool inside the sandbox; ``parse(stdout, stderr) -> DataFrame``."""
-        rel = _relpath("raw", f"{step.id}-{tool}", target, self.multi, f"-{rep}.txt")
+        rel = relpath("raw", f"{step.id}-{tool}", target, self.multi, f"-{rep}.txt")
         measured = self._measured(argv, target, rel, self._label(step.id, target, rep, tool), expected)
         proc, stderr = measured[0], measured[1]
         raw = self.run.path / rel

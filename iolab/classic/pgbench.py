@@ -79,7 +79,7 @@ import pandas as pd
 from iolab.core import progress as progress_
 from iolab.core.errors import IolabError
 from iolab.classic.dbengine import DatabaseEngine
-from iolab.classic.pgbench_options import Mode, Options, describe_tests, parse_options  # noqa: F401 - describe_tests: `iolab recipes`
+from iolab.classic.pgbench_options import Mode, Options, parse_options
 from iolab.classic.pgbench_output import latency_summary, log_files, parse_output
 from iolab.classic.pgcluster import Cluster, find_binaries, server_account
 from iolab.engine.store import utcnow
@@ -121,7 +121,7 @@ class Engine(DatabaseEngine):
     # ---- checks before anything is created on the target
     def _check(self):
         options = parse_options(self.recipe, mem_limit=self.mem_limit)
-        target = self._check_target()
+        target = self.check_target()
         binaries = find_binaries(options.bindir)
         account = server_account(options.user)
         return options, target, binaries, account
@@ -139,18 +139,19 @@ class Engine(DatabaseEngine):
                                 "dev_write_bytes", "cleanup": None}
         self.run.update(pgbench=info)
         with contextlib.ExitStack() as stack:
-            base, sandbox = self._open(stack, target)
+            base, sandbox = self.open_target(stack, target)
             cluster = Cluster(base, binaries, log_dir=self.run.path / "raw", account=account)
             info["server"] = cluster.describe()
             self.run.update(isolation=sandbox.describe(), pgbench=info)
-            stack.callback(self._destroy, cluster, info)
-            self._prepare(cluster, sandbox, options, info)
-            counter = self._counter(base)
+            stack.callback(self.destroy, cluster, info)
+            self.prepare(cluster, sandbox, options, info)
+            counter = self.device_counter(base)
             for mode in options.modes:
                 self._mode(cluster, sandbox, options, mode, counter, cores)
             self.run.update(isolation=sandbox.describe())
 
-    def _prepare(self, cluster: Cluster, sandbox, options: Options, info: dict) -> None:
+    def prepare(self, cluster: Cluster, sandbox, options: Options, info: dict) -> None:
+        """Create and start the cluster in the sandbox, then initialise pgbench's tables (``pgbench -i``)."""
         settings = {"shared_buffers": options.shared_buffers,
                     "max_connections": str(max(100, max(options.clients) + 10)), **options.settings}
         cluster.create(settings)
@@ -188,12 +189,12 @@ class Engine(DatabaseEngine):
                                 " FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name")
             self.run.write(f"raw/{mode.test}-settings.txt", shown + "\n")
             if self.recipe.defaults.get("warmup"):
-                self._one(cluster, sandbox, options, mode, max(options.clients), 0, counter, cores)
+                self.measure_step(cluster, sandbox, options, mode, max(options.clients), 0, counter, cores)
             for rep in range(1, self.recipe.repeat + 1):
                 for clients in options.clients:
                     if self.recipe.defaults.get("pause") and (rep, clients) != (1, options.clients[0]):
                         time.sleep(self.recipe.defaults["pause"])
-                    row = self._one(cluster, sandbox, options, mode, clients, rep, counter, cores)
+                    row = self.measure_step(cluster, sandbox, options, mode, clients, rep, counter, cores)
                     record["runs"].append({"clients": clients, "rep": rep, "tps": row["tps"], "error": row["error"],
                                            "raw": row["raw"]})
                     if row["error"]:
@@ -202,9 +203,9 @@ class Engine(DatabaseEngine):
                     self.run.save_manifest()
             return errors
 
-        self._run_test(record, measure)
+        self.run_test(record, measure)
 
-    def _one(self, cluster, sandbox, options, mode: Mode, clients: int, rep: int, counter, cores) -> dict:
+    def measure_step(self, cluster, sandbox, options, mode: Mode, clients: int, rep: int, counter, cores) -> dict:
         """One pgbench measurement; its row is added to the results (warm-up: not)."""
         threads = min(clients, cores)
         stem = f"{mode.test}-warmup" if rep == 0 else (
@@ -239,9 +240,9 @@ class Engine(DatabaseEngine):
             cluster.check_running()
             return {"tps": summary.get("tps"), "error": "; ".join(errors) or None, "raw": f"raw/{stem}.txt"}
         delta = {k: stats_after[k] - stats_before[k] for k in stats_after if stats_before.get(k) is not None}
-        row = self._row(options, mode, stem, rep, clients, threads, summary, measured, delta, errors, counter,
-                        sandbox)
-        self.run.add_results(pd.DataFrame([row]))
+        row = self.annotate(options, mode, stem, rep, clients, threads, summary, measured, delta, errors, counter,
+                            sandbox)
+        self.store(pd.DataFrame([row]))
         if server_error:
             cluster.check_running()  # raises with the server's last words
         return {**row, "raw": f"raw/{stem}.txt"}
@@ -271,8 +272,8 @@ class Engine(DatabaseEngine):
                 lines += text.splitlines()
         return latency_summary(lines)
 
-    def _row(self, options, mode: Mode, stem, rep, clients, threads, summary, measured, delta, errors, counter,
-             sandbox) -> dict:
+    def annotate(self, options, mode: Mode, stem, rep, clients, threads, summary, measured, delta, errors, counter,
+                 sandbox) -> dict:
         """The result row of one measurement (contract columns, then :data:`EXTRA_COLUMNS`)."""
         from iolab.isolation.sandbox import flag_cache_suspect
         device, evidence, latency = measured["device"], measured["evidence"], measured["latency"]

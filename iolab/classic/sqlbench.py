@@ -209,7 +209,7 @@ class Engine(DatabaseEngine):
 
     def _check(self):
         options = parse_options(self.recipe, mem_limit=self.mem_limit)
-        target = self._check_target()
+        target = self.check_target()
         try:
             import pymysql  # noqa: F401
         except ImportError:
@@ -234,23 +234,27 @@ class Engine(DatabaseEngine):
                         "default, takes minutes", options["scale_name"], scale, _duration(estimate), engine,
                         scale / SCALES["quick"])
         with contextlib.ExitStack() as stack:
-            base, sandbox = self._open(stack, target)
+            base, sandbox = self.open_target(stack, target)
             server = Server(base, log_dir=self.run.path / "raw", buffer_pool=options["buffer_pool"],
                             binaries=binaries, account=account, port=options["port"], settings=options["settings"])
-            stack.callback(self._destroy, server, info)
+            stack.callback(self.destroy, server, info)
             self.run.update(isolation=sandbox.describe())  # recorded before anything can fail
-            server.create()
-            sandbox.prepare_test()
-            server.start(popen=sandbox.popen)
-            info["server"] = server.describe()
+            self.prepare(server, sandbox, info)
             self.run.update(isolation=sandbox.describe(), sqlbench=info)
-            counter = self._counter(base)
+            counter = self.device_counter(base)
             for test in self.recipe.tests:
                 self._test(server, sandbox, test.name, options, counter)
             self.run.update(isolation=sandbox.describe())
 
-    def _base_dir(self, target) -> str:
-        base = super()._base_dir(target)
+    def prepare(self, server, sandbox, info: dict) -> None:
+        """Create the server's files and start it in the sandbox, caches dropped first."""
+        server.create()
+        sandbox.prepare_test()
+        server.start(popen=sandbox.popen)
+        info["server"] = server.describe()
+
+    def base_dir(self, target) -> str:
+        base = super().base_dir(target)
         if target.kind != "dir":
             os.chmod(base, 0o755)  # the server's account must reach its directory
         return base
@@ -264,16 +268,17 @@ class Engine(DatabaseEngine):
             for rep in range(1, self.recipe.repeat + 1):
                 if self.recipe.defaults.get("pause") and rep > 1:
                     time.sleep(self.recipe.defaults["pause"])
-                row = self._one(server, sandbox, name, rep, options, counter)
+                row = self.measure_step(server, sandbox, name, rep, options, counter)
                 if row["error"]:
                     errors.append(row["error"])
                 record["reps"] = rep
                 self.run.save_manifest()
             return errors
 
-        self._run_test(record, measure)
+        self.run_test(record, measure)
 
-    def _one(self, server, sandbox, name: str, rep: int, options: dict, counter) -> dict:
+    def measure_step(self, server, sandbox, name: str, rep: int, options: dict, counter) -> dict:
+        """One sql-bench test in a fresh database; its row, annotated and stored."""
         scale = options["scale"]
         database = f"bench_{name.replace('-', '_').lower()}_{rep}"
         admin = server.connect()
@@ -303,6 +308,15 @@ class Engine(DatabaseEngine):
         if evidence.get("oom_killed"):
             error = "; ".join(filter(None, [error, evidence.get("oom_reason") or "OOM kill in the memory cgroup"]))
         fsyncs = sum(status_after.get(k, 0) - before[2].get(k, 0) for k in STATUS[:2]) if status_after else None
+        row = self.annotate(name, rep, stem, options, sandbox, error=error, elapsed=elapsed, device=device,
+                            evidence=evidence, server_io=(before[1], io_after), fsyncs=fsyncs)
+        self.store(pd.DataFrame([row]))
+        return row
+
+    def annotate(self, name: str, rep: int, stem: str, options: dict, sandbox, *, error, elapsed, device, evidence,
+                 server_io, fsyncs) -> dict:
+        """The result row of one test (contract columns, then sql-bench's, the device's and the server's)."""
+        scale, (io_before, io_after) = options["scale"], server_io
         m = self.run.manifest
         row = {"run_id": m["run_id"], "host": m["host"], "label": m["label"], "recipe": self.recipe.name,
                "test": name, "rep": rep, "direction": "sql", "bs": math.nan, "iodepth": 1, "numjobs": 1,
@@ -315,12 +329,11 @@ class Engine(DatabaseEngine):
                "dev_read_bytes": device.get("read_bytes"), "dev_write_bytes": device.get("write_bytes"),
                "dev_read_ios": device.get("read_ios"), "dev_write_ios": device.get("write_ios"),
                "dev_flushes": device.get("flushes"),
-               "server_read_bytes": _diff(io_after, before[1], "read_bytes"),
-               "server_write_bytes": _diff(io_after, before[1], "write_bytes"), "fsyncs": fsyncs,
+               "server_read_bytes": _diff(io_after, io_before, "read_bytes"),
+               "server_write_bytes": _diff(io_after, io_before, "write_bytes"), "fsyncs": fsyncs,
                "buffer_pool_bytes": options["buffer_pool"], "cg_peak_bytes": evidence.get("cg_peak_bytes"),
                "cg_cache_bytes": evidence.get("cg_cache_bytes"), "wall_s": round(elapsed, 3)}
         row["valid"] = row["error"] is None
-        self.run.add_results(pd.DataFrame([row]))
         return row
 
 

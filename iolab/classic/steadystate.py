@@ -1,7 +1,7 @@
 """The ``steadystate`` engine: the ``steady-state`` recipe (SNIA PTS style) with a loop of its own.
 
 Like :mod:`iolab.classic.sustained` the tests are plain fio jobs, run, confined and annotated
-exactly as by :class:`iolab.engine.runner.FioEngine` (``self._one``); what differs is the order:
+exactly as by :class:`iolab.engine.runner.FioEngine` (``self.measure_step``); what differs is the order:
 
 1. **purge** (:func:`purge_plan`): only a real block device given with ``--confirm`` whose queue
    supports discard is purged (``blkdiscard`` of the whole device); anything else is skipped and
@@ -136,7 +136,7 @@ class Engine(FioEngine):
     def execute(self) -> None:
         with self.session(buffered=False, direct_ok=True) as sandbox:
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": False})
-            jobs = self._write_jobs(False)
+            jobs = self.prepare(False)
             started = time.monotonic()
             purges = [self._purge(target) for target in self.targets]
             try:
@@ -144,7 +144,7 @@ class Engine(FioEngine):
                 figures, stopped = self._rounds(sandbox, jobs, started)
             finally:
                 self._record_emulated_cliffs()
-        self._flag()
+        self.flag()
         self._verdict(figures, stopped, purges)
 
     def _purge(self, target) -> dict:
@@ -175,8 +175,8 @@ class Engine(FioEngine):
         errors = []
         for target in self.targets:
             log.info("preconditioning %s: %s of 128 KiB sequential writes", target.name, fio_size(self.precondition))
-            frame = self._one(sandbox, step, target, 1, jobs[(step.id, target.name)])
-            self.run.add_results(frame)
+            frame = self.measure_step(sandbox, step, target, 1, jobs[(step.id, target.name)])
+            self.store(frame)
             errors += [e for e in frame["error"].dropna().unique() if e]
         record.update(status="failed" if errors else "completed", reps=1, ended=utcnow(),
                       error="; ".join(dict.fromkeys(errors)) or None)
@@ -197,9 +197,9 @@ class Engine(FioEngine):
                 stopped = f"max_time {self.max_time:g} s: {elapsed:.0f} s gone, no time for round {number}"
                 break
             for target in self.targets:  # interleaved: drift hits every target alike
-                frame = self._one(sandbox, step, target, number, jobs[(step.id, target.name)])
+                frame = self.measure_step(sandbox, step, target, number, jobs[(step.id, target.name)])
                 frame["round"] = number
-                self.run.add_results(frame)
+                self.store(frame)
                 errors += [e for e in frame["error"].dropna().unique() if e]
                 figures[target.name].append(frame[self.figure].sum(min_count=1))
             record["reps"] = number
@@ -264,8 +264,8 @@ class Engine(FioEngine):
     def _record_emulated_cliffs(self) -> None:
         record_emulated_cliffs(self.run, self.targets)
 
-    def _floor_bps(self, target) -> float:
+    def floor_bps(self, target) -> float:
         """The watchdog's slowest rate: an emulated device's rate after its cliff, when it has one."""
-        floor = super()._floor_bps(target)
+        floor = super().floor_bps(target)
         cliff = getattr(getattr(target.emulated, "profile", None), "cliff", None)
         return min(floor, cliff.write_bps) if cliff is not None else floor

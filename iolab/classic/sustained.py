@@ -20,7 +20,7 @@ import re
 
 from iolab.analysis.cliff import CLIFF_COLUMNS, cliff_columns, find_cliff, parse_bw_log, series_text
 from iolab.core.errors import IolabError
-from iolab.engine.runner import FioEngine, _relpath
+from iolab.engine.runner import FioEngine, relpath
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +42,9 @@ class Engine(FioEngine):
     def execute(self) -> None:
         with self.session(buffered=False, direct_ok=True) as sandbox:
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": False})
-            jobs = self._write_jobs(False)
+            jobs = self.prepare(False)
             try:
-                self._steps(sandbox, jobs)  # no _layout: see the module's text
+                self.measure_steps(sandbox, jobs)  # no _layout: see the module's text
             finally:  # also for a failed or interrupted run: when the cliff was applied is evidence
                 self._record_emulated_cliffs()
         self._add_findings()
@@ -53,7 +53,7 @@ class Engine(FioEngine):
         record_emulated_cliffs(self.run, self.targets)
 
     def _bw_log(self, step_id: str, target):
-        raw = self.run.path / _relpath("raw", step_id, target, self.multi, "-1.json")
+        raw = self.run.path / relpath("raw", step_id, target, self.multi, "-1.json")
         return raw.parent / f"{step_id}_bw.1.log"
 
     def _add_findings(self) -> None:
@@ -92,7 +92,7 @@ class Engine(FioEngine):
         output's ``timestamp_ms`` is when that fio ended; ``job_runtime`` how long it wrote), so the
         sandbox's set-up and other targets' turns count; the recipe's pause when they are missing."""
         def clock(step_id, field):
-            raw = self.run.path / _relpath("raw", step_id, target, self.multi, "-1.json")
+            raw = self.run.path / relpath("raw", step_id, target, self.multi, "-1.json")
             found = re.search(rf'"{field}"\s*:\s*(\d+)', raw.read_text()) if raw.exists() else None
             return int(found.group(1)) if found else None
         ended, recovery_end, recovery_ran = (clock(SUSTAINED, "timestamp_ms"), clock(RECOVERY, "timestamp_ms"),
@@ -101,9 +101,9 @@ class Engine(FioEngine):
             return float(self.recipe.defaults.get("pause") or 0)
         return round((recovery_end - recovery_ran - ended) / 1000, 3)
 
-    def _floor_bps(self, target) -> float:
+    def floor_bps(self, target) -> float:
         """The watchdog's slowest rate: an emulated device's rate after its cliff, when it has one."""
-        floor = super()._floor_bps(target)
+        floor = super().floor_bps(target)
         cliff = getattr(getattr(target.emulated, "profile", None), "cliff", None)
         return min(floor, cliff.write_bps) if cliff is not None else floor
 

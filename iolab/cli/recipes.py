@@ -38,13 +38,12 @@ def run(args) -> int:
 
 
 def _test_lines(recipe, preset: str | None) -> list[str]:
-    """The recipe's tests: as fio jobs, or as its engine describes them (an engine module's
-    ``describe_tests(recipe)``, e.g. sql-bench's tests with their tables and rows), or else by their
-    descriptions (an engine's tests are not all fio jobs: bonnie's putc is a Python loop)."""
-    describe = None
-    if recipe.engine != "fio":
-        import importlib
-        describe = getattr(importlib.import_module(f"iolab.classic.{recipe.engine}"), "describe_tests", None)
+    """The recipe's tests: as fio jobs, or as its engine describes them (the ``describe_tests(recipe)``
+    registered with the engine in :mod:`iolab.engine.registry`, e.g. sql-bench's tests with their tables
+    and rows), or else by their descriptions (an engine's tests are not all fio jobs: bonnie's putc is a
+    Python loop)."""
+    from iolab.engine import registry
+    describe = registry.describe_tests(recipe.engine)
     if describe is not None:
         return describe(recipe.with_overrides(preset=preset))
     if preset is not None:

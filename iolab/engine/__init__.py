@@ -2,6 +2,6 @@
 targets, job rendering, the fio process (watchdog, outcome), the output parser, the run directory
 (store), provenance, the direct-I/O worker and the reaper of what dead runs left.
 
-May import: iolab.core, iolab.analysis, iolab.isolation, iolab.devices. Classic engines are looked up
-by name at run time (runner.engine_class), never imported here.
+May import: iolab.core, iolab.analysis, iolab.isolation, iolab.devices. Classic engines are found
+by name in iolab.engine.registry (filled by iolab.classic.registered), never imported here.
 """

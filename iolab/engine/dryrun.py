@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import os
 
-from iolab.engine import fio, targets as targets_mod, timelogs
-from iolab.engine.fio import job_options
-from iolab.engine.runner import plan
+from iolab.engine import targets as targets_mod
+from iolab.engine.runner import FioEngine, plan
 
 
 def dry_run(recipe, target_specs, **kwargs) -> str:
@@ -27,17 +26,13 @@ def dry_run(recipe, target_specs, **kwargs) -> str:
     lines.append("# confined (bubblewrap): read-only /; writable: each target's run directory, the run's raw/"
                  + "".join(f", {p}" for p in (kwargs.get("allow").paths if kwargs.get("allow") else ()))
                  + "; devices: the named block devices only")
+    engine = FioEngine(recipe, targets, None, mem_limit=None, progress=False, scratch_dir=None)  # writes nothing
     for step in recipe.steps():
         for target in targets:
             if target.kind == "dir":
                 target.test_file = os.path.join(target.path, "iolab-<run_id>", targets_mod.TEST_FILE)
             elif target.kind == "emulated":
                 target.test_file = f"<emulated {target.spec[len(targets_mod.EMULATED_PREFIX):]} device>"
-            if recipe.jobfile is not None:
-                text = recipe.jobfile
-            else:
-                global_options, options = job_options(recipe, step, target, force_direct=False)
-                options = timelogs.with_logs(recipe, step, options)  # --log-interval
-                text = fio.render_job(step.id, options, global_options)
+            text = engine.job_text(step, target, force_direct=False)  # the run's own job writing (--log-interval too)
             lines += [f"# --- {step.id} on {target.spec}: fio --output-format={recipe.output_format} <job file>", text]
     return "\n".join(lines)

@@ -31,7 +31,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from iolab.engine import fio, fioproc, jobgate, reaper, recipes, runinput, sysinfo, targets as targets_mod, watchdog
+from iolab.engine import (fio, fioproc, jobgate, reaper, recipes, registry, runinput, sysinfo, targets as targets_mod,
+                          watchdog)
+from iolab.engine.interface import Engine
 from iolab.engine.timelogs import keep_pass, with_logs
 from iolab.core import progress as progress_
 from iolab.core.errors import IolabError
@@ -103,7 +105,8 @@ def pause_seconds(value) -> float:
     return parse_seconds(value, context="command line: --pause")
 
 
-def _relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
+def relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
+    """A step's file in the run directory: ``jobs/<step>.fio``, ``raw/<target>/<step>-1.json`` (several targets)."""
     return f"{kind}/{target.name}/{step_id}{suffix}" if multi else f"{kind}/{step_id}{suffix}"
 
 
@@ -117,10 +120,10 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
                                              isolation=isolation, preset=preset, confirm=confirm,
                                              mem_limit=mem_limit, tests=tests, allow=allow, pause=pause)
     mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
-    engine_type = engine_class(recipe.engine)
+    engine_type = registry.engine_class(recipe.engine)
     # confined or refused (without bwrap, unless --unconfined), decided before a run directory exists
-    unconfined_reason = confine.decide(unconfined) if issubclass(engine_type, FioEngine) else None
-    if issubclass(engine_type, FioEngine) and unconfined_reason is None and allow is not None:
+    unconfined_reason = confine.decide(unconfined) if engine_type.confined else None
+    if engine_type.confined and unconfined_reason is None and allow is not None:
         confine.allowed(allow.paths)  # one the confinement cannot bind is refused before the run directory too
     steps = recipe.steps()
     run_ = Run.create(data_dir, recipe=recipe.name, label=label,
@@ -167,20 +170,18 @@ def _scratch_dir() -> str | None:
     return os.environ.get("TMPDIR") or None
 
 
-def engine_class(name: str):
-    """The class that runs a recipe's steps: fio (here) or an engine module's ``Engine``.
-
-    An engine is built as ``Engine(recipe, targets, run, mem_limit=, progress=,
-    scratch_dir=)`` and its ``execute()`` fills the run directory; :func:`run`
-    handles the manifest's final status, errors and Ctrl-C for all engines.
-    """
-    if name == "fio":
-        return FioEngine
-    import importlib
-    return importlib.import_module(f"iolab.classic.{name}").Engine
+def expected_seconds(recipe, step) -> float | None:
+    """How long fio runs ``step`` (its runtime and the recipe's ramp_time), for progress; None: not timed."""
+    runtime = step.options.get("runtime")
+    if runtime is None:
+        return None
+    return watchdog.fio_seconds(runtime) + float(recipe.defaults.get("ramp_time") or 0)
 
 
-class FioEngine:
+class FioEngine(Engine):
+    """The ``fio`` engine (:class:`iolab.engine.interface.Engine`): a job file per step and target."""
+
+    confined = True
     #: ``--allow-path`` paths (written by the job on purpose): bound into the confinement too
     allowed_paths: tuple = ()
     #: why the run goes unconfined (``--unconfined`` where bubblewrap cannot run), None: it is confined
@@ -230,9 +231,9 @@ class FioEngine:
         with self.session(buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok) as sandbox:
             force_direct = sandbox.mode == "direct" and self.recipe.isolation != "direct"
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
-            jobs = self._write_jobs(force_direct)
+            jobs = self.prepare(force_direct)
             self._layout(sandbox)
-            self._steps(sandbox, jobs)  # a job file's files are in each target's run_dir, removed with it
+            self.measure_steps(sandbox, jobs)  # a job file's files are in each target's run_dir, removed with it
 
     @staticmethod
     def _job_dir(target) -> str | None:
@@ -258,11 +259,11 @@ class FioEngine:
                        "bs": "1m", "ioengine": "psync", "end_fsync": 1}
             if target.emulated is not None:
                 options.update(target.emulated.fio_options)
-            rel = _relpath("jobs", "_layout", target, self.multi, ".fio")
+            rel = relpath("jobs", "_layout", target, self.multi, ".fio")
             path = self.run.write(rel, fio.render_job("layout", options))
             fio.check_job(path)
-            raw = self.run.path / _relpath("raw", "_layout", target, self.multi, ".json")
-            limit = watchdog.Limit(0.0, 0.0, self.recipe.size / self._floor_bps(target), self._margin())
+            raw = self.run.path / relpath("raw", "_layout", target, self.multi, ".json")
+            limit = watchdog.Limit(0.0, 0.0, self.recipe.size / self.floor_bps(target), self._margin())
             done = fioproc.run(fio.command(path), raw, popen=self.popen(sandbox), label=f"laying out {target.name}",
                                expected=None, limit=limit, show_progress=self.progress, grace=STOP_GRACE_S)
             if done.interrupt is not None:
@@ -280,7 +281,7 @@ class FioEngine:
         return (done.stopped or killed_by(done.returncode) or fio_reason(done.stderr)
                 or f"fio exited with {done.returncode} and printed no reason")
 
-    def _floor_bps(self, target) -> float:
+    def floor_bps(self, target) -> float:
         """The slowest rate the watchdog assumes for ``target``: an emulated device's throttle if lower."""
         floor = watchdog.FLOOR_BPS
         profile = target.emulated.profile if target.emulated is not None else None
@@ -293,18 +294,20 @@ class FioEngine:
     def _margin(self) -> float:
         return float(self.recipe.defaults.get("watchdog_margin") or watchdog.MARGIN_S)
 
-    def _write_jobs(self, force_direct: bool) -> dict:
-        """Render and check every job file before anything runs."""
+    def job_text(self, step, target, force_direct: bool) -> str:
+        """The job file of ``step`` on ``target`` (what :meth:`prepare` writes and ``--dry-run`` shows)."""
+        if self.recipe.jobfile is not None:
+            return self.recipe.jobfile
+        global_options, options = job_options(self.recipe, step, target, force_direct=force_direct)
+        return fio.render_job(step.id, with_logs(self.recipe, step, options), global_options)
+
+    def prepare(self, force_direct: bool) -> dict:
+        """Render and check every job file before anything runs: ``{(step id, target name): path}``."""
         jobs, commands = {}, {}
         for step in self.recipe.steps():
             for target in self.targets:
-                rel = _relpath("jobs", step.id, target, self.multi, ".fio")
-                if self.recipe.jobfile is not None:
-                    text = self.recipe.jobfile
-                else:
-                    global_options, options = job_options(self.recipe, step, target, force_direct=force_direct)
-                    text = fio.render_job(step.id, with_logs(self.recipe, step, options), global_options)
-                path = self.run.write(rel, text)
+                rel = relpath("jobs", step.id, target, self.multi, ".fio")
+                path = self.run.write(rel, self.job_text(step, target, force_direct))
                 fio.check_job(path)
                 jobs[(step.id, target.name)] = path
                 commands[rel] = self._argv(path, target, step)
@@ -322,7 +325,8 @@ class FioEngine:
                 extra.append(f"--directory={self._job_dir(target)}")
         return fio.command(path, output_format=output_format, extra=extra)
 
-    def _steps(self, sandbox, jobs) -> None:
+    def measure_steps(self, sandbox, jobs) -> None:
+        """Every step in turn: a warm-up when asked, then its passes (adaptive repeats), interleaved over targets."""
         pause = self.recipe.defaults.get("pause") or 0
         warmup = self.recipe.defaults.get("warmup")
         min_n, max_n = self.recipe.repeat, self.recipe.defaults.get("max_repeat", self.recipe.repeat)
@@ -338,15 +342,15 @@ class FioEngine:
             lines.start()
             if warmup:  # one unrecorded pass, as CrystalDiskMark's "Preparing..."
                 for target in self.targets:
-                    self._one(sandbox, step, target, 0, jobs[(step.id, target.name)])
+                    self.measure_step(sandbox, step, target, 0, jobs[(step.id, target.name)])
             errors, values, rep = [], {t.name: [] for t in self.targets}, 0
             # adaptive repeats: at least `repeat` passes, more while any target's CoV is high
             while rep < max_n and (rep < min_n or any(
                     needs_more(v, cov_target=cov_target, min_n=min_n, max_n=max_n) for v in values.values())):
                 rep += 1
                 for target in self.targets:  # interleaved: drift hits every target alike
-                    frame = self._one(sandbox, step, target, rep, jobs[(step.id, target.name)])
-                    self.run.add_results(mixfigure.with_mix_row(frame, step))  # + a mix's one figure (KDiskMark's)
+                    frame = self.measure_step(sandbox, step, target, rep, jobs[(step.id, target.name)])
+                    self.store(mixfigure.with_mix_row(frame, step))  # + a mix's one figure (KDiskMark's)
                     errors += [e for e in frame["error"].dropna().unique() if e]
                     values[target.name].append(frame["bw_mbps"].sum(min_count=1))
                 record["reps"] = rep
@@ -357,9 +361,9 @@ class FioEngine:
                           error="; ".join(dict.fromkeys(errors)) or None)
             self.run.save_manifest()
             lines.done(index + 1, step.id)
-        self._flag()
+        self.flag()
 
-    def _flag(self) -> None:
+    def flag(self) -> None:
         """Mark CPU-bound, too short, high-variance and small-file results."""
         table = self.run.results
         if table.empty:
@@ -373,12 +377,13 @@ class FioEngine:
         flagged["flags"] = flagged["flags"].replace("", None)
         self.run.set_results(flagged)
 
-    def _one(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
+    def measure_step(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
+        """One pass of ``step`` on ``target`` (``rep`` 0: the warm-up), annotated; the caller stores it."""
         # fio runs in the raw file's directory, inside the run: its side files by relative name
         # (exec_prerun's <job>.prerun.txt) stay with the run, not in the caller's working directory
         argv = self._argv(os.path.abspath(jobfile), target, step)
         suffix = "-warmup.json" if rep == 0 else f"-{rep}.json"
-        raw = self.run.path / _relpath("raw", step.id, target, self.multi, suffix)
+        raw = self.run.path / relpath("raw", step.id, target, self.multi, suffix)
         raw.parent.mkdir(parents=True, exist_ok=True)
         if step.cache == "cold":
             drop_caches()  # whatever the isolation: this test must start cold
@@ -386,28 +391,28 @@ class FioEngine:
             sandbox.prepare_test()
         label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
         limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
-                                       floor_bps=self._floor_bps(target), margin_s=self._margin())
+                                       floor_bps=self.floor_bps(target), margin_s=self._margin())
         with self.watch.test(target, raw) as temperature:  # sampled each second while fio runs
-            done, _, device, evidence, elapsed = self._measure(sandbox, argv, target, raw, label,
-                                                               self._expected_seconds(step), limit, fio_run=True,
-                                                               cwd=raw.parent.absolute())
+            done, _, device, evidence, elapsed = self.measure_process(sandbox, argv, target, raw, label,
+                                                                      expected_seconds(self.recipe, step), limit,
+                                                                      fio_run=True, cwd=raw.parent.absolute())
         keep_pass(self.recipe, raw.parent, step.id, rep)  # --log-interval: <step>-<rep>_bw.1.log ...
         frame = self._parse(fioproc.read_raw(raw), done, step)
-        frame = temperature.annotate(self._annotate(frame, step, target, rep, device, evidence, elapsed, sandbox))
+        frame = temperature.annotate(self.annotate(frame, step, target, rep, device, evidence, elapsed, sandbox))
         if done.interrupt is not None:  # keep what fio wrote before it was stopped, then stop the run
             if rep:
-                self.run.add_results(frame)
+                self.store(frame)
             raise done.interrupt
         return frame
 
-    def _measure(self, sandbox, argv, target, raw, label, expected, limit=None, *, fio_run=False, cwd=None):
+    def measure_process(self, sandbox, argv, target, raw, label, expected, limit=None, *, fio_run=False, cwd=None):
         """Run ``argv`` in the sandbox with its stdout in ``raw``, counting the device's bytes.
 
         Returns how the process ended (:class:`iolab.engine.fioproc.Finished`, with
         ``returncode``), its stderr, the device's byte counts, the sandbox's
-        evidence and the wall time: what :meth:`_annotate` takes. ``limit`` is
+        evidence and the wall time: what :meth:`annotate` takes. ``limit`` is
         the watchdog's. Ctrl-C stops the process and goes on up, except for a
-        ``fio_run`` (:meth:`_one` first keeps what fio wrote; an empty raw file is removed).
+        ``fio_run`` (:meth:`measure_step` first keeps what fio wrote; an empty raw file is removed).
         """
         counter = _counter(target)
         before = counter.snapshot() if counter else None
@@ -418,12 +423,6 @@ class FioEngine:
         if done.interrupt is not None and not fio_run:
             raise done.interrupt
         return done, done.stderr, device, {**sandbox.test_evidence(), **probe.finish()}, done.elapsed
-
-    def _expected_seconds(self, step) -> float | None:
-        runtime = step.options.get("runtime")
-        if runtime is None:
-            return None
-        return watchdog.fio_seconds(runtime) + float(self.recipe.defaults.get("ramp_time") or 0)
 
     def _parse(self, text, done, step) -> pd.DataFrame:
         frame = judge(text, done.stderr, done.returncode, job=step.id, stopped=done.stopped)
@@ -442,7 +441,7 @@ class FioEngine:
         described = [t for t in self.run.manifest.get("targets") or [] if t.get("name") == target.name]
         return bool(described) and described[0].get("filesystem") in RAM_FILESYSTEMS
 
-    def _annotate(self, frame, step, target, rep, device, evidence, elapsed, sandbox) -> pd.DataFrame:
+    def annotate(self, frame, step, target, rep, device, evidence, elapsed, sandbox) -> pd.DataFrame:
         m = self.run.manifest
         frame = frame.copy()
         frame.insert(0, "run_id", m["run_id"])

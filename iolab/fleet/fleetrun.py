@@ -1,5 +1,10 @@
 """One fleet run: every host's run directory and job files, its connection, and each test and
 repetition through one ``fio --client=H1 job1 --client=H2 job2 ...`` (see :mod:`iolab.fleet.runs`).
+
+:class:`FleetRun` is an :class:`iolab.engine.interface.Engine`: :meth:`FleetRun.prepare` writes every
+host's run directory and checked job files, :meth:`FleetRun.measure_step` runs one test repetition on
+every host at once, :meth:`FleetRun.annotate` adds a host's run columns and :meth:`FleetRun.store`
+keeps its rows.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import yaml
 
 from iolab.engine import fio, sysinfo
 from iolab.engine.fioparse import documents
+from iolab.engine.interface import Engine
+from iolab.engine.runner import expected_seconds
 from iolab.engine.store import Run, utcnow
 from iolab.fleet import fioserver, privatedir
 from iolab.fleet.hostplan import HostPlan, check_job, isolation_of, job_text, new_run, target_kind, writes_data
@@ -31,7 +38,9 @@ from iolab.core.errors import IolabError
 log = logging.getLogger(__name__)
 
 
-class FleetRun:
+class FleetRun(Engine):
+    """The fleet's engine: one recipe on many hosts' fio servers, driven by :func:`iolab.fleet.runs.run`."""
+
     def __init__(self, recipe, hosts: list[Host], *, inventory: Inventory, fleet_id: str, data_dir, label,
                  sequential: bool, insecure_network: bool, exposed: list, argv, progress, timeout):
         self.recipe, self.hosts, self.inventory = recipe, hosts, inventory
@@ -167,7 +176,7 @@ class FleetRun:
                     active = [p for p in active if p.alive]
                     if not active:
                         break
-                    self._invoke(active, step, rep, n_hosts=len(group))
+                    self.measure_step(active, step, rep, n_hosts=len(group))
                 for plan in group:
                     record = plan.run.manifest["tests"][index]
                     if record["status"] != "running":
@@ -180,7 +189,7 @@ class FleetRun:
                                       error="; ".join(dict.fromkeys(errors)) or None)
                     plan.run.save_manifest()
 
-    def _invoke(self, active: list[HostPlan], step, rep: int, *, n_hosts: int) -> None:
+    def measure_step(self, active: list[HostPlan], step, rep: int, *, n_hosts: int) -> None:
         """One test repetition on every active host through one fio client; rows per host and aggregate."""
         suffix = "warmup" if rep == 0 else str(rep)
         sub = f"{active[0].name}/" if self.sequential else ""
@@ -205,8 +214,7 @@ class FleetRun:
             agg = aggregate(frames, fleet_id=self.fleet_id, label=self.fleet.manifest["label"],
                             expected=[p.name for p in active])
             if len(agg):
-                self.fleet.add_results(agg)
-                self.frames.append(agg)
+                self.store(agg, self.fleet)
 
     def _client_argv(self, active: list[HostPlan], step, logdir: Path) -> tuple[dict, list, list]:
         """fio's client command line, each host's (hostname, port, kind) in its output, and links made."""
@@ -233,7 +241,7 @@ class FleetRun:
 
     def _run_client(self, argv, raw: Path, logdir: Path, active, step, rep) -> tuple[str, bool, float]:
         """Run fio's client (output to ``raw``); its stderr, whether iolab stopped it, its wall time."""
-        expected = _expected_seconds(self.recipe, step)
+        expected = expected_seconds(self.recipe, step)
         limit = self.timeout if self.timeout is not None else (2 * expected + 60 if expected else None)
         label = f"{step.id} x{len(active)} host{'s' if len(active) > 1 else ''}" + (
             " warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
@@ -274,8 +282,8 @@ class FleetRun:
             host_doc = host_document(doc, per_host[plan.name], hostname, plan.jobs[step.id].read_text())
             plan.run.write(f"raw/{step.id}-{'warmup' if rep == 0 else rep}.json",
                            json.dumps(host_doc, indent=2) + "\n")
-            frame = self._annotate(parsed[plan.name], plan, step, rep, n_hosts=n_hosts,
-                                   start_ms=starts.get(plan.name), wall=wall)
+            frame = self.annotate(parsed[plan.name], plan, step, rep, n_hosts=n_hosts,
+                                  start_ms=starts.get(plan.name), wall=wall)
             record = plan.run.manifest["tests"][self.steps.index(step)]
             record["reps"] = rep
             if rep == 0:
@@ -283,13 +291,13 @@ class FleetRun:
             errors = [e for e in frame["error"].dropna().unique() if e]
             if errors:
                 record.setdefault("_errors", []).extend(errors)
-            plan.run.add_results(frame)
-            self.frames.append(frame)
+            self.store(frame, plan.run)
             frames[plan.name] = frame
             plan.run.save_manifest()
         return frames
 
-    def _annotate(self, frame, plan: HostPlan, step, rep, *, n_hosts, start_ms, wall) -> pd.DataFrame:
+    def annotate(self, frame, plan: HostPlan, step, rep, *, n_hosts, start_ms, wall) -> pd.DataFrame:
+        """A host's run columns (and the fleet's: fleet_id, n_hosts, start_ms) on its rows of one repetition."""
         frame = frame.copy()
         frame.insert(0, "run_id", plan.run.run_id)
         frame["host"] = plan.name
@@ -307,6 +315,11 @@ class FleetRun:
         frame["n_hosts"] = n_hosts
         frame["start_ms"] = start_ms
         return frame
+
+    def store(self, frame, run) -> None:
+        """Keep rows in ``run``'s results (a host's run, or the fleet's for the aggregate) and for the summary."""
+        run.add_results(frame)
+        self.frames.append(frame)
 
     # -- the end --------------------------------------------------------------------
     def finish(self, status_override: str | None = None, reason: str | None = None) -> None:
@@ -348,15 +361,6 @@ class FleetRun:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(plan.test_file)
                     log.info("removed test file %s", plan.test_file)
-
-
-def _expected_seconds(recipe, step) -> float | None:
-    runtime = step.options.get("runtime")
-    if runtime is None:
-        return None
-    text = str(runtime)
-    seconds = float(text[:-2]) / 1000 if text.endswith("ms") else float(text.rstrip("s"))
-    return seconds + float(recipe.defaults.get("ramp_time") or 0)
 
 
 def _wait(proc, label: str, expected: float | None, limit: float | None, progress) -> bool:
