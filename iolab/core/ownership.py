@@ -21,8 +21,8 @@ that are gone.
 How a kind of object registers its undo: the reaper knows the kinds of the layers below it
 (loop, mount, cgroup, ...). A layer above it records its objects with
 ``undone_by=__name__`` and registers ``undo_stale(id, details, *, dry_run) -> str | None``
-under that same name with :func:`register_undo` when its module is imported (the reaper
-also imports the few modules it knows hold such functions, :data:`iolab.engine.reaper.PROVIDERS`).
+under that same name with :func:`register_undo` (all of them in one place,
+:mod:`iolab.classic.registered`, through :mod:`iolab.engine.registry`).
 A record naming an unregistered function is left alone, with a line that says so.
 
 Records are written atomically (an exclusive temporary file renamed over the name, relative

@@ -17,8 +17,8 @@
   first PID namespace.
 
 They are undone in an order that lets each step succeed: stop a database
-cluster (PostgreSQL, MariaDB: its record names the undo registered for it, see
-:data:`PROVIDERS`), kill the tasks still in dead owners' cgroups (fio keeps the device
+cluster (PostgreSQL, MariaDB: its record names the undo registered for it in
+:mod:`iolab.engine.registry`), kill the tasks still in dead owners' cgroups (fio keeps the device
 busy), unmount, detach loop devices, remove backing files, remove cgroups and
 scopes, give back huge pages, give the machine its dirty-page limits back. Every undo checks first that the object is
 still the one recorded (a loop number, a mount point may have been reused).
@@ -29,15 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import logging
 import os
-from typing import Callable
 
 from iolab.isolation import cgroupfs, cgroups, dirtylimits, hugepages, systemd_scope
-from iolab.devices import dmdelay, emulated, iscsi, loopdev
+from iolab.devices import dmdelay, emulated, loopdev
 from iolab.core import owner, ownership, statedir
-from iolab.engine import store, workdirs  # noqa: F401 - workdirs registers the undo of run directories
+from iolab.engine import registry, store
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -47,12 +45,9 @@ ORDER = ("pgcluster", "mariadb", "tasks", "mount", "dm", "iscsi", "loop", "file"
          "sysctl")
 
 
-#: the modules of the layers above the reaper that register undo functions under their own names
-#: (``undone_by``), imported by these fixed names when a record names one (the reaper may not import
-#: them itself). Below and beside it, a module registers its undo when imported (iolab.engine.workdirs)
-#: or is registered here (iolab.devices.iscsi). A record naming any other function is left alone.
-PROVIDERS = ("iolab.classic.pgcluster", "iolab.classic.mariadb")
-ownership.register_undo(iscsi.__name__, iscsi.undo_stale)
+# A record made with ``undone_by=NAME`` is undone by the function registered as NAME in
+# iolab.engine.registry (filled in one place, iolab.classic.registered: run directories, iSCSI targets,
+# PostgreSQL clusters, MariaDB servers). A record naming any other is left alone; nothing is imported by it.
 
 
 @dataclasses.dataclass
@@ -144,7 +139,7 @@ def _check_shape(rec: ownership.Record) -> None:
         if rec.id != f"vm.dirty.pid-{rec.owner.pid}":
             raise ValueError(f"id {rec.id!r} is not vm.dirty.pid-{rec.owner.pid}, its owner's")
         dirtylimits.check_details(d)
-    if rec.undone_by is not None and rec.undone_by not in PROVIDERS and ownership.undo_function(rec.undone_by) is None:
+    if rec.undone_by is not None and ownership.undo_function(rec.undone_by) is None:
         raise ValueError(f"undone_by names {rec.undone_by!r}, which registers no undo")
 
 
@@ -185,22 +180,6 @@ def find_stale() -> list[Stale]:
     return survey().stale
 
 
-def _registered_undo(name: str, where) -> Callable:
-    found = ownership.undo_function(name)
-    if found is None and name in PROVIDERS:
-        try:
-            module = importlib.import_module(name)  # only the names in PROVIDERS, never the record's text
-        except ImportError as exc:
-            raise IolabError(f"cannot import {name} to undo it: {exc}", context=str(where)) from None
-        found = ownership.undo_function(name) or getattr(module, "undo_stale", None)
-        if found is not None:
-            ownership.register_undo(name, found)
-    if found is None:
-        raise IolabError(f"the record names {name!r} to undo it, which registers no undo: left alone",
-                         context=str(where))
-    return found
-
-
 def _undo_hugepages(item: Stale, dry_run: bool) -> str | None:
     return hugepages.undo_stale_hugepages(item.pid, item.details.get("pages"), dry_run=dry_run)
 
@@ -220,7 +199,7 @@ UNDO = {
 
 def _undo(item: Stale, *, dry_run: bool) -> str | None:
     if item.record is not None and item.record.undone_by:
-        undo = _registered_undo(item.record.undone_by, item.record.path)
+        undo = registry.undo_function(item.record.undone_by, context=str(item.record.path))
         return undo(item.id, item.details, dry_run=dry_run)
     if item.kind not in UNDO:
         raise IolabError(f"no undo for an object of kind {item.kind!r}", context=str(item.record and item.record.path))

@@ -286,7 +286,3 @@ def undo_stale(path: str, details: dict, *, dry_run: bool) -> str | None:
     finally:
         os.close(parent_fd)
     return f"removed run directory {path} ({count} entries in it)"
-
-
-# the reaper undoes records made with undone_by=__name__ through this (it imports this module: reaper.PROVIDERS)
-ownership.register_undo(__name__, undo_stale)
