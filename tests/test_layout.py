@@ -4,9 +4,9 @@ The layers, lowest first (each ``iolab/<layer>/__init__.py`` says what it owns):
 
     core < analysis < isolation < devices < engine < classic < fleet < interop < report < lab < cli
 
-A module may import from its own layer and the ones below it. The only upward lookup is the
-engine's plugin table (``iolab.engine.runner.engine_class``), which imports a classic engine by
-name at run time.
+A module may import from its own layer and the ones below it, with no upward lookup: the engines
+and undo functions are found by name in ``iolab.engine.registry``, filled by explicit imports in
+``iolab.classic.registered`` (which the ``iolab`` package imports).
 """
 from __future__ import annotations
 
