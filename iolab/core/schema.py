@@ -148,6 +148,8 @@ _PLAIN = {"int_type": "must be a whole number", "bool_type": "must be true or fa
 def error(err: dict, data, source: str, *, names: bool = True, key_in_context: bool = False) -> IolabError:
     """One pydantic error (a dict of ``ValidationError.errors()``) as an :class:`IolabError`."""
     loc, kind, ctx = tuple(err["loc"]), err["type"], err.get("ctx") or {}
+    if kind == "missing" and key_in_context:
+        return IolabError("missing (required)", context=_where(source, loc, data, names))
     if kind == "missing":
         return IolabError(f"missing required field {loc[-1]!r}", context=_where(source, loc[:-1], data, names))
     if kind == "unknown_field":

@@ -47,29 +47,3 @@ def parse(text: str, source: str):
 
 def load(path: str | os.PathLike, *, what: str = "file"):
     return parse(read_text(path, what=what), str(path))
-
-
-def check_keys(data: dict, allowed, ctx: str) -> None:
-    """Refuse a field that is not in ``allowed``, naming it and the allowed ones."""
-    extra = sorted(set(data) - set(allowed))
-    if extra:
-        raise IolabError(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})", context=ctx)
-
-
-def named_items(items, ctx: str, *, what: str, allowed=None):
-    """Walk a required, non-empty list of mappings that each have a ``name``.
-
-    Yields ``(index, item_ctx, mapping)``; ``ctx`` is the list's own context
-    (``"recipe.yaml: tests"``), ``item_ctx`` names the item (``...tests[2]``).
-    """
-    if not isinstance(items, list) or not items:
-        raise IolabError(f"must be a non-empty list of {what}s", context=ctx)
-    for index, raw in enumerate(items):
-        item_ctx = f"{ctx}[{index}]"
-        if not isinstance(raw, dict):
-            raise IolabError(f"a{'n' if what[0] in 'aeiou' else ''} {what} must be a mapping", context=item_ctx)
-        if allowed is not None:
-            check_keys(raw, allowed, item_ctx)
-        if "name" not in raw:
-            raise IolabError("missing required field 'name'", context=item_ctx)
-        yield index, item_ctx, raw

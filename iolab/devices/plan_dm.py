@@ -38,69 +38,14 @@ import time
 from iolab.core.errors import IolabError
 from iolab.devices import dmtable
 from iolab.devices import inventory as devices
-from iolab.devices.plan_model import (CACHE_KEYS, DELAY_KEYS, MAX_DELAY_MS, CacheSpec, DelaySpec, Plan, _Fields)
+from iolab.devices.plan_model import CacheSpec, DelaySpec, Plan
 from iolab.devices.plan_state import _run
 
 log = logging.getLogger("iolab.devices.plan")
-DEFAULT_CACHE_BLOCK = 64 * 1024
 FLUSH_TIMEOUT = 600.0
 
 
-# ------------------------------------------------------------------ loading
-
-def _milliseconds(f: _Fields, value, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_DELAY_MS:
-        f.fail(field, f"must be a whole number of milliseconds, 0 to {MAX_DELAY_MS}, got {value!r}")
-    return value
-
-
-def load_delays(f: _Fields, data: dict, plan: Plan, define) -> None:
-    """delay: dm-delay over a plan device."""
-    for i, item in enumerate(f.items(data.get("delay"), "delay")):
-        field = f"delay[{i}]"
-        f.mapping(item, field, DELAY_KEYS, ("name", "device"))
-        name = f.name(item["name"], f"{field}.name")
-        define(name, f"{field}.name")
-        if "read_ms" not in item:
-            f.fail(f"{field}.read_ms", "missing (required)")
-        read_ms = _milliseconds(f, item["read_ms"], f"{field}.read_ms")
-        write_ms = _milliseconds(f, item.get("write_ms", read_ms), f"{field}.write_ms")
-        plan.delays.append(DelaySpec(name=name, device=f.name(item["device"], f"{field}.device"),
-                                     read_ms=read_ms, write_ms=write_ms))
-
-
-def load_caches(f: _Fields, data: dict, plan: Plan, define) -> None:
-    """cache: dm-cache of an origin on a fast device, metadata separate or carved."""
-    for i, item in enumerate(f.items(data.get("cache"), "cache")):
-        field = f"cache[{i}]"
-        f.mapping(item, field, CACHE_KEYS, ("name", "origin", "cache"))
-        name = f.name(item["name"], f"{field}.name")
-        define(name, f"{field}.name")
-        mode = f.text(item.get("mode"), f"{field}.mode") or "writethrough"
-        if mode not in dmtable.CACHE_MODES:
-            f.fail(f"{field}.mode", f"must be one of {', '.join(dmtable.CACHE_MODES)}, got {mode!r}")
-        policy = f.text(item.get("policy"), f"{field}.policy") or "smq"
-        if policy not in dmtable.CACHE_POLICIES:
-            f.fail(f"{field}.policy", f"must be {' or '.join(dmtable.CACHE_POLICIES)}, got {policy!r}",
-                   "smq is the kernel's default policy (mq is an alias of it since Linux 4.6)")
-        block = f.size(item.get("block_size", DEFAULT_CACHE_BLOCK), f"{field}.block_size")
-        if block % dmtable.CACHE_BLOCK_MIN or not dmtable.CACHE_BLOCK_MIN <= block <= dmtable.CACHE_BLOCK_MAX:
-            f.fail(f"{field}.block_size", f"must be a multiple of 32K between 32K and 1G, got {item['block_size']!r}")
-        metadata = item.get("metadata")
-        metadata = f.name(metadata, f"{field}.metadata") if metadata is not None else None
-        meta_size = None
-        if item.get("metadata_size") is not None:
-            if metadata is not None:
-                f.fail(f"{field}.metadata_size", "only for metadata carved from the cache device: "
-                       "remove it or the metadata device")
-            meta_size = f.size(item["metadata_size"], f"{field}.metadata_size")
-            if meta_size % (1024 ** 2) or meta_size < 4 * 1024 ** 2:
-                f.fail(f"{field}.metadata_size", f"must be whole MiB, at least 4M, got {item['metadata_size']!r}")
-        origin = f.name(item["origin"], f"{field}.origin")
-        cache = f.name(item["cache"], f"{field}.cache")
-        plan.caches.append(CacheSpec(name=name, origin=origin, cache=cache, metadata=metadata,
-                                     metadata_size=meta_size, mode=mode, policy=policy, block_size=block))
-
+# ------------------------------------------------------------------ checking (the fields: plan_schema)
 
 def references(plan: Plan):
     """(plan name, field) of every device a dm entry uses."""

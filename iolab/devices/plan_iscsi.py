@@ -32,10 +32,9 @@ from pathlib import Path
 from iolab.core import statedir
 from iolab.core.errors import IolabError
 from iolab.devices import iscsi, iscsi_initiator as initiator, lio
-from iolab.devices.plan_model import Plan, _Fields
+from iolab.devices.plan_model import Plan
 
 log = logging.getLogger("iolab.devices.plan")
-ISCSI_KEYS = {"name", "export", "portal"}
 _started: dict[int, object] = {}   # iscsid processes started by this process, by PID
 
 
@@ -47,24 +46,18 @@ class IscsiSpec:
     portal: str = iscsi.DEFAULT_PORTAL
 
 
-def load(f: _Fields, data: dict, plan: Plan, define) -> None:
-    """iscsi: a plan device exported on 127.0.0.1 and logged in to."""
+def add(entries: list, plan: Plan, define, fail) -> None:
+    """The checked ``iscsi:`` entries (:class:`~iolab.devices.plan_schema.IscsiEntry`) as steps of ``plan``;
+    two entries may not give the same target name."""
     seen: dict[str, str] = {}
-    for i, item in enumerate(f.items(data.get("iscsi"), "iscsi")):
+    for i, entry in enumerate(entries):
         field = f"iscsi[{i}]"
-        f.mapping(item, field, ISCSI_KEYS, ("name", "export"))
-        name = f.name(item["name"], f"{field}.name")
-        define(name, f"{field}.name")
-        portal = f.text(item.get("portal"), f"{field}.portal") or iscsi.DEFAULT_PORTAL
-        try:
-            lio.check_portal(portal)
-        except IolabError as exc:
-            f.fail(f"{field}.portal", exc.message)
-        iqn = iqn_for(plan, name)
+        define(entry.name, f"{field}.name")
+        iqn = iqn_for(plan, entry.name)
         if iqn in seen:
-            f.fail(f"{field}.name", f"gives the same target name as {seen[iqn]}")
+            fail(f"{field}.name", f"gives the same target name as {seen[iqn]}")
         seen[iqn] = f"{field}.name"
-        plan.iscsi.append(IscsiSpec(name=name, export=f.name(item["export"], f"{field}.export"), portal=portal))
+        plan.iscsi.append(IscsiSpec(name=entry.name, export=entry.export, portal=entry.portal or iscsi.DEFAULT_PORTAL))
 
 
 def references(plan: Plan):
