@@ -3,17 +3,20 @@ from __future__ import annotations
 
 import dataclasses
 
+from typing import Annotated, Dict, List, Literal, Optional
+
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, field_validator
+
 from iolab.classic.pgcluster import RESERVED_SETTINGS, SETTING_NAME
-from iolab.classic.dbserver import recipe_options
+from iolab.core import schema
 from iolab.core.errors import IolabError
+from iolab.core.schema import Count, Schema, SizeText
 from iolab.core.units import human_size, parse_size
 
 DEFAULT_CLIENTS = (1, 2, 4, 8)
 DEFAULT_SCALE = 10
 DEFAULT_SHARED_BUFFERS = "128MB"
 PROTOCOLS = ("simple", "extended", "prepared")
-OPTION_KEYS = {"scale", "clients", "protocol", "shared_buffers", "settings", "modes", "user", "bindir"}
-MODE_KEYS = ("synchronous_commit", "fsync")
 SYNC_COMMIT_VALUES = ("on", "off", "local", "remote_write", "remote_apply")
 #: Test fields that make sense for pgbench (the loader fills the others with defaults).
 TEST_FIELDS_OK = {"name", "description", "rw", "bs", "runtime"}
@@ -44,100 +47,102 @@ class Options:
     bindir: str | None
 
 
-def _onoff(value, ctx: str, allowed=("on", "off")) -> str:
+def _onoff(value, allowed=("on", "off")) -> str:
     if isinstance(value, bool):  # YAML 1.1 reads on/off as booleans
         value = "on" if value else "off"
     value = str(value).lower()
     if value not in allowed:
-        raise IolabError(f"must be one of {', '.join(allowed)}, got {value!r}", context=ctx)
+        raise ValueError(f"must be one of {', '.join(allowed)}, got {value!r}")
     return value
 
 
+def _setting_name(name: str) -> str:
+    if not SETTING_NAME.match(name):
+        raise ValueError(f"not a setting name: {name!r}")
+    if name in RESERVED_SETTINGS:
+        raise ValueError("is set by iolab (modes, shared_buffers, the socket)")
+    return name
+
+
+def _setting(value):
+    if isinstance(value, (dict, list)) or value is None:
+        raise ValueError(f"must be a single value, got {value!r}")
+    return _onoff(value) if isinstance(value, bool) else str(value)
+
+
+OnOff = Annotated[str, BeforeValidator(_onoff), WithJsonSchema({"enum": ["on", "off", True, False]})]
+SyncCommit = Annotated[str, BeforeValidator(lambda v: _onoff(v, SYNC_COMMIT_VALUES)),
+                       WithJsonSchema({"enum": [*SYNC_COMMIT_VALUES, True, False]})]
+
+
+class ModeSpec(Schema):
+    """The server settings of one test (mode)."""
+    synchronous_commit: SyncCommit
+    fsync: OnOff
+
+
+class PgbenchOptions(Schema):
+    """A pgbench recipe's ``options``."""
+    scale: Count = DEFAULT_SCALE
+    clients: List[Count] = Field(list(DEFAULT_CLIENTS), min_length=1)
+    protocol: Literal["simple", "extended", "prepared"] = "simple"
+    shared_buffers: SizeText = DEFAULT_SHARED_BUFFERS
+    settings: Optional[Dict[Annotated[str, AfterValidator(_setting_name)],
+                            Annotated[str, BeforeValidator(_setting), WithJsonSchema({})]]] = None
+    modes: Dict[str, ModeSpec] = Field(min_length=1, description="each test name -> {synchronous_commit, fsync}")
+    user: Optional[str] = None
+    bindir: Optional[str] = None
+
+    @field_validator("clients")
+    @classmethod
+    def _distinct(cls, clients):
+        if len(set(clients)) != len(clients):
+            raise ValueError(f"lists a client count twice: {clients!r}")
+        return clients
+
+    @field_validator("shared_buffers")
+    @classmethod
+    def _at_least_a_mib(cls, value):
+        if parse_size(value) < 1024**2:
+            raise ValueError(f"must be at least 1 MiB, got {value!r}")
+        return value
+
+
 def parse_options(recipe, *, mem_limit: int | None = None) -> Options:
-    """Check a pgbench recipe's ``options`` and tests; errors name the file and the field."""
-    source, ctx, data = recipe_options(recipe, OPTION_KEYS)
-    scale = data.get("scale", DEFAULT_SCALE)
-    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
-        raise IolabError(f"must be a whole number >= 1, got {scale!r}", context=f"{ctx}.scale")
-    clients = data.get("clients", list(DEFAULT_CLIENTS))
-    if not isinstance(clients, list) or not clients or any(
-            isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in clients):
-        raise IolabError(f"must be a non-empty list of whole numbers >= 1, got {clients!r}", context=f"{ctx}.clients")
-    if len(set(clients)) != len(clients):
-        raise IolabError(f"lists a client count twice: {clients!r}", context=f"{ctx}.clients")
-    protocol = data.get("protocol", "simple")
-    if protocol not in PROTOCOLS:
-        raise IolabError(f"must be one of {', '.join(PROTOCOLS)}, got {protocol!r}", context=f"{ctx}.protocol")
-    shared_buffers = str(data.get("shared_buffers", DEFAULT_SHARED_BUFFERS))
-    sb_bytes, sb_setting, settings = _server_settings(data, shared_buffers, recipe, mem_limit, ctx)
-    for key in ("user", "bindir"):
-        if data.get(key) is not None and not isinstance(data[key], str):
-            raise IolabError(f"must be text, got {data[key]!r}", context=f"{ctx}.{key}")
-    modes = _modes(recipe, data, source, ctx)
-    return Options(scale=scale, clients=list(clients), protocol=protocol, shared_buffers=sb_setting,
-                   shared_buffers_bytes=sb_bytes, settings=settings, modes=modes, user=data.get("user"),
-                   bindir=data.get("bindir"))
-
-
-def _server_settings(data: dict, shared_buffers: str, recipe, mem_limit, ctx: str) -> tuple[int, str, dict]:
-    """shared_buffers (bytes, and as PostgreSQL reads it) and the other postgresql.conf settings, checked."""
-    sb_bytes = parse_size(shared_buffers, context=f"{ctx}.shared_buffers")
-    if sb_bytes < 1024**2:
-        raise IolabError(f"must be at least 1 MiB, got {shared_buffers!r}", context=f"{ctx}.shared_buffers")
+    """Check a pgbench recipe's ``options`` (:class:`PgbenchOptions`) and tests; errors name the file and
+    the field."""
+    source = recipe.source or recipe.name
+    ctx = f"{source}: options"
+    spec = schema.validate(PgbenchOptions, recipe.options or {}, source, at="options")
+    sb_bytes = parse_size(spec.shared_buffers)
     if mem_limit and recipe.isolation == "cgroup" and sb_bytes > mem_limit // 2:
-        raise IolabError(f"{shared_buffers} leaves less than half of the {human_size(mem_limit)} memory limit for "
-                         "the page cache and the server's processes", context=f"{ctx}.shared_buffers",
+        raise IolabError(f"{spec.shared_buffers} leaves less than half of the {human_size(mem_limit)} memory limit "
+                         "for the page cache and the server's processes", context=f"{ctx}.shared_buffers",
                          hint="lower shared_buffers or raise --mem-limit")
     # PostgreSQL reads a bare number as 8 kB pages: give it the unit it understands
-    sb_setting = f"{sb_bytes // 1024}kB"
-    settings = data.get("settings") or {}
-    if not isinstance(settings, dict):
-        raise IolabError("must be a mapping of postgresql.conf settings", context=f"{ctx}.settings")
-    for name, value in settings.items():
-        if not isinstance(name, str) or not SETTING_NAME.match(name):
-            raise IolabError(f"not a setting name: {name!r}", context=f"{ctx}.settings")
-        if name in RESERVED_SETTINGS:
-            raise IolabError("is set by iolab (modes, shared_buffers, the socket)", context=f"{ctx}.settings.{name}")
-        if isinstance(value, (dict, list)) or value is None:
-            raise IolabError(f"must be a single value, got {value!r}", context=f"{ctx}.settings.{name}")
-    settings = {name: (_onoff(v, f"{ctx}.settings.{name}") if isinstance(v, bool) else str(v))
-                for name, v in settings.items()}
-    return sb_bytes, sb_setting, settings
+    return Options(scale=spec.scale, clients=spec.clients, protocol=spec.protocol, shared_buffers=f"{sb_bytes // 1024}kB",
+                   shared_buffers_bytes=sb_bytes, settings=spec.settings or {}, modes=_modes(recipe, spec.modes, source),
+                   user=spec.user, bindir=spec.bindir)
 
 
-def _modes(recipe, data: dict, source: str, ctx: str) -> list:
+def _modes(recipe, modes_in: dict, source: str) -> list:
     """One :class:`Mode` per recipe test, from ``options.modes``; every test checked."""
-    modes_in = data.get("modes")
-    if not isinstance(modes_in, dict) or not modes_in:
-        raise IolabError("must map each test name to {synchronous_commit, fsync}", context=f"{ctx}.modes")
     tests = {t.name: t for t in recipe.tests}
     for name in modes_in:
         if name not in tests:
-            raise IolabError(f"names no test of the recipe (tests: {', '.join(tests)})", context=f"{ctx}.modes.{name}")
+            raise IolabError(f"names no test of the recipe (tests: {', '.join(tests)})",
+                             context=f"{source}: options.modes.{name}")
     modes = []
     for index, test in enumerate(recipe.tests):
         tctx = f"{source}: tests[{index}] ({test.name})"
         if test.name not in modes_in:
             raise IolabError("has no entry in options.modes (synchronous_commit, fsync)", context=tctx)
         _check_test(test, tctx)
-        entry = modes_in[test.name]
-        mctx = f"{ctx}.modes.{test.name}"
-        if not isinstance(entry, dict):
-            raise IolabError("must be a mapping {synchronous_commit, fsync}", context=mctx)
-        unknown = sorted(set(entry) - set(MODE_KEYS))
-        if unknown:
-            raise IolabError(f"unknown field {unknown[0]!r} (allowed: {', '.join(MODE_KEYS)}; other settings go in "
-                             "options.settings)", context=mctx)
-        missing = [k for k in MODE_KEYS if k not in entry]
-        if missing:
-            raise IolabError(f"missing field {missing[0]!r}", context=mctx)
         runtime = test.runtime or recipe.runtime
         if not runtime:
             raise IolabError("pgbench needs a duration (-T): set defaults.runtime or --runtime", context=tctx)
-        modes.append(Mode(test=test.name,
-                          synchronous_commit=_onoff(entry["synchronous_commit"], f"{mctx}.synchronous_commit",
-                                                    SYNC_COMMIT_VALUES),
-                          fsync=_onoff(entry["fsync"], f"{mctx}.fsync"),
+        mode = modes_in[test.name]
+        modes.append(Mode(test=test.name, synchronous_commit=mode.synchronous_commit, fsync=mode.fsync,
                           runtime=float(runtime)))
     return modes
 

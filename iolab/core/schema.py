@@ -112,15 +112,16 @@ def one_or_many(item_type, **list_constraints):
         {"anyOf": [item, {"type": "array", "items": item, "minItems": constraints["min_length"]}]})]
 
 
-def validate(model: type, data, source: str, *, names: bool = True, key_in_context: bool = False):
+def validate(model: type, data, source: str, *, names: bool = True, key_in_context: bool = False, at: str = ""):
     """``data`` checked against ``model``; the first problem as an :class:`IolabError` naming ``source``
     and the field path. ``names``: an item of a list that has a ``name`` is called ``items[2] (name)``;
-    ``key_in_context``: an unknown key is named in the path (``loop_devices[0].sise: unknown key``)."""
+    ``key_in_context``: an unknown key is named in the path (``loop_devices[0].sise: unknown key``);
+    ``at``: where ``data`` sits in its file (``options`` of a recipe)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise error(exc.errors(include_url=False)[0], data, source, names=names,
-                    key_in_context=key_in_context) from None
+                    key_in_context=key_in_context, at=at) from None
 
 
 def field_path(loc, data, *, names: bool = True) -> str:
@@ -145,9 +146,12 @@ _PLAIN = {"int_type": "must be a whole number", "bool_type": "must be true or fa
           "must be a mapping", "too_short": "must be a non-empty list"}
 
 
-def error(err: dict, data, source: str, *, names: bool = True, key_in_context: bool = False) -> IolabError:
+def error(err: dict, data, source: str, *, names: bool = True, key_in_context: bool = False,
+          at: str = "") -> IolabError:
     """One pydantic error (a dict of ``ValidationError.errors()``) as an :class:`IolabError`."""
     loc, kind, ctx = tuple(err["loc"]), err["type"], err.get("ctx") or {}
+    if at:
+        loc, data = (at,) + loc, {at: data}
     if kind == "missing" and key_in_context:
         return IolabError("missing (required)", context=_where(source, loc, data, names))
     if kind == "missing":
