@@ -1,11 +1,19 @@
-"""The RunPanel: target, recipe, isolation and a Start button that runs a benchmark from JupyterLab.
+"""The RunPanel: target, recipe, isolation, a Start button that runs a benchmark from JupyterLab, and Stop.
 
 The run goes in a background thread (the notebook stays usable); a watcher
 thread moves the progress bar from the run directory's manifest; errors are
 shown in the panel, never raised into the kernel.
+
+**Stop** does to the run's thread what Ctrl-C does to ``iolab run``: it raises
+:class:`StopRequested` (a ``KeyboardInterrupt``) there, at the next Python
+instruction, i.e. within the 0.2 s fio's wait polls at. The engine then stops
+fio (SIGINT, SIGKILL after :data:`iolab.engine.runner.STOP_GRACE_S`), keeps
+the passes measured, and ends the manifest ``interrupted``; the panel says
+where the run directory is. Every string is in the locale's ``explorer.panel``.
 """
 from __future__ import annotations
 
+import ctypes
 import html
 import logging
 import os
@@ -17,19 +25,39 @@ from typing import Callable, Sequence
 from iolab.engine import recipes as recipes_mod
 from iolab.engine import store
 from iolab.core.errors import IolabError
+from iolab.report import i18n
 from iolab.report.widgetkit import _error_html, _ipywidgets, _split
 
 log = logging.getLogger(__name__)
 
-ISOLATION_CHOICES = (("recipe's default", ""), ("cgroup", "cgroup"), ("hugepages", "hugepages"),
-                     ("direct", "direct"), ("none (cached)", "none"))
+_t = i18n.scoped("explorer.panel")
+
+#: Isolation choices: value -> its label's key in ``explorer.panel`` (None: the value is its own label).
+ISOLATION_CHOICES = (("", "isolation_default"), ("cgroup", None), ("hugepages", None), ("direct", None),
+                     ("none", "isolation_none"))
+
+
+class StopRequested(KeyboardInterrupt):
+    """Raised in a run's thread by :meth:`RunPanel.stop`: the engine stops fio and keeps what it measured."""
+
+
+def _raise_in(thread: threading.Thread, exception: type) -> bool:
+    """Raise ``exception`` in ``thread`` at its next Python instruction; False when the thread is gone."""
+    if thread.ident is None or not thread.is_alive():
+        return False
+    done = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exception))
+    if done > 1:  # more than one thread state touched: undo, as the C API asks
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), None)
+        return False
+    return done == 1
 
 
 class RunPanel:
-    """Target, recipe, isolation and a Start button that runs a benchmark with a progress bar.
+    """Target, recipe, isolation, a Start button that runs a benchmark with a progress bar, and Stop.
 
     ``threaded=False`` runs in the caller's thread (the progress bar still
-    moves: a watcher thread reads the run directory's manifest).
+    moves: a watcher thread reads the run directory's manifest; Stop cannot
+    reach a run in the caller's thread).
     ``on_finished(result)`` is called with the :class:`~iolab.engine.runner.RunResult`
     after a run that returned (completed or failed).
     """
@@ -37,45 +65,71 @@ class RunPanel:
     def __init__(self, data_dir: str | os.PathLike = "data", *, target: str = "", recipe: str = "quick",
                  isolation: str = "", label: str = "", size: str = "", runtime: str = "", repeat: int = 0,
                  tests: Sequence[str] | str = (), threaded: bool = True,
-                 on_finished: Callable | None = None):
+                 on_finished: Callable | None = None, lang: str = "en"):
         w = _ipywidgets()
+        self.lang = i18n.check_lang(lang)
         wide = {"description_width": "7em"}
         names = list(recipes_mod.available())
         if recipe and recipe not in names:
             names.append(recipe)  # a recipe file path
-        self.target = w.Text(value=str(target), description="Target", style=wide, layout=w.Layout(width="60%"),
-                             placeholder="a directory on the file system to test, a file, /dev/sdX or emulated:hdd")
-        self.recipe = w.Dropdown(description="Recipe", options=names, value=recipe or (names[0] if names else None),
-                                 style=wide)
-        self.isolation = w.Dropdown(description="Isolation", options=list(ISOLATION_CHOICES), value=isolation or "",
+        self.target = w.Text(value=str(target), style=wide, layout=w.Layout(width="60%"))
+        self.recipe = w.Dropdown(options=names, value=recipe or (names[0] if names else None), style=wide)
+        self.isolation = w.Dropdown(options=[(v, v) for v, _ in ISOLATION_CHOICES], value=isolation or "",
                                     style=wide)
-        self.label = w.Text(value=label, description="Label", placeholder="default: the host name", style=wide)
-        self.size = w.Text(value=str(size or ""), description="Size", placeholder="recipe's, e.g. 1G", style=wide)
-        self.runtime = w.Text(value=str(runtime or ""), description="Runtime (s)", placeholder="recipe's",
-                              style=wide)
-        self.repeat = w.BoundedIntText(value=int(repeat or 0), min=0, max=1000, description="Repeat",
-                                       tooltip="0: the recipe's", style=wide)
-        self.tests = w.Text(value=", ".join([tests] if isinstance(tests, str) else tests), description="Tests",
-                            placeholder="all; or e.g. SEQ1M-Q8T1, RND4K-Q1T1", style=wide)
-        self.data_dir = w.Text(value=str(data_dir), description="Store in", style=wide, layout=w.Layout(width="60%"))
-        self.start_button = w.Button(description="Start", button_style="primary", icon="play")
+        self.label = w.Text(value=label, style=wide)
+        self.size = w.Text(value=str(size or ""), style=wide)
+        self.runtime = w.Text(value=str(runtime or ""), style=wide)
+        self.repeat = w.BoundedIntText(value=int(repeat or 0), min=0, max=1000, style=wide)
+        self.tests = w.Text(value=", ".join([tests] if isinstance(tests, str) else tests), style=wide)
+        self.data_dir = w.Text(value=str(data_dir), style=wide, layout=w.Layout(width="60%"))
+        self.start_button = w.Button(button_style="primary", icon="play")
+        self.stop_button = w.Button(button_style="danger", icon="stop", disabled=True)
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="", bar_style="info",
                                         layout=w.Layout(width="60%"))
-        self.status = w.HTML(value="Ready.")
+        self.status = w.HTML()
         self.widget = w.VBox([
             self.target, w.HBox([self.recipe, self.isolation]), w.HBox([self.label, self.tests]),
             w.HBox([self.size, self.runtime, self.repeat]), self.data_dir,
-            w.HBox([self.start_button, self.progress]), self.status])
+            w.HBox([self.start_button, self.stop_button, self.progress]), self.status])
+        self.set_lang(self.lang)
+        self._set_status(_t("ready", self.lang))
         self.threaded = threaded
         self.on_finished = on_finished
-        #: the last run: its RunResult (None while running or after an error), its directory, its error
+        #: the last run: its RunResult (None while running, after an error or a stop), its directory, its
+        #: error, whether Stop ended it
         self.result = None
         self.run_dir: Path | None = None
         self.error: str | None = None
+        self.stopped = False
+        self._stoppable = False  # True only while runner.run runs in this panel's thread
+        self._stopping = False
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
         self._done.set()
         self.start_button.on_click(self.start)
+        self.stop_button.on_click(self.stop)
+
+    def set_lang(self, lang: str) -> None:
+        """Every label, hint and button of the panel in ``lang`` (values kept)."""
+        self.lang = lang = i18n.check_lang(lang)
+        for control, key in ((self.target, "labels.target"), (self.recipe, "labels.recipe"),
+                             (self.isolation, "labels.isolation"), (self.label, "labels.label"),
+                             (self.size, "explorer.panel.size"), (self.runtime, "explorer.panel.runtime"),
+                             (self.repeat, "explorer.panel.repeat"), (self.tests, "labels.tests"),
+                             (self.data_dir, "explorer.panel.store_in")):
+            control.description = i18n.text(key, lang)
+        self.target.placeholder = _t("target_placeholder", lang, emulated="emulated:hdd")
+        self.label.placeholder = _t("label_placeholder", lang)
+        self.size.placeholder = _t("size_placeholder", lang)
+        self.runtime.placeholder = _t("runtime_placeholder", lang)
+        self.repeat.tooltip = _t("repeat_tooltip", lang)
+        self.tests.placeholder = _t("tests_placeholder", lang)
+        value = self.isolation.value
+        self.isolation.options = [(_t(key, lang) if key else v, v) for v, key in ISOLATION_CHOICES]
+        self.isolation.value = value
+        self.start_button.description = _t("start", lang)
+        self.stop_button.description, self.stop_button.tooltip = _t("stop", lang), _t("stop_tooltip", lang)
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
@@ -96,14 +150,27 @@ class RunPanel:
             return
         self._done.clear()
         self.start_button.disabled = True
-        self.result, self.run_dir, self.error = None, None, None
+        self.stop_button.disabled = not self.threaded  # a run in the caller's thread cannot be reached
+        self.result, self.run_dir, self.error, self.stopped, self._stopping = None, None, None, False, False
         self.progress.value, self.progress.bar_style, self.progress.description = 0.0, "info", ""
-        self._set_status("Checking the recipe and the target…")
+        self._set_status(_t("checking", self.lang))
         if self.threaded:
             self._thread = threading.Thread(target=self._run, name="iolab-run", daemon=True)
             self._thread.start()
         else:
             self._run()
+
+    def stop(self, _button=None) -> bool:
+        """Stop the run going (what the Stop button does): fio ends its test, what was measured is kept and the
+        manifest ends ``interrupted``. False when no run of this panel's threads is going."""
+        thread = self._thread
+        with self._lock:  # never into the thread once runner.run has returned
+            if not (self.running and self._stoppable and thread is not None and _raise_in(thread, StopRequested)):
+                return False
+            self._stoppable, self._stopping = False, True
+        self.stop_button.disabled = True
+        self._set_status(_t("stopping", self.lang))
+        return True
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the current run to end; True if it has."""
@@ -119,7 +186,7 @@ class RunPanel:
         try:
             target = self.target.value.strip()
             if not target:
-                raise IolabError("enter a target: a directory on the file system to test", context="Target")
+                raise IolabError(_t("enter_target", self.lang), context="Target")
             options = self.options()
             recipe = batch.select_tests(self.recipe.value, _split(self.tests.value))
             planned, _ = runner.plan(recipe, [target], size=options["size"], runtime=options["runtime"],
@@ -127,15 +194,20 @@ class RunPanel:
             data_dir = Path(options.pop("data_dir"))
             watcher = _Watcher(self, data_dir, planned)
             watcher.start()
-            self._set_status(f"Running {planned.name} on {target}…")
+            self._set_status(_t("running", self.lang, recipe=planned.name, target=target))
+            with self._lock:
+                self._stoppable = self.threaded and threading.current_thread() is self._thread
             result = runner.run(recipe, [target], data_dir=data_dir, progress=False, **options)
+            with self._lock:
+                self._stoppable = False
             self.result, self.run_dir = result, Path(result.path)
             status = result.manifest.get("status")
             reason = result.manifest.get("reason")
             self.progress.value = 1.0
             self.progress.bar_style = "success" if status == "completed" else "warning"
-            self.progress.description = status or ""
-            text = f"Run {status}: {result.path}" + (f" ({reason})" if reason else "")
+            self.progress.description = i18n.label(status, self.lang, section="status")
+            text = _t("finished", self.lang, status=i18n.label(status, self.lang, section="status"),
+                      path=result.path) + (i18n.paren(reason, self.lang) if reason else "")
             self._set_status(text, error=status != "completed")
             if status != "completed":
                 self.error = reason or status
@@ -144,25 +216,44 @@ class RunPanel:
                     self.on_finished(result)
                 except Exception as exc:  # the run is done; a display problem must not hide it
                     log.exception("on_finished failed")
-                    self._set_status(f"{text}; showing it failed: {exc!r}", error=True)
+                    self._set_status(_t("showing_failed", self.lang, text=text, error=repr(exc)), error=True)
+        except StopRequested:
+            self._stopped(watcher)
+        except KeyboardInterrupt:  # a Stop that reached the thread inside the engine's own interrupt handling
+            self._stopped(watcher)
         except IolabError as exc:
             self._fail(str(exc), watcher)
         except Exception as exc:  # shown in the panel: a widget callback must not raise into the kernel
             log.exception("run failed")
-            self._fail(f"internal error: {exc!r}", watcher)
+            self._fail(_t("internal", self.lang, error=repr(exc)), watcher)
         finally:
+            with self._lock:
+                self._stoppable = False
             if watcher is not None:
                 watcher.stop()
             self.start_button.disabled = False
+            self.stop_button.disabled = True
             self._done.set()
+
+    def _stopped(self, watcher) -> None:
+        """After Stop: the run directory the engine left (manifest ``interrupted``), said in the panel."""
+        self.stopped = True
+        if watcher is not None:
+            watcher.update_safely()  # a run directory made after the watcher's last look
+        self.run_dir = watcher.run_dir if watcher is not None else None
+        self.error = _t("stopped_bar", self.lang)
+        self.progress.bar_style = "warning"
+        self.progress.description = _t("stopped_bar", self.lang)
+        self._set_status(_t("stopped", self.lang, run_dir=self.run_dir) if self.run_dir is not None
+                         else _t("stopped_early", self.lang), error=True)
 
     def _fail(self, message: str, watcher) -> None:
         self.error = message
         if watcher is not None and watcher.run_dir is not None:
             self.run_dir = watcher.run_dir
-            message += f" — what was measured is kept in {watcher.run_dir}"
+            message += _t("kept", self.lang, run_dir=watcher.run_dir)
         self.progress.bar_style = "danger"
-        self.progress.description = "failed"
+        self.progress.description = _t("failed", self.lang)
         self._set_status(message, error=True)
 
 
@@ -197,10 +288,13 @@ class _Watcher:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            try:
-                self.update()
-            except (OSError, ValueError, IolabError):  # a manifest being replaced: next time
-                continue
+            self.update_safely()
+
+    def update_safely(self) -> None:
+        try:
+            self.update()
+        except (OSError, ValueError, IolabError):  # a manifest being replaced: next time
+            pass
 
     def update(self) -> float | None:
         run_dir = self._find()
@@ -223,7 +317,7 @@ class _Watcher:
         if panel.running:
             panel.progress.value = max(panel.progress.value, value)
             panel.progress.description = f"{done}/{max(len(tests), self.steps)}"
-            if running is not None:
-                panel._set_status(f"Running {running.get('name')} ({done + 1}/{max(len(tests), self.steps)}) "
-                                  f"in {run_dir}…")
+            if running is not None and not panel._stopping:
+                panel._set_status(_t("running_test", panel.lang, test=running.get("name"), n=done + 1,
+                                     total=max(len(tests), self.steps), run_dir=run_dir))
         return value

@@ -51,3 +51,20 @@ def _error_html(message: str) -> str:
 
 def _split(text: str) -> list[str]:
     return [part.strip() for part in str(text or "").replace("\n", ",").split(",") if part.strip()]
+
+
+def _check(value, choices, what: str) -> None:
+    if value not in choices:
+        raise IolabError(f"unknown {what} {value!r}", context=what, hint="choose one of " + ", ".join(choices))
+
+
+def _options(widget, options) -> None:
+    """New options for a chooser, keeping its value where it is still offered (observers fire on the way:
+    change several inside ``Explorer._hold``)."""
+    value = widget.value
+    widget.options = options
+    values = [o[1] if isinstance(o, tuple) else o for o in options]
+    if isinstance(value, tuple):  # a multiple choice
+        widget.value = tuple(v for v in value if v in values)
+    elif value in values:
+        widget.value = value
