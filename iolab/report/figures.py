@@ -184,3 +184,11 @@ def _one_legend(fig, title: str | None) -> None:
 def split_note(fig, lang: str) -> str:
     """The sentence under a chart whose memory figures have their own axis; '' for one axis."""
     return _t("split_note", lang) if fig is not None and len(fig.axes) > 1 else ""
+
+
+def with_split_note(caption: str, fig, lang: str) -> str:
+    """``caption`` followed by :func:`split_note` as its second sentence when the figure has a memory axis."""
+    note = split_note(fig, lang)
+    if not note:
+        return caption
+    return caption.rstrip(".。") + ("。" if lang == "ja" else ". ") + note

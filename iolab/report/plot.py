@@ -253,8 +253,8 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
                         fmt="none", ecolor="#333333", elinewidth=1, capsize=2.5)
     xs = list(dict.fromkeys(pos["x"]))
     ax.set_xticks(range(len(xs)))
-    ax.set_xticklabels(xs, rotation=30 if max((len(s) for s in xs), default=0) > 12 else 0,
-                       ha="right" if max((len(s) for s in xs), default=0) > 12 else "center")
+    long = max((text_width(s) for s in xs), default=0) > 12
+    ax.set_xticklabels(xs, rotation=30 if long else 0, ha="right" if long else "center")
     y_axis(ax, log=use_log, label=ylabel, bars=pos["y"])
     _texts(ax, xlabel, None, title)
     if hue and len(hues) > 1:
@@ -264,6 +264,13 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     # after the legend and axis labels: measured as the image will be drawn
     barlabels.fit(ax, texts)
     return ax
+
+
+def text_width(text: str) -> int:
+    """How many Latin characters wide ``text`` is: a full-width (Japanese) character counts two, so that
+    シーケンシャル読み込み is turned like a 20-letter label, not left to run into its neighbour."""
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in str(text))
 
 
 def dot_positions(data: pd.DataFrame, *, x: str, y: str, width: float = 0.6) -> pd.DataFrame:
@@ -300,7 +307,7 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
     ax.scatter(pos["dot_pos"], pos["dot_y"], s=14, color=color, alpha=0.75, linewidths=0)
     xs = list(dict.fromkeys(data[x].astype(str)))
     ax.set_xticks(range(len(xs)))
-    long = max((len(s) for s in xs), default=0) > 12
+    long = max((text_width(s) for s in xs), default=0) > 12
     ax.set_xticklabels(xs, rotation=30 if long else 0, ha="right" if long else "center")
     use_log = log == "auto" and wants_log(pos["dot_y"]) or log is True
     y_axis(ax, log=use_log, label=ylabel)  # plain tick numbers (1,000) on either scale, as every chart

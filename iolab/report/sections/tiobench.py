@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from iolab.report import i18n
+from iolab.report import figures, i18n
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _col, _usable, _system, _order, _small_pct, _fmt, _winner_lines)
+    Figure, Section, _t, _col, _usable, _system, _order, _small_pct, _fmt, _winner_lines)
 
 TIOBENCH_TESTS = ("SeqWrite", "RandWrite", "SeqRead", "RandRead")
 
@@ -43,6 +43,17 @@ def tiobench_results(data: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("test", key=lambda s: s.map(tests), kind="stable").reset_index(drop=True)
 
 
+def _chart_rows(data: pd.DataFrame, results: pd.DataFrame, test_name) -> pd.DataFrame:
+    """The rates as :func:`iolab.report.figures.summary_chart` draws them: system, test, x, value, and the rows'
+    flags (a page cache's inflated rates go on their own axis)."""
+    rows = _usable(_system(data))
+    flags = rows.groupby(["system", "test"], sort=False)["flags"].agg(
+        lambda f: ";".join(str(v) for v in f.dropna())) if "flags" in rows.columns else pd.Series(dtype=str)
+    return pd.DataFrame({"system": results["system"], "test": results["test"], "direction": "",
+                         "x": [test_name(t) for t in results["test"]], "value": results["rate"],
+                         "flags": [flags.get((s, t), "") for s, t in zip(results["system"], results["test"])]})
+
+
 def _tio_pct(value: float) -> str:
     return f"{value:.5f}" if np.isfinite(value) else DASH
 
@@ -55,7 +66,6 @@ def tiobench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     operations over 2 s and over 10 s, CPU efficiency. A bar chart of the rates;
     findings: the winner per test and the slow operations.
     """
-    from iolab.report import plot
     i18n.check_lang(lang)
     results = tiobench_results(data)
     if results.empty:
@@ -79,12 +89,12 @@ def tiobench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
         index = pd.Index(part.index, name=i18n.text("labels.system", lang))
         section.tables.append(Table(pd.DataFrame(shown, index=index), data=pd.DataFrame(numbers, index=index),
                                     caption=test_name(test)))
-    plt = _pyplot()
-    bars = results.assign(x=[test_name(t) for t in results["test"]])
-    fig, ax = plt.subplots(figsize=(9.0, 4.0))
-    plot.bars(bars, x="x", y="rate", hue="system", ax=ax, xlabel="", ylabel=_t("tio.col_rate", lang),
-              legend_title=i18n.text("labels.system", lang))
-    section.figures.append(Figure(fig, alt=_t("tio.alt", lang)))
+    # rates a page cache served (rows flagged cache_inflated) on an axis of their own, beside the device's
+    fig = figures.summary_chart(_chart_rows(data, results, test_name), unit="MB/s", ylabel=_t("tio.col_rate", lang),
+                                lang=lang, legend_title=i18n.text("labels.system", lang))
+    if fig is not None:  # one rate: the table says it, no lone bar
+        section.figures.append(Figure(fig, alt=_t("tio.alt", lang),
+                                      caption=figures.with_split_note(_t("tio.alt", lang), fig, lang)))
     summary = pd.DataFrame({"system": results["system"], "test": [test_name(t) for t in results["test"]],
                             "direction": "", "metric": "rate", "unit": "MB/s", "value": results["rate"],
                             "n": results["n"]})
