@@ -220,3 +220,24 @@ def test_a_rendered_page_says_a_one_figure_table_instead_of_drawing_it(tmp_path)
     files = report.report(reference="hyperv-tpcb", lang="ja", out=tmp_path)
     markdown = files.markdown.read_text(encoding="utf-8")
     assert not files.figures and markdown.count("棒1本のグラフにせず表に示す") == 2
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_tiobench_section_draws_rates_a_page_cache_served_on_their_own_axis(lang):
+    plot.setup(lang)
+    rows = report.select(STORE, with_results=True).for_recipe("tiobench").results
+    plain = sections.tiobench_section(rows, lang=lang).figures[0]
+    assert len(plain.axes) == 1 and plain.caption == i18n.text("sections.tio.alt", lang)
+    cached = rows.copy()
+    first = cached["system"] == cached["system"].iloc[0]
+    reads = cached["test"].isin(set(cached.loc[first, "test"]) - set(cached.loc[first, "test"].iloc[:2]))
+    cached.loc[first & reads, "flags"] = "cache_inflated"
+    figure = sections.tiobench_section(cached, lang=lang).figures[0]
+    disk, memory = figure.axes
+    assert len(memory.patches) == (first & reads).groupby(cached["test"]).any().sum()
+    assert len(disk.patches) + len(memory.patches) == len(plain.axes[0].patches)
+    assert figure.caption.endswith(i18n.text("charts.split_note", lang))
+    # the labels stay the table's text, on either axis
+    table_cells = {v for t in sections.tiobench_section(cached, lang=lang).tables
+                   for v in t.frame[i18n.text("sections.tio.col_rate", lang)]}
+    assert {text for ax in figure.axes for text in _bar_texts(ax)} <= table_cells
