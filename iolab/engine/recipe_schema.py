@@ -10,7 +10,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional
 
 from pydantic import AfterValidator, Field, WithJsonSchema, field_validator
 
-from iolab.core.schema import Count, Scalar, Schema, Seconds, Size, Text, one_or_many
+from iolab.core.schema import SECONDS_PATTERN, Count, Scalar, Schema, Seconds, Size, Text, one_or_many
 from iolab.core.units import human_size
 
 ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
@@ -60,17 +60,22 @@ def _fio_key(key: str) -> str:
 FioOptions = Dict[Annotated[str, AfterValidator(_fio_key)], Scalar]
 
 
+#: Seconds, where 0 (or nothing) means none.
+SecondsOrNone = Annotated[Optional[Seconds], WithJsonSchema(
+    {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "pattern": SECONDS_PATTERN}, {"type": "null"}]})]
+
+
 class Defaults(Schema):
     """``defaults:``: sizes and durations every test gets, and how repeats end."""
     size: Size = Field(1024**3, description="the test file's size (default 1G)")
     size_mem_factor: Optional[float] = Field(None, gt=0, description="size = this x mem_limit")
-    runtime: Optional[Seconds] = Field(None, description="seconds per job (time_based)")
+    runtime: SecondsOrNone = Field(None, description="seconds per job (time_based); 0: none")
     repeat: Count = Field(1, description="passes over every test")
     max_repeat: Optional[Count] = Field(None, description="passes at most, until cov_target is met")
     cov_target: float = Field(0.03, description="stop repeating below this coefficient of variation",
                               json_schema_extra={"exclusiveMinimum": 0, "exclusiveMaximum": 1})
-    ramp_time: Optional[Seconds] = None
-    pause: Optional[Seconds] = Field(None, description="seconds between jobs")
+    ramp_time: SecondsOrNone = None
+    pause: SecondsOrNone = Field(None, description="seconds between jobs")
     warmup: bool = False
     mem_limit: Optional[Size] = Field(None, description="the page cache a buffered test may use")
     watchdog_margin: Optional[Seconds] = Field(None, description="seconds a test may overrun its estimate")
