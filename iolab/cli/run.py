@@ -52,6 +52,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the job files and commands; run nothing")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (nor, when stderr is not a terminal, the line per finished test)")
+    steady = parser.add_argument_group("steady state (the steady-state recipe; the round is --runtime)")
+    steady.add_argument("--precondition-size", metavar="SIZE",
+                        help="bytes preconditioning writes (default 2x the test area, as SNIA's PTS; 0: none)")
+    steady.add_argument("--max-rounds", metavar="N", help="rounds at most (default 25, as the PTS; 5 or more)")
+    steady.add_argument("--max-time", metavar="SECONDS",
+                        help="time for preconditioning and rounds together, e.g. 2h (default: no bound)")
     fleet = parser.add_argument_group("many servers (fio client/server; see examples/inventory.yaml)")
     fleet.add_argument("--hosts", metavar="INVENTORY",
                        help="run on the fio servers of this inventory YAML, all at once through one fio client; "
@@ -91,6 +97,9 @@ def run(args) -> int:
     if getattr(args, "log_interval", None) is not None:  # fio's bw/iops/lat logs of every pass, in raw/
         from iolab.engine import recipes, timelogs
         recipe = timelogs.applied(recipes.load(recipe) if isinstance(recipe, str) else recipe, args.log_interval)
+    from iolab.classic.steady_options import bounded  # typed into the recipe's options, for its engine
+    recipe = bounded(recipe, precondition_size=args.precondition_size, max_rounds=args.max_rounds,
+                     max_time=args.max_time)
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
                    preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests,
                    allow=allow, pause=args.pause)
@@ -124,6 +133,10 @@ def _run_fleet(args) -> int:
     if getattr(args, "keep_serials", False):
         raise IolabError("--keep-serials does not go with --hosts: a fleet run records no drive identity yet",
                          context="iolab run --hosts")
+    steady = [o for o in ("precondition_size", "max_rounds", "max_time") if getattr(args, o, None) is not None]
+    if steady:
+        raise IolabError(f"--{steady[0].replace('_', '-')} bounds a steady-state run on one host; a fleet run "
+                         "has no steady-state engine", context="iolab run --hosts")
     if getattr(args, "mix", None) is not None:
         raise IolabError("--mix is not supported with --hosts yet: a fleet run records no mixed figure",
                          context="iolab run --hosts")
