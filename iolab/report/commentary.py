@@ -32,7 +32,7 @@ import math
 import pandas as pd
 
 from iolab.core.errors import IolabError
-from iolab.report import i18n, verdicts
+from iolab.report import i18n, reasons, verdicts
 from iolab.report.cache_commentary import cache_effects, cache_pairs, cache_sentences
 from iolab.report.commentary_base import (KNOWN_FLAGS, Rules, _better,
                                           _check, _groups_of, _range, _t, _test, _value, higher_is_better)
@@ -383,6 +383,9 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     for system in dict.fromkeys(frame.loc[~frame["cache_isolated"] & frame["value"].notna(), "system"]):
         if system not in pairs:
             paragraphs.append(_t("cache_unpaired", lang, system=system))
+    why = reasons.markdown(reasons.from_summary(frame), lang=lang)  # the reasons the data shows, with their evidence
+    if why:
+        paragraphs.append(why)
     note = coverage_note(win, lang=lang) if not win.empty else ""
     if note:
         paragraphs.append(f"*{note}*")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iolab.report import commentary, i18n, verdicts
+from iolab.report import commentary, i18n, reasons, verdicts
 
 #: Tests whose factors differ by less than this ratio are said together ("2.1-2.9x").
 SPREAD = 1.5
@@ -180,6 +180,9 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     else:
         text = _t("single", lang, system=systems[0] if systems else "")
     text = _join_sentences([text, *coverage(frame, systems, lang=lang)], lang)
+    why = reasons.markdown(reasons.from_summary(frame), lang=lang)  # the reasons the data shows, with their evidence
+    if why:
+        text += "\n\n" + why
     found = commentary.caveats(frame, rules=rules)
     if not found.empty:
         text += "\n\n" + commentary._t("caveats", lang) + "\n" + "\n".join(

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from iolab.report import i18n
+from iolab.report import i18n, reasons
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
     Figure, Section, _t, _pyplot, _col, _usable, _system, _order, _about, _pct, _fmt, _join, _winner_lines, MiB,
@@ -104,7 +104,8 @@ def bonnie_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     Sequential Output (Per Chr, Block, Rewrite), Sequential Input (Per Chr,
     Block), Random Seeks, each K/sec (seeks: /sec) and %CP. A bar chart of the
     K/sec figures; findings: the winner per test, tests bonnie++ could not
-    time, CPU-bound per-char tests, and the equivalent against the original.
+    time, per-char tests that are CPU-bound (:func:`iolab.report.reasons.cpu_bound`), and the equivalent against
+    the original.
     """
     i18n.check_lang(lang)
     results = bonnie_results(data)
@@ -236,11 +237,14 @@ def _winners_and_untimed(results: pd.DataFrame, lang: str) -> list[str]:
         for _, other in others.iterrows():
             sentences[-1] += _t("bonnie.plus_other", lang, system=other["system"], rate=_fmt(other["rate"]),
                                 unit=i18n.unit("seeks/s" if test == "seeks" else "K/sec", lang))
-    per_char = equivalent[equivalent["test"].isin(["putc", "getc"]) & (equivalent["cpu"] >= 90)]
-    if len(per_char):
-        sentences.append(_t("bonnie.cpu_bound", lang, systems=_join(_order(per_char["system"]), lang),
-                            cpu=f"{per_char['cpu'].min():.0f}"))
-    return sentences
+    # the per-char tests close while the block tests are far apart: CPU-bound (their %CP the evidence)
+    timed = equivalent[~equivalent["plus"]]
+    found = reasons.cpu_bound(pd.DataFrame({
+        "system": timed["system"], "test": [_t(f"bonnie.short_{t}", lang) for t in timed["test"]],
+        "value": timed["rate"], "unit": "K/sec", "cpu": timed["cpu"]}),
+        per_char=[_t(f"bonnie.short_{t}", lang) for t in ("putc", "getc")],
+        block=[_t(f"bonnie.short_{t}", lang) for t in ("put_block", "rewrite", "get_block")])
+    return sentences + reasons.sentences(found, lang=lang)
 
 
 def _versus_sentences(results: pd.DataFrame, present: list[str], lang: str) -> list[str]:

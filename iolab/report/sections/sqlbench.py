@@ -11,7 +11,7 @@ import math
 import pandas as pd
 
 from iolab.classic.sqlbench_tests import TESTS as SQLBENCH_TESTS
-from iolab.report import i18n
+from iolab.report import i18n, reasons
 from iolab.report.tables import Table
 from iolab.report.sections.common import (
     Figure, Section, _about, _col, _fmt, _order, _pyplot, _system, _t, _usable, _winner_lines)
@@ -65,9 +65,23 @@ def sqlbench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     section = Section("sqlbench", _t("sql.heading", lang), lang, intro=_t("sql.intro", lang))
     section.tables.append(_sqlbench_table(results, lang))
     section.figures.append(_sqlbench_figure(results, lang, section.tables[-1]))
-    section.sentences += _sqlbench_sentences(results, lang)
+    section.sentences += _sqlbench_sentences(results, lang) + _sqlbench_reasons(data, results, lang)
     section.notes += _sqlbench_notes(results, lang)
     return section
+
+
+def _sqlbench_reasons(data: pd.DataFrame, results: pd.DataFrame, lang: str) -> list[str]:
+    """Why a test waits on the device: the cache flushes the kernel counted (``dev_flushes``); for runs without the
+    counter, on MyISAM only, create far apart while insert ties (:func:`iolab.report.reasons.flushes_published`)."""
+    rows = _usable(_system(data))
+    rows = rows[is_sqlbench(rows)]
+    if "dev_flushes" in rows.columns and _col(rows, "dev_flushes").notna().any():
+        return reasons.sentences(reasons.flushes(rows), lang=lang)
+    if set(results["storage_engine"].dropna()) != {"MyISAM"}:
+        return []  # InnoDB flushes at every commit: insert ties on no evidence of ours
+    summary = pd.DataFrame({"system": results["system"], "test": results["test"], "unit": "s",
+                            "value": results["elapsed_s"]})
+    return reasons.sentences(reasons.flushes_published(summary), lang=lang)
 
 
 def _sqlbench_table(results: pd.DataFrame, lang: str) -> Table:

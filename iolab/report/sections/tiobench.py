@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from iolab.report import figures, i18n
+from iolab.report import figures, i18n, reasons
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
     Figure, Section, _t, _col, _usable, _system, _order, _small_pct, _fmt, _winner_lines)
@@ -105,6 +105,10 @@ def tiobench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
         section.sentences.append(_t(key, lang, system=row["system"], test=test_name(row["test"]),
                                     pct2=_small_pct(row["over_2s"]), pct10=_small_pct(row["over_10s"]),
                                     worst=i18n.number(row["lat_max_ms"] / 1000, digits=1)))
+    # the maximum latency column: one operation each, an anecdote (named once, with the widest factor)
+    section.sentences += reasons.sentences(reasons.single_max(pd.DataFrame({
+        "system": results["system"], "test": results["test"], "metric": "lat_max_us", "unit": "ms",
+        "value": results["lat_max_ms"], "n": results["n"]})), lang=lang)
     if slow.empty and results["over_2s"].notna().any():
         worst = results.loc[results["lat_max_ms"].idxmax()]
         section.sentences.append(_t("tio.none_slow", lang, ms=_fmt(worst["lat_max_ms"]), system=worst["system"],
