@@ -24,6 +24,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--log-interval", metavar="MS",
                         help="also record fio's bandwidth, IOPS and latency logs of every test pass, one sample "
                              "per MS milliseconds (kept in the run's raw/, drawn over time in the report)")
+    parser.add_argument("--ioengine", metavar="NAME",
+                        help="fio I/O engine for every test (libaio, io_uring, psync...: `fio --enghelp` lists "
+                             "them; default: the recipe's, io_uring where qd-sweep and the peak presets prefer it "
+                             "and the kernel offers it); recorded in the manifest")
     parser.add_argument("--preset", help="recipe preset (e.g. crystaldiskmark: default, nvme, peak, nvme-peak, "
                                          "real-world, demo, mix)")
     parser.add_argument("--mix", nargs="?", const="R70", metavar="R70",
@@ -102,7 +106,7 @@ def run(args) -> int:
                      max_time=args.max_time)
     options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
                    preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests,
-                   allow=allow, pause=args.pause)
+                   allow=allow, pause=args.pause, ioengine=args.ioengine)
     if args.dry_run:
         print(dryrun.dry_run(recipe, args.target, **options))
         print("dry run: nothing was created or run")
@@ -139,6 +143,9 @@ def _run_fleet(args) -> int:
                          "has no steady-state engine", context="iolab run --hosts")
     if getattr(args, "mix", None) is not None:
         raise IolabError("--mix is not supported with --hosts yet: a fleet run records no mixed figure",
+                         context="iolab run --hosts")
+    if getattr(args, "ioengine", None):
+        raise IolabError("--ioengine is not supported with --hosts yet: no fio server is probed for its engines",
                          context="iolab run --hosts")
     if getattr(args, "log_interval", None) is not None:
         raise IolabError("--log-interval is not supported with --hosts yet: a fleet run keeps its own IOPS log",

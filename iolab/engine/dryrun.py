@@ -11,7 +11,8 @@ def dry_run(recipe, target_specs, **kwargs) -> str:
     """The job files and commands a run would use, as text; nothing is created."""
     recipe, targets = plan(recipe, target_specs, **{k: v for k, v in kwargs.items()
                                                      if k in ("size", "runtime", "repeat", "isolation", "preset",
-                                                              "confirm", "mem_limit", "tests", "allow", "pause")})
+                                                              "confirm", "mem_limit", "tests", "allow", "pause",
+                                                              "ioengine")})
     lines = [f"# recipe {recipe.name}: {recipe.description}",
              f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
     if recipe.engine != "fio":

@@ -113,6 +113,13 @@ class TestSpec(Schema):
     cache: Literal["isolation", "cold", "warm"] = "isolation"
 
 
+class EnginePreference(Schema):
+    """``ioengine:``: the engine the tests run with where the kernel lets fio use it, instead of ``fio:``'s
+    ``ioengine`` (which stays the fallback; the manifest records the choice and why)."""
+    prefer: Literal["io_uring"] = Field(description="io_uring where the kernel offers it (probed before the run)")
+    presets: Optional[List[Text]] = Field(None, description="only under these presets (none: always)")
+
+
 class RecipeFile(Schema):
     """A recipe: a declarative benchmark suite (see :mod:`iolab.engine.recipes`)."""
     name: str
@@ -132,3 +139,4 @@ class RecipeFile(Schema):
                     "steadystate"] = "fio"
     options: Optional[Dict[str, Any]] = Field(None, description="the engine's own settings")
     order: Literal["tests", "directions"] = "tests"
+    ioengine: Optional[EnginePreference] = Field(None, description="an engine preferred over fio.ioengine")

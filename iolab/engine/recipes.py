@@ -99,6 +99,7 @@ class Recipe:
     jobfile: str | None = None  # text of a plain .fio job file run as is
     order: str = "tests"       # see ORDERS
     mix: int | None = None     # --mix: each chosen test's mixed counterpart (MIX-<test>) runs, this % reads
+    ioengine: dict = dataclasses.field(default_factory=dict)  # preferred engine (recipe_schema.EnginePreference)
 
     # -- values after defaults and overrides --------------------------------------
     @property
@@ -258,7 +259,7 @@ class Recipe:
         """The recipe as it was run (for recipe.yaml in the run directory)."""
         data = {"name": self.name, "description": self.description}
         for key in ("engine", "options", "about", "tool", "statistic", "isolation", "filesystem", "notes", "preset",
-                    "mix"):
+                    "mix", "ioengine"):
             value = getattr(self, key)
             if value:
                 data[key] = value
@@ -322,12 +323,15 @@ def parse_recipe(data, source: str) -> Recipe:
         unknown = [n for n in names if n not in seen]
         if unknown:
             raise IolabError(f"names unknown test {unknown[0]!r}", context=f"{source}: presets.{preset}")
+    for preset in (spec.ioengine.presets or []) if spec.ioengine else []:
+        if preset not in (spec.presets or {}):
+            raise IolabError(f"names unknown preset {preset!r}", context=f"{source}: ioengine.presets")
     return Recipe(name=spec.name, description=spec.description, tests=tests, about=spec.about, tool=spec.tool,
                   statistic=spec.statistic, isolation=spec.isolation,
                   defaults=_defaults(spec.defaults or recipe_schema.Defaults(), source), fio=spec.fio or {},
                   filesystem=spec.filesystem, output_format=spec.output_format, notes=spec.notes,
                   presets=spec.presets or {}, engine=spec.engine, options=spec.options or {}, source=source,
-                  order=spec.order)
+                  order=spec.order, ioengine=spec.ioengine.model_dump(exclude_none=True) if spec.ioengine else {})
 
 
 def _defaults(given: recipe_schema.Defaults, source: str) -> dict:

@@ -31,8 +31,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from iolab.engine import (fio, fioproc, jobgate, reaper, recipes, registry, runinput, sysinfo, targets as targets_mod,
-                          watchdog)
+from iolab.engine import (fio, fioproc, ioengines, jobgate, reaper, recipes, registry, runinput, sysinfo,
+                          targets as targets_mod, watchdog)
 from iolab.engine.interface import Engine
 from iolab.engine.timelogs import keep_pass, with_logs
 from iolab.core import progress as progress_
@@ -74,13 +74,12 @@ class RunResult:
 
 def plan(recipe, target_specs, **options):
     """Load and check the recipe and targets; nothing is created or run."""
-    recipe, targets, _ = _checked_plan(recipe, target_specs, **options)
-    return recipe, targets
+    return _checked_plan(recipe, target_specs, **options)[:2]
 
 
 def _checked_plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
-                  preset=None, confirm=None, mem_limit=None, tests=None, allow=None, pause=None):
-    """:func:`plan`, and the block devices the jobs write outside the targets (to hold while running)."""
+                  preset=None, confirm=None, mem_limit=None, tests=None, allow=None, pause=None, ioengine=None):
+    """:func:`plan`, the block devices the jobs write outside the targets (held while running), the engine choice."""
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(recipe)
     recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
@@ -89,10 +88,11 @@ def _checked_plan(recipe, target_specs, *, size=None, runtime=None, repeat=None,
         recipe.defaults["pause"] = pause_seconds(pause)
     fio.fio_binary()  # fio missing: say how to install it, before anything else
     runinput.check(recipe, target_specs)  # bad input: refused before a run directory exists
+    recipe, engine_choice = ioengines.choose(recipe, ioengine)  # --ioengine, or io_uring where preferred and offered
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
     resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=confirm)
     accesses = jobgate.check(recipe, resolved, confirm=confirm, allow=allow)
-    return recipe, resolved, jobgate.devices_outside_targets(accesses, resolved)
+    return recipe, resolved, jobgate.devices_outside_targets(accesses, resolved), engine_choice
 
 
 def pause_seconds(value) -> float:
@@ -113,12 +113,12 @@ def relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
 def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
         runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
         argv=None, scratch_dir=None, with_original=False, tests=None, allow=None, pause=None,
-        unconfined=False, keep_serials=False) -> RunResult:
+        unconfined=False, keep_serials=False, ioengine=None) -> RunResult:
     """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
     reaper.reap_before_run(data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
-    recipe, targets, outside = _checked_plan(recipe, target_specs, size=size, runtime=runtime, repeat=repeat,
-                                             isolation=isolation, preset=preset, confirm=confirm,
-                                             mem_limit=mem_limit, tests=tests, allow=allow, pause=pause)
+    recipe, targets, outside, engine_choice = _checked_plan(
+        recipe, target_specs, size=size, runtime=runtime, repeat=repeat, isolation=isolation, preset=preset,
+        confirm=confirm, mem_limit=mem_limit, tests=tests, allow=allow, pause=pause, ioengine=ioengine)
     mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
     engine_type = registry.engine_class(recipe.engine)
     # confined or refused (without bwrap, unless --unconfined), decided before a run directory exists
@@ -133,7 +133,7 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
                                "preset": recipe.preset, "mem_limit": mem_limit, "with_original": with_original,
                                **{k: recipe.defaults.get(k) for k in ("warmup", "pause", "log_interval_ms")}},
                       targets=[{"spec": t.spec, "kind": t.kind} for t in targets],
-                      safety=(allow or jobgate.Allowances()).record(confirm),
+                      safety=(allow or jobgate.Allowances()).record(confirm), ioengine=engine_choice,
                       tests=[{"name": s.id, "test": s.test, "rw": s.rw, "status": "pending", "reps": 0}
                              for s in steps])
     run_.write("recipe.yaml", yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True))
@@ -311,7 +311,7 @@ class FioEngine(Engine):
                 fio.check_job(path)
                 jobs[(step.id, target.name)] = path
                 commands[rel] = self._argv(path, target, step)
-        self.run.update(commands=commands)
+        self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
         return jobs
 
     def _argv(self, path, target, step) -> list[str]:
@@ -399,6 +399,7 @@ class FioEngine(Engine):
         keep_pass(self.recipe, raw.parent, step.id, rep)  # --log-interval: <step>-<rep>_bw.1.log ...
         frame = self._parse(fioproc.read_raw(raw), done, step)
         frame = temperature.annotate(self.annotate(frame, step, target, rep, device, evidence, elapsed, sandbox))
+        frame = ioengines.mark(frame, jobfile, ram_backed=self._ram_backed(target))  # ioengine; engine_sync
         if done.interrupt is not None:  # keep what fio wrote before it was stopped, then stop the run
             if rep:
                 self.store(frame)

@@ -1,0 +1,344 @@
+"""fio's I/O engines: the one each test runs with, whether the kernel offers io_uring, and when the
+engine, not the device, set a figure.
+
+* :func:`choose` applies ``iolab run --ioengine NAME`` (a name ``fio --enghelp`` lists) or the recipe's
+  ``ioengine:`` preference (``prefer: io_uring``: qd-sweep, crystaldiskmark's peak presets) before a run
+  directory exists. The decision, and on a fallback its reason, go into the manifest (``ioengine``).
+* :func:`uring_facts` probes io_uring where fio will run it: fio lists the engine, the kernel's
+  ``kernel.io_uring_disabled``, this process's seccomp mode, and a real ``io_uring_setup(2)`` under the
+  run's confinement (bubblewrap drops every capability, so a kernel that allows io_uring to privileged
+  processes only refuses it there). :func:`uring_verdict` decides on those facts alone.
+* :func:`of_job_text` reads a job file as fio does (:mod:`iolab.engine.jobreader`): each job's engine,
+  O_DIRECT and iodepth. :func:`with_engines` puts the engines in the manifest's tests, :func:`mark` in each
+  result row (column ``ioengine``), with the flag ``engine_sync`` where the engine submitted one I/O at a
+  time although the job asked for more (:func:`submits_synchronously`): libaio on a file system in RAM or
+  with buffered I/O (``io_submit`` then does the I/O before it returns), or a synchronous engine (psync...)
+  at an iodepth above 1. Such a figure is the engine's ceiling, not the device's.
+"""
+from __future__ import annotations
+
+import dataclasses
+import errno
+import functools
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from iolab.analysis.stats import split_flags
+from iolab.core import commands
+from iolab.core.errors import IolabError
+from iolab.engine import jobreader
+from iolab.isolation import confine
+
+log = logging.getLogger(__name__)
+
+#: The flag of a row whose engine submitted synchronously for its target.
+FLAG = "engine_sync"
+#: fio's engines that do one I/O at a time per job (fio caps their iodepth at 1).
+SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "splice"})
+#: fio's engine when a job names none (fio's HOWTO: psync on every system but Windows).
+FIO_DEFAULT = "psync"
+#: The asynchronous engine a recipe may prefer where the kernel offers it.
+URING = "io_uring"
+#: ``io_uring_setup(2)``'s number in the kernel's common system call table (x86-64, arm64 and the rest).
+NR_IO_URING_SETUP = 425
+PROC_DISABLED = "/proc/sys/kernel/io_uring_disabled"
+
+#: Why io_uring is not used, by reason key (the report's sentences: ``engine.<key>`` in the locales).
+REASONS = {
+    "not_in_fio": "this fio ({fio}) has no io_uring engine",
+    "disabled": "the kernel forbids io_uring (kernel.io_uring_disabled = 2)",
+    "restricted": "the kernel allows io_uring only to processes with CAP_SYS_ADMIN or in kernel.io_uring_group "
+                  "(kernel.io_uring_disabled = 1), and fio runs without either{where}",
+    "no_kernel": "the kernel has no io_uring (io_uring_setup: {error})",
+    "seccomp": "a seccomp filter refuses io_uring_setup ({error})",
+    "confinement": "io_uring_setup is refused inside the run's confinement (bubblewrap): {error}",
+    "setup_failed": "io_uring_setup failed: {error}",
+    "untested": "io_uring_setup could not be tried: {error}",
+}
+
+_SETUP_PROBE = ("import ctypes, os, sys\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "params = ctypes.create_string_buffer(120)\n"
+                f"fd = libc.syscall({NR_IO_URING_SETUP}, 1, params)\n"
+                "sys.stdout.write(str(ctypes.get_errno() if fd < 0 else 0))\n"
+                "os.close(fd) if fd >= 0 else None\n")
+
+
+@functools.lru_cache(maxsize=1)
+def engines() -> tuple[str, ...]:
+    """The I/O engines this fio has (``fio --enghelp``)."""
+    from iolab.engine import fio
+    out = commands.run([fio.fio_binary(), "--enghelp"]).stdout
+    return tuple(line.strip() for line in out.splitlines() if line.startswith(("\t", " ")) and line.strip())
+
+
+def check(name: str) -> str:
+    """``name`` if this fio has that engine, else an :class:`IolabError` naming it and fio's engines."""
+    known = engines()
+    if name not in known:
+        from iolab.engine import fio
+        raise IolabError(f"{fio.version()} has no I/O engine {name!r}", context="--ioengine",
+                         hint="its engines (fio --enghelp): " + ", ".join(known))
+    return name
+
+
+# ------------------------------------------------------------------ io_uring: the facts and the verdict
+
+@dataclasses.dataclass(frozen=True)
+class UringFacts:
+    """What decides whether fio can use io_uring here (:func:`uring_facts` gathers them)."""
+
+    listed: bool                  # fio --enghelp lists io_uring
+    disabled: int | None          # kernel.io_uring_disabled (None: no such setting, before Linux 6.6)
+    seccomp: int | None           # this process's seccomp mode (0 none, 1 strict, 2 filter)
+    setup_errno: int | None       # io_uring_setup(2) where fio runs: 0 it worked, None: not tried
+    confined: bool                # it was tried inside the run's confinement
+    fio: str = "fio"
+    detail: str = ""              # why it could not be tried
+
+    def describe(self) -> dict:
+        return {**dataclasses.asdict(self), "setup_error": _errno_text(self.setup_errno)}
+
+
+def _errno_text(number: int | None) -> str | None:
+    if not number:
+        return None
+    return f"{errno.errorcode.get(number, number)} ({os.strerror(number)})"
+
+
+def uring_verdict(facts: UringFacts) -> tuple[bool, str | None, str | None]:
+    """``(usable, reason key, reason)``: whether fio can run io_uring jobs, and why not (English)."""
+    error = _errno_text(facts.setup_errno)
+    if not facts.listed:
+        key = "not_in_fio"
+    elif facts.disabled == 2:
+        key = "disabled"
+    elif facts.setup_errno == 0:
+        return True, None, None
+    elif facts.setup_errno is None:
+        key, error = "untested", facts.detail or "no answer"
+    elif facts.disabled == 1 and facts.setup_errno == errno.EPERM:
+        key = "restricted"
+    elif facts.seccomp == 2 and facts.setup_errno in (errno.EPERM, errno.EACCES, errno.ENOSYS):
+        key = "seccomp"
+    elif facts.setup_errno == errno.ENOSYS:
+        key = "no_kernel"
+    elif facts.confined and facts.setup_errno in (errno.EPERM, errno.EACCES):
+        key = "confinement"
+    else:
+        key = "setup_failed"
+    where = " (confined by bubblewrap with every capability dropped)" if facts.confined else ""
+    return False, key, REASONS[key].format(fio=facts.fio, error=error, where=where)
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        return int(Path(path).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _seccomp_mode() -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Seccomp:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _try_setup() -> tuple[int | None, bool, str]:
+    """``io_uring_setup(2)`` tried as the run's processes will (confined where bubblewrap runs here):
+    ``(errno or 0, confined, why it could not be tried)``."""
+    confined = confine.unavailable() is None
+    argv = confine.reader_argv([sys.executable, "-I", "-c", _SETUP_PROBE])
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, cwd="/", timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, confined, str(exc)
+    if proc.returncode != 0 or not proc.stdout.strip().isdigit():
+        words = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return None, confined, words
+    return int(proc.stdout.strip()), confined, ""
+
+
+@functools.lru_cache(maxsize=1)
+def uring_facts() -> UringFacts:
+    """The facts :func:`uring_verdict` decides on, gathered once per process."""
+    from iolab.engine import fio
+    setup, confined, detail = _try_setup()
+    return UringFacts(listed=URING in engines(), disabled=_read_int(PROC_DISABLED), seccomp=_seccomp_mode(),
+                      setup_errno=setup, confined=confined, fio=fio.version(), detail=detail)
+
+
+# ------------------------------------------------------------------ the run's engine
+
+def choose(recipe, requested: str | None = None):
+    """``(recipe, decision)``: the recipe with its tests' engine set by ``--ioengine`` or by its
+    ``ioengine:`` preference where that applies, and the decision for the manifest (``ioengine``).
+
+    Refused before anything is created: ``--ioengine`` on a recipe whose engine is not fio's job files
+    or on a plain job file (it names its own engines), an engine fio does not have, and io_uring asked
+    for on a kernel that refuses it (with the reason).
+    """
+    preference = dict(getattr(recipe, "ioengine", None) or {})
+    if requested:
+        _requestable(recipe, requested)
+        check(requested)
+        decision = {"by": "--ioengine", "requested": requested}
+        if requested == URING:
+            decision["io_uring"] = _uring_or_refuse()
+        recipe = _with_engine(recipe, requested, every_test=True)
+        return recipe, {**decision, "chosen": requested}
+    if recipe.engine != "fio" or recipe.jobfile is not None:
+        return recipe, {"by": "recipe" if recipe.jobfile is None else "job file"}
+    recipe_engine = recipe.fio.get("ioengine", FIO_DEFAULT)
+    presets = preference.get("presets") or []
+    if not preference.get("prefer") or (presets and recipe.preset not in presets):
+        return recipe, {"by": "recipe", "chosen": recipe_engine}
+    facts = uring_facts()
+    usable, key, reason = uring_verdict(facts)
+    decision = {"by": "recipe", "prefer": preference["prefer"], "io_uring": facts.describe()}
+    if usable:
+        return _with_engine(recipe, URING, every_test=False), {**decision, "chosen": URING}
+    log.warning("%s: %s not used: %s; the tests run with %s", recipe.name, URING, reason, recipe_engine)
+    return recipe, {**decision, "chosen": recipe_engine, "fallback": {"reason_key": key, "reason": reason}}
+
+
+def _requestable(recipe, requested: str) -> None:
+    if recipe.jobfile is not None:
+        raise IolabError("a plain fio job file runs as is: set ioengine in the job file", context="--ioengine",
+                         hint=f"drop --ioengine {requested}")
+    if recipe.engine != "fio":
+        raise IolabError(f"recipe {recipe.name} runs its tests with its own engine ({recipe.engine}), not "
+                         "with fio job files", context="--ioengine")
+
+
+def _uring_or_refuse() -> dict:
+    facts = uring_facts()
+    usable, _, reason = uring_verdict(facts)
+    if not usable:
+        raise IolabError(f"io_uring cannot be used here: {reason}", context="--ioengine",
+                         hint="use --ioengine libaio, or no --ioengine (the recipe's engine)")
+    return facts.describe()
+
+
+def _with_engine(recipe, name: str, *, every_test: bool):
+    """A copy whose tests run ``name``; a test naming its own engine keeps it unless ``every_test``."""
+    import copy
+    recipe = copy.deepcopy(recipe)
+    recipe.fio["ioengine"] = name
+    if every_test:
+        for test in recipe.tests:
+            test.fio.pop("ioengine", None)
+    return recipe
+
+
+# ------------------------------------------------------------------ what each job ran with
+
+@dataclasses.dataclass(frozen=True)
+class JobEngine:
+    """One job's engine, whether it used O_DIRECT, and the iodepth it asked for."""
+
+    engine: str
+    direct: bool
+    iodepth: int
+
+
+def _truthy(value) -> bool:
+    return str(value).strip().lower() not in ("0", "false", "", "none")
+
+
+def _job_engine(options: dict) -> JobEngine:
+    direct = _truthy(options.get("direct", 0)) or not _truthy(options.get("buffered", 1))
+    try:
+        iodepth = int(str(options.get("iodepth", 1)).strip())
+    except ValueError:
+        iodepth = 1
+    return JobEngine(engine=str(options.get("ioengine") or FIO_DEFAULT).strip(), direct=direct, iodepth=iodepth)
+
+
+@functools.lru_cache(maxsize=256)
+def of_job_text(text: str, source: str = "job file") -> dict:
+    """``{job name: JobEngine}`` of a job file, as fio reads it ([global] sections apply to the jobs after them).
+
+    A job loading an external engine (allowed with ``--allow-exec``) is read from its lines as written,
+    without fio (fio would load the engine to read it).
+    """
+    if jobreader.code_loading(jobreader.lines(text, source)) is not None:
+        sections = _written_sections(text, source)
+    else:
+        sections = [(s.name, s.is_global, {jobreader.canonical(o.name): o.value for o in s.options})
+                    for s in jobreader.sections(text, source)]
+    jobs, globals_ = {}, {}
+    for name, is_global, options in sections:
+        if is_global:
+            globals_.update(options)
+        else:
+            jobs[name] = _job_engine({**globals_, **options})
+    return jobs
+
+
+def _written_sections(text: str, source: str) -> list:
+    found: dict = {}
+    for line in jobreader.lines(text, source):
+        if line.kind == "section":
+            found.setdefault(line.section, {})
+        elif line.kind == "option" and line.section is not None:
+            found.setdefault(line.section, {})[jobreader.canonical(line.key)] = (line.value or "1").strip()
+    return [(name, name.startswith("global"), options) for name, options in found.items()]
+
+
+def with_engines(tests: list, jobs: dict) -> list:
+    """The manifest's ``tests`` with the engine each one runs (``ioengine``: a name, or ``{job: engine}`` when
+    its jobs differ), read from its job files ``jobs`` (``{(step id, target name): path}``)."""
+    by_step: dict = {}
+    for (step_id, _target), path in jobs.items():
+        engines_ = {job: e.engine for job, e in of_job_text(Path(path).read_text(), str(path)).items()}
+        by_step.setdefault(step_id, {}).update(engines_)
+    recorded = []
+    for test in tests:
+        found = by_step.get(test.get("name"))
+        if found:
+            names = set(found.values())
+            test = {**test, "ioengine": names.pop() if len(names) == 1 else dict(found)}
+        recorded.append(test)
+    return recorded
+
+
+def submits_synchronously(job: JobEngine, *, ram_backed: bool) -> str | None:
+    """Why ``job``'s engine did one I/O at a time where it asked for more (None: it did not, or it asked
+    for one): ``sync_engine`` (psync and the like), ``libaio_ram`` (a file system in RAM),
+    ``libaio_buffered`` (no O_DIRECT)."""
+    if job.iodepth <= 1:
+        return None
+    if job.engine in SYNC_ENGINES:
+        return "sync_engine"
+    if job.engine == "libaio" and ram_backed:
+        return "libaio_ram"
+    if job.engine == "libaio" and not job.direct:
+        return "libaio_buffered"
+    return None
+
+
+def mark(frame: pd.DataFrame, jobfile, *, ram_backed: bool) -> pd.DataFrame:
+    """``frame`` (one pass's rows) with each row's ``ioengine`` and, where :func:`submits_synchronously`,
+    the ``engine_sync`` flag."""
+    if frame.empty or "job" not in frame:
+        return frame
+    jobs = of_job_text(Path(jobfile).read_text(), str(jobfile))
+    frame = frame.copy()
+    frame["ioengine"] = frame["job"].map(lambda name: jobs[name].engine if name in jobs else None)
+    synchronous = frame["job"].map(lambda name: name in jobs and bool(submits_synchronously(jobs[name],
+                                                                                              ram_backed=ram_backed)))
+    if synchronous.any():
+        flags = frame["flags"] if "flags" in frame else pd.Series(None, index=frame.index, dtype=object)
+        frame["flags"] = [";".join(dict.fromkeys(split_flags(flags.loc[i]) + ([FLAG] if synchronous.loc[i] else [])))
+                          or None for i in frame.index]
+    return frame
