@@ -10,7 +10,7 @@ what :mod:`iolab.core.units` reads, and describe it in the JSON Schema that
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, List, Optional
+from typing import Annotated, Any, List
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 from pydantic import model_validator
@@ -102,6 +102,15 @@ def _scalar(value):
 
 #: fio's (and other tools') option values: one scalar each.
 Scalar = Annotated[Any, BeforeValidator(_scalar), WithJsonSchema({"type": ["string", "number", "boolean", "null"]})]
+
+
+def check(test, message: str) -> AfterValidator:
+    """A field rule: a value (not None) that ``test`` refuses is an error, ``message`` naming it as ``{value}``."""
+    def run(value):
+        if value is not None and not test(value):
+            raise ValueError(message.format(value=value))
+        return value
+    return AfterValidator(run)
 
 
 def one_or_many(item_type, **list_constraints):

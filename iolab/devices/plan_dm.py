@@ -38,7 +38,7 @@ import time
 from iolab.core.errors import IolabError
 from iolab.devices import dmtable
 from iolab.devices import inventory as devices
-from iolab.devices.plan_model import CacheSpec, DelaySpec, Plan
+from iolab.devices.plan_model import CacheSpec, Plan
 from iolab.devices.plan_state import _run
 
 log = logging.getLogger("iolab.devices.plan")

@@ -13,7 +13,7 @@ from typing import Annotated, List, Literal, Optional
 from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema, field_validator, model_validator
 
 from iolab.core.errors import IolabError
-from iolab.core.schema import Schema, Size, Text
+from iolab.core.schema import Schema, Size, Text, check
 from iolab.devices import dmtable, iscsi, lio
 
 MiB = 1024 ** 2
@@ -23,6 +23,7 @@ FS_TYPES = ("ext4", "xfs")
 MAX_DELAY_MS = 10_000
 DEFAULT_CHUNK = 512 * 1024
 DEFAULT_CACHE_BLOCK = 64 * 1024
+TYPECODE = r"^[0-9A-Fa-f]{4}$"
 
 
 def _name(value):
@@ -76,30 +77,19 @@ class LoopEntry(Entry):
     """``loop_devices``: a file (relative to the plan's directory) attached as a loop device."""
     name: Name
     file: Text
-    size: Size = Field(description="a multiple of 4 KiB")
+    size: Annotated[Size, check(lambda size: size % 4096 == 0, "must be a multiple of 4 KiB, got {value} bytes")]
     sector_size: Optional[Literal[512, 1024, 2048, 4096]] = None
     direct_io: Optional[bool] = Field(None, description="default true")
     sparse: Optional[bool] = Field(None, description="default false")
 
-    @field_validator("size")
-    @classmethod
-    def _pages(cls, size):
-        if size % 4096:
-            raise ValueError(f"must be a multiple of 4 KiB, got {size} bytes")
-        return size
 
 
 class DeviceEntry(Entry):
     """``devices``: an existing block device, by path."""
     name: Name
-    path: Text = Field(json_schema_extra={"pattern": "^/dev/"})
+    path: Annotated[Text, check(lambda path: path.startswith("/dev/"), "must be a device path under /dev/, got {value!r}"),
+                    WithJsonSchema({"type": "string", "pattern": "^/dev/"})]
 
-    @field_validator("path")
-    @classmethod
-    def _under_dev(cls, path):
-        if not path.startswith("/dev/"):
-            raise ValueError(f"must be a device path under /dev/, got {path!r}")
-        return path
 
 
 def _raid_level(value):
@@ -115,7 +105,9 @@ class RaidEntry(Entry):
     level: Annotated[int, BeforeValidator(_raid_level), WithJsonSchema({"enum": [0, 1, "raid0", "raid1"]})]
     chunk: Size = Field(None, description="RAID0's chunk: a power of two, at least 4K (default 512K)")
     members: List[Name]
-    metadata: Optional[Text] = Field(None, description="md metadata version (default 1.2)")
+    metadata: Optional[Annotated[Text, check(lambda v: v in ("0.90", "1.0", "1.1", "1.2"),
+                                             "must be 0.90, 1.0, 1.1 or 1.2, got {value!r}")]] = Field(
+        None, description="md metadata version (default 1.2)")
 
     @field_validator("chunk")
     @classmethod
@@ -135,12 +127,6 @@ class RaidEntry(Entry):
             raise ValueError("a member is listed twice")
         return members
 
-    @field_validator("metadata")
-    @classmethod
-    def _metadata(cls, metadata):
-        if metadata is not None and metadata not in ("0.90", "1.0", "1.1", "1.2"):
-            raise ValueError(f"must be 0.90, 1.0, 1.1 or 1.2, got {metadata!r}")
-        return metadata
 
 
 class DelayEntry(Entry):
@@ -160,7 +146,10 @@ class CacheEntry(Entry):
     metadata_size: Optional[Size] = Field(None, description="carved metadata: whole MiB, at least 4M")
     mode: Optional[Literal["writethrough", "writeback", "passthrough"]] = Field(None, description="default writethrough")
     policy: Optional[Literal["smq"]] = Field(None, description="smq, the kernel's default policy (mq is an alias of it)")
-    block_size: Size = Field(DEFAULT_CACHE_BLOCK, description="a multiple of 32K, 32K..1G (default 64K)")
+    block_size: Annotated[Size, check(
+        lambda b: b % dmtable.CACHE_BLOCK_MIN == 0 and dmtable.CACHE_BLOCK_MIN <= b <= dmtable.CACHE_BLOCK_MAX,
+        "must be a multiple of 32K between 32K and 1G, got {value} bytes")] = Field(
+        DEFAULT_CACHE_BLOCK, description="a multiple of 32K, 32K..1G (default 64K)")
 
     @field_validator("metadata_size")
     @classmethod
@@ -181,12 +170,6 @@ class CacheEntry(Entry):
                              "default policy (mq is an alias of it since Linux 4.6))")
         return policy
 
-    @field_validator("block_size")
-    @classmethod
-    def _block(cls, block):
-        if block % dmtable.CACHE_BLOCK_MIN or not dmtable.CACHE_BLOCK_MIN <= block <= dmtable.CACHE_BLOCK_MAX:
-            raise ValueError(f"must be a multiple of 32K between 32K and 1G, got {block} bytes")
-        return block
 
 
 class IscsiEntry(Entry):
@@ -209,31 +192,15 @@ class IscsiEntry(Entry):
 
 class PartEntry(Entry):
     name: Name
-    size: Optional[Size] = Field(None, description="a multiple of 1 MiB; only the last partition may leave it out")
-    label: Optional[Text] = Field(None, json_schema_extra={"maxLength": 36})
-    typecode: Optional[Text] = Field(None, description="sgdisk type code, e.g. 8300",
-                                     json_schema_extra={"pattern": r"^[0-9A-Fa-f]{4}$"})
+    size: Optional[Annotated[Size, check(lambda size: size % MiB == 0, "must be a multiple of 1 MiB (so every "
+                                         "partition starts 1 MiB-aligned), got {value} bytes")]] = Field(
+        None, description="only the last partition may leave it out")
+    label: Optional[Annotated[Text, check(lambda label: len(label) <= 36 and ":" not in label,
+                                          "at most 36 characters, no ':'")]] = None
+    typecode: Optional[Annotated[Text, check(lambda code: re.fullmatch(TYPECODE, code),
+                                             "must be a 4-digit sgdisk type code such as 8300, got {value!r}"),
+                                 WithJsonSchema({"type": ["string", "integer"], "pattern": TYPECODE})]] = None
 
-    @field_validator("size")
-    @classmethod
-    def _aligned(cls, size):
-        if size is not None and size % MiB:
-            raise ValueError(f"must be a multiple of 1 MiB (so every partition starts 1 MiB-aligned), got {size} bytes")
-        return size
-
-    @field_validator("label", mode="before")
-    @classmethod
-    def _label(cls, label):
-        if isinstance(label, str) and (len(label) > 36 or ":" in label):
-            raise ValueError("at most 36 characters, no ':'")
-        return label
-
-    @field_validator("typecode", mode="before")
-    @classmethod
-    def _typecode(cls, code):
-        if code is not None and not re.fullmatch(r"[0-9A-Fa-f]{4}", str(code)):
-            raise ValueError(f"must be a 4-digit sgdisk type code such as 8300, got {code!r}")
-        return code
 
 
 class TableEntry(Entry):

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional
 
 from pydantic import AfterValidator, Field, WithJsonSchema, field_validator
 
-from iolab.core.schema import SECONDS_PATTERN, Count, Scalar, Schema, Seconds, Size, Text, one_or_many
+from iolab.core.schema import SECONDS_PATTERN, Count, Scalar, Schema, Seconds, Size, Text, check, one_or_many
 from iolab.core.units import human_size
 
 ISOLATION_MODES = ("cgroup", "hugepages", "direct", "none")
@@ -30,13 +30,8 @@ RESERVED_FIO = {"filename", "directory", "output", "output-format", "name"}
 MIN_MEM_LIMIT = 32 * 1024**2
 TEST_NAME = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
 
-def _test_name(name: str) -> str:
-    if not re.match(TEST_NAME, name):
-        raise ValueError(f"test names become file names: use letters, digits and . _ + - only, got {name!r}")
-    return name
-
-
-TestName = Annotated[Text, AfterValidator(_test_name), WithJsonSchema(
+TestName = Annotated[Text, check(lambda name: re.match(TEST_NAME, name), "test names become file names: use "
+                                 "letters, digits and . _ + - only, got {value!r}"), WithJsonSchema(
     {"type": ["string", "number"], "pattern": TEST_NAME, "description": "becomes a file name"})]
 Isolation = Literal["cgroup", "hugepages", "direct", "none"]
 RW = Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite"]
@@ -72,8 +67,10 @@ class Defaults(Schema):
     runtime: SecondsOrNone = Field(None, description="seconds per job (time_based); 0: none")
     repeat: Count = Field(1, description="passes over every test")
     max_repeat: Optional[Count] = Field(None, description="passes at most, until cov_target is met")
-    cov_target: float = Field(0.03, description="stop repeating below this coefficient of variation",
-                              json_schema_extra={"exclusiveMinimum": 0, "exclusiveMaximum": 1})
+    cov_target: Annotated[float, check(lambda v: 0 < v < 1, "must be a fraction between 0 and 1 (0.03 = 3%), "
+                                       "got {value!r}")] = Field(
+        0.03, description="stop repeating below this coefficient of variation",
+        json_schema_extra={"exclusiveMinimum": 0, "exclusiveMaximum": 1})
     ramp_time: SecondsOrNone = None
     pause: SecondsOrNone = Field(None, description="seconds between jobs")
     warmup: bool = False
@@ -84,13 +81,6 @@ class Defaults(Schema):
     @classmethod
     def _zero_is_unset(cls, value):
         return None if value == 0 and not isinstance(value, bool) else value
-
-    @field_validator("cov_target")
-    @classmethod
-    def _fraction(cls, value):
-        if not 0 < value < 1:
-            raise ValueError(f"must be a fraction between 0 and 1 (0.03 = 3%), got {value!r}")
-        return value
 
     @field_validator("mem_limit")
     @classmethod

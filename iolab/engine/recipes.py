@@ -32,8 +32,7 @@ from iolab.core import schema, yamlfile
 from iolab.core.errors import IolabError
 from iolab.core.units import fio_size, parse_seconds, parse_size
 from iolab.engine import recipe_schema
-from iolab.engine.recipe_schema import (CACHE_STATES, ENGINES, ISOLATION_MODES, MIN_MEM_LIMIT,  # noqa: F401
-                                        ORDERS, RESERVED_FIO, RW_VALUES, STATISTICS)
+from iolab.engine.recipe_schema import ISOLATION_MODES
 from iolab.engine.recipemix import MIX_RATIOS, MIXED_RW, direction_rank, parse_mix, with_mixes  # noqa: F401
 
 #: The page cache a buffered test may use when nobody says otherwise (the articles' mem=512M).

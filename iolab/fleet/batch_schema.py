@@ -8,21 +8,16 @@ recipes, presets and tests exist is checked by the loader after it.
 import re
 from typing import Annotated, List, Literal, Optional
 
-from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic import Field, WithJsonSchema
 
-from iolab.core.schema import Count, NonEmptyText, Schema, Seconds, SizeText, Text, one_or_many
+from iolab.core.schema import Count, NonEmptyText, Schema, Seconds, SizeText, Text, check, one_or_many
 
 ENTRY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
-def _entry_name(name: str) -> str:
-    if not re.match(ENTRY_NAME, name):
-        raise ValueError(f"names become file names: use letters, digits and . _ - only, got {name!r}")
-    return name
-
-
-EntryName = Annotated[Text, AfterValidator(_entry_name), WithJsonSchema({"type": ["string", "number"],
-                                                                        "pattern": ENTRY_NAME})]
+EntryName = Annotated[Text, check(lambda name: re.match(ENTRY_NAME, name), "names become file names: use letters, "
+                                  "digits and . _ - only, got {value!r}"),
+                      WithJsonSchema({"type": ["string", "number"], "pattern": ENTRY_NAME})]
 
 
 class EntryFields(Schema):

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 
 from iolab.engine import jobcheck
 from iolab.fleet import fioserver, privatedir
-from iolab.fleet.inventory_schema import ALL_HOSTS, FLEET_DIR, RESERVED_NAMES, TARGET_KINDS, InventoryFile  # noqa: F401
+from iolab.fleet.inventory_schema import ALL_HOSTS, FLEET_DIR, InventoryFile  # noqa: F401 - the fleet's names
 from iolab.core import schema, yamlfile
 from iolab.core.errors import IolabError
 
