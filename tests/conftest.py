@@ -101,15 +101,16 @@ def steady_hdd_run(tmp_path_factory):
     """One real steady-state run, shared by the recipe's and the section's tests: hdd's constant throttle is
     steady at round 5 (~13 s; tests/steady_fixtures.py)."""
     from steady_fixtures import steady_run
-    return steady_run(tmp_path_factory.mktemp("steady"), "emulated:hdd", "16M", "--label", "hdd", max_rounds=8)
+    return steady_run(tmp_path_factory.mktemp("steady"), "emulated:hdd", "16M", "--label", "hdd", "--max-rounds", "8")
 
 
 @pytest.fixture(scope="session")
 def unsteady_hdd_run(tmp_path_factory):
-    """max_time 4 s and 4 MiB of preconditioning: fewer rounds than a window, not steady and why (~6 s)."""
+    """--max-time 6 and --precondition-size 24M (under the PTS's 32M): preconditioning and rounds cut short
+    by the time bound, fewer rounds than a window, not steady and why (~6 s)."""
     from steady_fixtures import steady_run
     return steady_run(tmp_path_factory.mktemp("unsteady"), "emulated:hdd", "16M", "--label", "hdd",
-                      max_time=4, precondition="4M")
+                      "--max-time", "6", "--precondition-size", "24M")
 
 
 def pytest_report_header(config):

@@ -10,12 +10,17 @@ window is the last :data:`WINDOW` rounds. The drive is steady when, over the win
 
 :func:`steady_state` tries the windows in order and stops at the first that meets both: the
 round at which steady state was reached is that window's last round (rounds count from 1).
+
+Why a series is not steady is said in :class:`Reason` codes with their figures (``range first=21
+last=25 pct=23.4 max=20``), never in words: :func:`encode` writes them into a results column and
+:func:`decode` reads them back, for the report to word in the reader's language.
 Computation only: no device, no fio, no drawing.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Sequence
 
 from iolab.core.errors import IolabError
@@ -30,6 +35,55 @@ MAX_SLOPE = 0.10
 _EPS = 1e-9
 
 
+#: a reason's code and its figures: ``code key=value key=value``; reasons joined by ``; ``
+_REASON = re.compile(r"^([a-z][a-z_]*)((?: [a-z][a-z_]*=[A-Za-z0-9._/+-]+)*)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    """Why (or how) something happened, as a code and the figures that say it."""
+
+    code: str
+    figures: dict = dataclasses.field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return " ".join([self.code] + [f"{k}={_token(v)}" for k, v in self.figures.items()])
+
+
+def _token(value) -> str:
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.6g}"
+    return str(value)
+
+
+def _value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def encode(reasons: Sequence[Reason]) -> str | None:
+    """``reasons`` as one column's text (None for none)."""
+    return "; ".join(str(r) for r in reasons) or None
+
+
+def decode(text) -> list[Reason] | None:
+    """The reasons :func:`encode` wrote; None when ``text`` is not in that form (an older run's words)."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    reasons = []
+    for part in text.split("; "):
+        match = _REASON.match(part.strip())
+        if not match:
+            return None
+        figures = dict(item.split("=", 1) for item in match.group(2).split())
+        reasons.append(Reason(match.group(1), {k: _value(v) for k, v in figures.items()}))
+    return reasons
+
+
 @dataclasses.dataclass(frozen=True)
 class SteadyState:
     """What :func:`steady_state` found for one series (figures of the window it judged)."""
@@ -41,10 +95,17 @@ class SteadyState:
     range_pct: float | None = None      # (max - min) as % of the mean
     slope_pct: float | None = None      # slope x (len - 1) as % of the mean (signed: negative falls)
     rounds: int = 0                     # how many rounds the series had
-    why_not: str | None = None          # None when reached
+    reasons: tuple[Reason, ...] = ()    # why not steady (empty when reached)
+
+    @property
+    def why_not(self) -> str | None:
+        """The reasons, encoded (:func:`encode`); None when reached."""
+        return encode(self.reasons)
 
     def as_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "window": list(self.window)}
+        found = dataclasses.asdict(self)
+        del found["reasons"]
+        return {**found, "window": list(self.window), "why_not": self.why_not}
 
 
 def slope(values: Sequence[float]) -> float:
@@ -57,20 +118,21 @@ def slope(values: Sequence[float]) -> float:
             / sum((i - x_mean) ** 2 for i in range(n)))
 
 
-def judge_window(values: Sequence[float], *, max_range: float = MAX_RANGE,
-                 max_slope: float = MAX_SLOPE) -> tuple[bool, float, float, float, str | None]:
-    """One window: (steady, mean, range %, slope excursion %, why not)."""
+def judge_window(values: Sequence[float], *, max_range: float = MAX_RANGE, max_slope: float = MAX_SLOPE,
+                 first: int = 1) -> tuple[bool, float, float, float, tuple[Reason, ...]]:
+    """One window (its first round ``first``): (steady, mean, range %, slope excursion %, why not)."""
     mean = sum(values) / len(values)
+    where = {"first": first, "last": first + len(values) - 1}
     if not mean > 0:
-        return False, mean, math.nan, math.nan, f"the window's mean is {mean:g}: no figure to judge against"
+        return False, mean, math.nan, math.nan, (Reason("no_mean", {**where, "mean": mean}),)
     range_share = (max(values) - min(values)) / mean
     slope_share = slope(values) * (len(values) - 1) / mean
     reasons = []
     if range_share > max_range + _EPS:
-        reasons.append(f"range {range_share:.1%} of the mean is over {max_range:.0%}")
+        reasons.append(Reason("range", {**where, "pct": round(range_share * 100, 1), "max": round(max_range * 100)}))
     if abs(slope_share) > max_slope + _EPS:
-        reasons.append(f"the fitted slope moves {slope_share:+.1%} of the mean across the window, over {max_slope:.0%}")
-    return not reasons, mean, range_share * 100, slope_share * 100, "; ".join(reasons) or None
+        reasons.append(Reason("slope", {**where, "pct": round(slope_share * 100, 1), "max": round(max_slope * 100)}))
+    return not reasons, mean, range_share * 100, slope_share * 100, tuple(reasons)
 
 
 def steady_state(values: Sequence[float], *, window: int = WINDOW, max_range: float = MAX_RANGE,
@@ -85,13 +147,13 @@ def steady_state(values: Sequence[float], *, window: int = WINDOW, max_range: fl
                          hint="a failed round cannot be judged; run again")
     n = len(figures)
     if n < window:
-        return SteadyState(False, rounds=n, why_not=f"{n} round(s): the measurement window needs {window}")
+        return SteadyState(False, rounds=n, reasons=(Reason("few_rounds", {"rounds": n, "window": window}),))
     last = None
     for end in range(window, n + 1):
         ok, mean, range_pct, slope_pct, why = judge_window(figures[end - window:end], max_range=max_range,
-                                                           max_slope=max_slope)
+                                                           max_slope=max_slope, first=end - window + 1)
         last = SteadyState(ok, end if ok else None, tuple(range(end - window + 1, end + 1)), mean,
-                           range_pct, slope_pct, n, None if ok else f"rounds {end - window + 1}-{end}: {why}")
+                           range_pct, slope_pct, n, why)
         if ok:
             return last
     return last

@@ -7,9 +7,13 @@ import json
 
 import pytest
 
-from iolab.classic.steadystate import precondition_bytes, purge_plan
+from iolab.analysis.steadystate import Reason, decode
+from iolab.classic.purge import purge_plan
+from iolab.classic.steady_options import bounded, parse_options, precondition_bytes
+from iolab.classic.steadystate import Engine
 from iolab.core.errors import IolabError
 from iolab.devices.emulated import get_profile
+from iolab.engine import recipes
 from iolab.engine.targets import Target
 
 from kernel_fixtures import machine_clean, module_clean, needs_fio, needs_root  # noqa: F401
@@ -27,14 +31,73 @@ def test_preconditioning_is_twice_the_area_or_the_declared_size():
         precondition_bytes("twox", 16 * MiB, "t")
 
 
-@pytest.mark.parametrize("target, why", [
-    (Target(spec="emulated:hdd", kind="emulated", name="hdd"), "emulated device"),
-    (Target(spec="/mnt/x", kind="dir", name="x", path="/mnt/x"), "only a whole block device"),
-    (Target(spec="/dev/sdz", kind="block", name="sdz", path="/dev/sdz"), "needs --confirm"),
+def test_the_command_lines_bounds_reach_the_engine_typed():
+    """--precondition-size, --max-rounds and --max-time as `iolab run` passes them (text): in the recipe's
+    options as bytes, a whole number and seconds, read by the engine into its Bounds."""
+    recipe = bounded("steady-state", precondition_size="200M", max_rounds="8", max_time="2h")
+    assert recipe.options == {"precondition": 200 * MiB, "max_rounds": 8, "max_time": 7200.0, "figure": "iops"}
+    assert "precondition_size" not in recipe.defaults and "max_time" not in recipe.defaults
+    engine = Engine(recipe.with_overrides(size="1G", runtime="60"), [], None, mem_limit=None, progress=False,
+                    scratch_dir=None)
+    bounds = engine.bounds
+    assert (bounds.precondition, bounds.pts_precondition, bounds.max_rounds, bounds.max_time) == (
+        200 * MiB, 2048 * MiB, 8, 7200.0)
+    assert bounds.precondition_s == 7200 - 5 * 60  # preconditioning leaves time for a window of five rounds
+    pre = {s.test: s for s in engine.recipe.steps()}["precondition"]
+    assert pre.options["io_size"] == "200m" and pre.options["runtime"] == "6900000ms"
+    assert "time_based" not in pre.options  # whichever ends first: the bytes or the time
+    assert bounded("steady-state") == "steady-state"  # nothing given: the recipe as named
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_rounds": "3"}, "--max-rounds.*>= 5"),
+    ({"max_rounds": "many"}, "--max-rounds.*whole number"),
+    ({"precondition_size": "lots"}, "--precondition-size.*not a size"),
+    ({"max_time": "soon"}, "--max-time.*not a duration"),
 ])
-def test_only_a_confirmed_device_is_purged(target, why):
-    argv, what = purge_plan(target)
-    assert argv is None and what.startswith("skipped") and why in what
+def test_bad_bounds_are_refused_naming_the_option(kwargs, message):
+    with pytest.raises(IolabError, match=message):
+        bounded("steady-state", **kwargs)
+
+
+def test_bounds_are_refused_for_other_recipes_and_a_time_too_short_for_a_window():
+    with pytest.raises(IolabError, match="--max-rounds: bounds of a steady-state run.*crystaldiskmark"):
+        bounded("crystaldiskmark", max_rounds="8")
+    recipe = bounded("steady-state", max_time="4").with_overrides(runtime="1")
+    with pytest.raises(IolabError, match="4 s leaves no time for a measurement window of 5 rounds of 1 s"):
+        parse_options(recipe, 1.0)
+
+
+def _engine(**bounds):
+    recipe = bounded(recipes.load("steady-state"), **bounds).with_overrides(size="16M", runtime="1")
+    return Engine(recipe, [], None, mem_limit=None, progress=False, scratch_dir=None)
+
+
+def test_what_a_bound_cut_short_is_said_as_codes():
+    engine = _engine(precondition_size="8M", max_time="10")
+    engine.written["x"] = 5 * MiB  # the time bound stopped fio after 5 of the 8 MiB
+    stopped = Reason("max_time", {"limit_s": 10.0, "elapsed_s": 9.5, "rounds": 4})
+    cut = engine.cut_short("x", stopped, reached=False)
+    assert [str(r) for r in cut] == ["precondition_size bytes=8388608 pts=33554432",
+                                     "precondition_time written=5242880 planned=8388608 limit_s=5",
+                                     "max_time limit_s=10 elapsed_s=9.5 rounds=4"]
+    assert engine.cut_short("x", stopped, reached=True)[-1].code == "precondition_time"  # steady: rounds not cut
+    full = _engine()
+    full.written["x"] = 32 * MiB
+    assert full.cut_short("x", None, reached=True) == []  # the PTS's 2x, written whole
+    assert [r.code for r in _engine(precondition_size="0").cut_short("x", None, reached=True)] == [
+        "precondition_none"]
+
+
+@pytest.mark.parametrize("target, code", [
+    (Target(spec="emulated:hdd", kind="emulated", name="hdd"), "emulated"),
+    (Target(spec="/mnt/x", kind="dir", name="x", path="/mnt/x"), "not_device kind=dir"),
+    (Target(spec="/dev/sdz", kind="block", name="sdz", path="/dev/sdz"), "no_confirm"),
+    (Target(spec="/dev/sdz", kind="block", name="sdz", path="/dev/sdz", confirm=["/dev/sdy"]), "no_confirm"),
+])
+def test_only_a_confirmed_device_is_purged(target, code):
+    argv, reason = purge_plan(target)
+    assert argv is None and str(reason) == code
 
 
 @needs_root
@@ -45,13 +108,20 @@ def test_a_constant_throttle_is_steady_at_round_five(steady_hdd_run):
     verdict = found["targets"]["hdd"]
     assert verdict["reached"] and verdict["round"] == 5 and verdict["window"] == [1, 2, 3, 4, 5]
     assert verdict["mean"] == pytest.approx(get_profile("hdd").write_iops, rel=0.10)
-    assert found["purge"][0]["purged"] is False and "emulated" in found["purge"][0]["what"]
+    assert found["purge"][0]["purged"] is False and found["purge"][0]["code"] == "emulated"
     pre = rows[rows["test"].eq("precondition")]
     assert len(pre) == 1 and pre["io_bytes"].iloc[0] == 32 * MiB  # 2x the 16 MiB area, 128 KiB sequential
     rounds = rows[rows["test"].eq("round")]
     assert list(rounds["round"]) == [1, 2, 3, 4, 5] and rounds["steady_reached"].all()
     assert rounds["steady_window"].all() and set(rounds["steady_round"]) == {5}
-    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
+    # the steady-state figure: the window's mean, in the workload's metric (IOPS of 4 KiB random writes)
+    assert rounds["steady_figure"].tolist() == pytest.approx([rounds["iops"].mean()] * 5, rel=1e-6)
+    assert set(rounds["steady_metric"]) == {"iops"} and set(rounds["steady_purge"]) == {"emulated"}
+    assert rounds["steady_cut"].isna().all() and rounds["steady_why_not"].isna().all()  # nothing cut short
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    assert manifest["steady_state"]["bounds"]["max_rounds"] == 8  # --max-rounds 8, recorded
+    assert manifest["steady_state"]["targets"]["hdd"]["reached"] is True
 
 
 @needs_root
@@ -78,13 +148,28 @@ def test_the_consumer_ssd_is_steady_only_after_its_cliff(tmp_path):
 
 @needs_root
 @needs_fio
-def test_max_time_bounds_the_rounds_and_the_verdict_says_so(unsteady_hdd_run):
-    """A time budget too short for five rounds: the rounds stop, the run completes, not steady and why."""
+def test_a_time_bound_cuts_preconditioning_and_rounds_short_and_says_so(unsteady_hdd_run):
+    """--max-time 6 with 1 s rounds leaves preconditioning 1 s (6 less a window of five rounds): 24 MiB
+    (--precondition-size, under the PTS's 32 MiB) need ~1.3 s at hdd's 150 x 128 KiB/s, so fio stops it;
+    the rounds left are fewer than a window, and the run completes, not steady, saying what was cut."""
     run_dir, rows, found = unsteady_hdd_run
     verdict = found["targets"]["hdd"]
-    assert not verdict["reached"] and verdict["round"] is None
-    assert found["stopped"].startswith("max_time 4 s") and "max_time 4 s" in verdict["why_not"]
-    assert found["precondition_bytes"] == 4 * MiB
+    assert not verdict["reached"] and verdict["round"] is None and verdict["figure"] is None
+    assert found["precondition_bytes"] == 24 * MiB and found["pts_precondition_bytes"] == 32 * MiB
+    pre = rows[rows["test"].eq("precondition")]
+    written = int(pre["io_bytes"].iloc[0])
+    assert 0 < written < 24 * MiB
     rounds = rows[rows["test"].eq("round")]
-    assert len(rounds) < 5 and not rounds["steady_reached"].any()  # each round runs 1 s: 4 s hold 4 at most
-    assert rounds["steady_why_not"].str.contains("the measurement window needs 5").all()
+    n = len(rounds)
+    assert 1 <= n < 5 and not rounds["steady_reached"].any() and rounds["steady_figure"].isna().all()
+    assert decode(rounds["steady_why_not"].iloc[0]) == [Reason("few_rounds", {"rounds": n, "window": 5})]
+    cut = decode(rounds["steady_cut"].iloc[0])
+    assert [r.code for r in cut] == ["precondition_size", "precondition_time", "max_time"]
+    assert cut[0].figures == {"bytes": 24 * MiB, "pts": 32 * MiB}
+    assert cut[1].figures == {"written": written, "planned": 24 * MiB, "limit_s": 1}
+    assert cut[2].figures["limit_s"] == 6 and cut[2].figures["rounds"] == n
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    bounds = manifest["steady_state"]["bounds"]
+    assert (bounds["max_time"], bounds["precondition"], bounds["precondition_s"]) == (6.0, 24 * MiB, 1.0)
+    assert manifest["steady_state"]["targets"]["hdd"]["cut"] == rounds["steady_cut"].iloc[0]
