@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from iolab.core import optional
 from iolab.core.errors import IolabError
 from iolab.report import i18n
 from iolab.report.commentary_base import Rules
@@ -137,7 +138,6 @@ def summary_chart(summary: pd.DataFrame, *, unit: str, ylabel: str, lang: str, p
     two axes side by side; a 1x line under speed-ups. Returns the matplotlib Figure, or None for one figure
     (:func:`single_value`: say it with :func:`single_sentence`)."""
     from iolab.report import plot
-    from iolab.report.sections.common import _pyplot
     if single_value(summary):
         return None
     memory = memory_rows(summary)
@@ -145,7 +145,7 @@ def summary_chart(summary: pd.DataFrame, *, unit: str, ylabel: str, lang: str, p
               if len(part)]
     split = len(panels) > 1
     widths = [max(1, part["x"].nunique()) for _, part in panels]
-    fig, axes = _pyplot().subplots(1, len(panels), figsize=(10, 4), squeeze=False,
+    fig, axes = optional.pyplot().subplots(1, len(panels), figsize=(10, 4), squeeze=False,
                                    gridspec_kw={"width_ratios": widths})
     for ax, (key, part) in zip(axes[0], panels):
         if part["system"].nunique() > dots_over:  # dozens of servers: one dot each, best and worst named
