@@ -218,3 +218,24 @@ def test_every_reason_has_words_in_both_languages():
     keys = set(i18n.catalog("en")["reasons"])
     assert keys == set(i18n.catalog("ja")["reasons"])
     assert reasons.markdown(reasons.from_summary(pd.DataFrame(columns=["system", "test", "value"]))) == ""
+
+
+# --------------------------------------------------------------------------- on the rendered pages
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_2013_article_page_gives_its_reasons_once_each(render_once, lang):
+    md = render_once(reference="dedicated-server-2013", lang=lang).markdown.read_text(encoding="utf-8")
+    heading = i18n.text("reasons.heading", lang)
+    assert md.count(heading) >= 4
+    for evidence in ("SATA 6Gb/s", "`CREATE TABLE`", "`putc`/`getc`", "431,078"):
+        assert evidence in md.split(heading, 1)[1]
+    # said once: the SATA link under the tiobench throughput table only, the flushes under sql-bench's
+    assert md.count("SATA 6Gb/s") == 1 and md.count("`CREATE TABLE`") == 1
+
+
+def test_the_compare_page_of_the_stored_runs_explains_the_queue_depth_gain(render_once):
+    md = render_once(data=DATA, notebook="compare", lang="en").markdown.read_text(encoding="utf-8")
+    why = md.split("**Why**", 1)[1].split("\n\n", 1)[0]
+    assert "- **NVMe**: RND4K-Q32T1 read gives " in why and "x RND4K-Q1T1 read (" in why
+    assert "HDD (emulated)" not in why  # 150 IOPS at QD1 and QD32: the ceilings paragraph says why
