@@ -53,7 +53,10 @@ REASONS = {
     "not_in_fio": "this fio ({fio}) has no io_uring engine",
     "disabled": "the kernel forbids io_uring (kernel.io_uring_disabled = 2)",
     "restricted": "the kernel allows io_uring only to processes with CAP_SYS_ADMIN or in kernel.io_uring_group "
-                  "(kernel.io_uring_disabled = 1), and fio runs without either{where}",
+                  "(kernel.io_uring_disabled = 1), and fio runs as neither",
+    "restricted_confined": "the kernel allows io_uring only to processes with CAP_SYS_ADMIN or in "
+                           "kernel.io_uring_group (kernel.io_uring_disabled = 1), and fio runs confined by "
+                           "bubblewrap with every capability dropped",
     "no_kernel": "the kernel has no io_uring (io_uring_setup: {error})",
     "seccomp": "a seccomp filter refuses io_uring_setup ({error})",
     "confinement": "io_uring_setup is refused inside the run's confinement (bubblewrap): {error}",
@@ -123,7 +126,7 @@ def uring_verdict(facts: UringFacts) -> tuple[bool, str | None, str | None]:
     elif facts.setup_errno is None:
         key, error = "untested", facts.detail or "no answer"
     elif facts.disabled == 1 and facts.setup_errno == errno.EPERM:
-        key = "restricted"
+        key = "restricted_confined" if facts.confined else "restricted"
     elif facts.seccomp == 2 and facts.setup_errno in (errno.EPERM, errno.EACCES, errno.ENOSYS):
         key = "seccomp"
     elif facts.setup_errno == errno.ENOSYS:
@@ -132,8 +135,7 @@ def uring_verdict(facts: UringFacts) -> tuple[bool, str | None, str | None]:
         key = "confinement"
     else:
         key = "setup_failed"
-    where = " (confined by bubblewrap with every capability dropped)" if facts.confined else ""
-    return False, key, REASONS[key].format(fio=facts.fio, error=error, where=where)
+    return False, key, REASONS[key].format(fio=facts.fio, error=error)
 
 
 def _read_int(path: str) -> int | None:
@@ -179,9 +181,10 @@ def uring_facts() -> UringFacts:
 
 # ------------------------------------------------------------------ the run's engine
 
-def choose(recipe, requested: str | None = None):
+def choose(recipe, requested: str | None = None, *, facts: UringFacts | None = None):
     """``(recipe, decision)``: the recipe with its tests' engine set by ``--ioengine`` or by its
     ``ioengine:`` preference where that applies, and the decision for the manifest (``ioengine``).
+    ``facts``: io_uring's facts to decide on (default: :func:`uring_facts`, probed once).
 
     Refused before anything is created: ``--ioengine`` on a recipe whose engine is not fio's job files
     or on a plain job file (it names its own engines), an engine fio does not have, and io_uring asked
@@ -193,7 +196,7 @@ def choose(recipe, requested: str | None = None):
         check(requested)
         decision = {"by": "--ioengine", "requested": requested}
         if requested == URING:
-            decision["io_uring"] = _uring_or_refuse()
+            decision["io_uring"] = _uring_or_refuse(facts or uring_facts())
         recipe = _with_engine(recipe, requested, every_test=True)
         return recipe, {**decision, "chosen": requested}
     if recipe.engine != "fio" or recipe.jobfile is not None:
@@ -202,7 +205,7 @@ def choose(recipe, requested: str | None = None):
     presets = preference.get("presets") or []
     if not preference.get("prefer") or (presets and recipe.preset not in presets):
         return recipe, {"by": "recipe", "chosen": recipe_engine}
-    facts = uring_facts()
+    facts = facts or uring_facts()
     usable, key, reason = uring_verdict(facts)
     decision = {"by": "recipe", "prefer": preference["prefer"], "io_uring": facts.describe()}
     if usable:
@@ -220,8 +223,7 @@ def _requestable(recipe, requested: str) -> None:
                          "with fio job files", context="--ioengine")
 
 
-def _uring_or_refuse() -> dict:
-    facts = uring_facts()
+def _uring_or_refuse(facts: UringFacts) -> dict:
     usable, _, reason = uring_verdict(facts)
     if not usable:
         raise IolabError(f"io_uring cannot be used here: {reason}", context="--ioengine",
