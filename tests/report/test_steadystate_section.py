@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from iolab.report import sections
+from iolab.core.units import human_size
+from iolab.report import i18n, sections
 from iolab.report.tables import DASH
 from iolab.report.sections.steadystate import steady_summary, steadystate_section
 
@@ -24,7 +25,7 @@ def steady(steady_hdd_run):
 
 @pytest.fixture
 def unsteady(unsteady_hdd_run):
-    """max_time 4 s: fewer rounds than a window, not steady and why."""
+    """--max-time 6 and --precondition-size 24M: preconditioning and rounds cut short, not steady and why."""
     return unsteady_hdd_run[1:]
 
 
@@ -35,9 +36,14 @@ def test_the_sentence_names_the_round_and_window_of_the_run(steady):
     first, last = verdict["window"][0], verdict["window"][-1]
     section = steadystate_section(rows, lang="en")
     (sentence,) = section.sentences
-    assert sentence.startswith(f"**hdd** reached steady state at round {verdict['round']} (rounds {first}–{last}: mean ")
-    assert " IOPS, range " in sentence and "% of the mean, slope " in sentence
+    figure = rows.loc[rows["test"].eq("round"), "steady_figure"].iloc[0]
+    assert figure == pytest.approx(verdict["mean"], rel=1e-6)  # the steady-state figure: the window's mean
+    assert sentence.startswith(f"**hdd** reached steady state at round {verdict['round']}: "
+                               f"{i18n.number(figure)} IOPS, the mean of rounds {first}–{last} (range ")
+    assert "% of the mean, slope " in sentence
     assert "burst" not in sentence  # a constant throttle: no faster first rounds
+    assert sentence.endswith(" Not purged: an emulated device starts empty.")
+    assert "Preconditioning" not in sentence and "bound" not in sentence  # nothing was cut short
     assert section.title == "Steady state (SNIA PTS)" and section.kind == "steady-state"
 
 
@@ -71,9 +77,10 @@ def test_the_table_holds_the_runs_verdict(steady):
     assert list(table.frame.index) == ["hdd"]
     row = table.frame.loc["hdd"]
     assert row["Rounds"] == str(len(verdict["figures"])) and row["Window (rounds)"] == "1–5"
-    assert row["Steady"] == "yes" and row["Window mean"].endswith(" IOPS")
+    assert row["Steady"] == "yes" and row["Steady-state figure"].endswith(" IOPS")
     numbers = table.data.loc["hdd"]
-    assert numbers["Window mean"] == pytest.approx(verdict["mean"], rel=1e-6)
+    assert numbers["Steady-state figure"] == pytest.approx(verdict["mean"], rel=1e-6)
+    assert numbers["Steady-state figure"] == rows.loc[rows["test"].eq("round"), "steady_figure"].iloc[0]
     assert numbers["Range (% of mean)"] == pytest.approx(verdict["range_pct"], abs=1e-3)
     assert numbers["Slope (% of mean)"] == pytest.approx(verdict["slope_pct"], abs=1e-3)
 
@@ -83,7 +90,9 @@ def test_in_japanese(steady, japanese):
     verdict = found["targets"]["hdd"]
     section = steadystate_section(rows, lang="ja")
     assert section.title == "定常状態（SNIA PTS）"
-    assert section.sentences[0].startswith(f"**hdd**：ラウンド{verdict['round']}で定常状態に達した（ラウンド1–5：平均")
+    assert section.sentences[0].startswith(f"**hdd**：ラウンド{verdict['round']}で定常状態に達した。定常状態の値は")
+    assert "（ラウンド1–5の平均、" in section.sentences[0]
+    assert section.sentences[0].endswith("パージしていない：エミュレートしたデバイスは空の状態から始まる。")
     assert section.tables[0].frame.loc["hdd", "定常"] == "到達"
     assert section.figures[0].axes[0].get_xlabel() == "ラウンド"
 
@@ -116,10 +125,22 @@ def test_not_reached_says_within_how_many_rounds_and_why(unsteady, japanese):
     section = steadystate_section(rows, lang="en")
     n = len(verdict["figures"])
     (sentence,) = section.sentences
-    assert sentence.startswith(f"**hdd** did not reach steady state within {n} round")
-    assert verdict["why_not"] in sentence and "max_time 4 s" in sentence
+    rounds = f"{n} {'round' if n == 1 else 'rounds'}"
+    assert sentence.startswith(f"**hdd** did not reach steady state within {rounds}: {rounds}, fewer than "
+                               "the measurement window's 5. ")
+    assert verdict["why_not"] not in sentence  # the codes are worded, not shown
+    written = human_size(int(rows.loc[rows["test"].eq("precondition"), "io_bytes"].iloc[0]))
+    assert "Preconditioning wrote 24.0 MiB, less than the PTS's twice the test area (32.0 MiB): bounded by " \
+           "--precondition-size." in sentence
+    assert (f"The time bound (--max-time) left preconditioning 1 s and cut it short after {written} of 24.0 MiB."
+            in sentence)
+    assert f"The time bound of 6 s (--max-time) stopped the rounds after {rounds}, before steady state." in sentence
+    assert sentence.endswith("Not purged: an emulated device starts empty.")
     row = section.tables[0].frame.loc["hdd"]
-    assert row["Steady"] == "no" and row["Window (rounds)"] == DASH and row["Window mean"] == DASH
+    assert row["Steady"] == "no" and row["Window (rounds)"] == DASH and row["Steady-state figure"] == DASH
     (ax,) = section.figures[0].axes
     assert not ax.patches and [line.get_label() for line in ax.lines] == ["hdd"]  # no window: nothing to mark
-    assert "定常状態に達しなかった" in steadystate_section(rows, lang="ja").sentences[0]
+    (ja,) = steadystate_section(rows, lang="ja").sentences
+    assert ja.startswith(f"**hdd**：{n}ラウンド以内に定常状態に達しなかった（{n}ラウンドで、測定ウィンドウの5ラウンドに満たない）。")
+    assert f"時間の上限（--max-time）により、プレコンディショニングは24.0 MiBのうち{written}で打ち切られた" in ja
+    assert f"定常状態に達する前に、時間の上限6秒（--max-time）により{n}ラウンドで止まった。" in ja

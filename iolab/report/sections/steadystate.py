@@ -1,8 +1,11 @@
 """The steady-state section: SNIA PTS's plot of a ``steady-state`` run, from its round rows.
 
 A steady-state run writes one results row per round (``round``, ``rep``) carrying the verdict
-per target (``steady_reached``, ``steady_round``, ``steady_mean``, ``steady_range_pct``,
-``steady_slope_pct``, ``steady_why_not``, ``steady_window``: see :mod:`iolab.classic.steadystate`).
+per target (``steady_figure`` in ``steady_metric``, ``steady_reached``, ``steady_round``,
+``steady_mean``, ``steady_range_pct``, ``steady_slope_pct``, ``steady_window``, and as reason codes
+``steady_why_not``, ``steady_cut`` and ``steady_purge``: see :mod:`iolab.classic.steadystate`).
+The codes are worded here in the report's language; an older run's ``steady_why_not`` in English
+words is shown as it is.
 Rounds are not repetitions: they are a time series, each round after the one before on a drive
 that changes. This section shows them as the PTS does: per system the figure per round, the
 measurement window shaded, its mean with ±10% and ±20% of it, and the line fitted through it;
@@ -17,8 +20,9 @@ import math
 
 import pandas as pd
 
-from iolab.analysis.steadystate import MAX_RANGE, slope
+from iolab.analysis.steadystate import MAX_RANGE, decode, slope
 from iolab.core.errors import IolabError
+from iolab.core.units import human_size
 from iolab.report import i18n
 from iolab.report.sections.common import Figure, Section, _col, _fmt, _order, _pyplot, _system, _t
 from iolab.report.tables import DASH, Table
@@ -28,7 +32,9 @@ FIGURES = {"iops": "IOPS", "bw_mbps": "MB/s"}
 #: rounds before the window this far above its mean are the fresh drive's burst (the PTS's range limit)
 BURST = MAX_RANGE
 #: the section's table columns, in order
-_COLUMNS = ("rounds", "window", "mean", "range_pct", "slope_pct", "reached")
+_COLUMNS = ("rounds", "window", "figure", "range_pct", "slope_pct", "reached")
+#: reason figures shown as sizes, and as percentages
+_SIZES, _PCTS = {"bytes", "pts", "written", "planned"}, {"pct"}
 
 
 def is_steadystate(data: pd.DataFrame) -> pd.Series:
@@ -54,7 +60,11 @@ def _last_run(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _judged(rows: pd.DataFrame, per_round: dict[str, pd.Series], window: list[int]) -> str:
-    """Which figure the run judged: the one whose window mean is the verdict's mean (IOPS when none is)."""
+    """Which figure the run judged: ``steady_metric``; in an older run without it, the one whose window
+    mean is the verdict's mean (IOPS when none is)."""
+    metric = rows["steady_metric"].dropna().astype(str) if "steady_metric" in rows.columns else pd.Series(dtype=str)
+    if len(metric) and metric.iloc[0] in FIGURES:
+        return metric.iloc[0]
     mean = _col(rows, "steady_mean").dropna()
     if mean.empty or not window:
         return "iops"
@@ -93,10 +103,12 @@ def steady_rounds(data: pd.DataFrame) -> pd.DataFrame:
 
 
 def steady_summary(data: pd.DataFrame) -> pd.DataFrame:
-    """The verdict per system: ``rounds``, ``first``/``last`` (the window), ``mean``, ``range_pct``,
-    ``slope_pct``, ``reached``, ``round``, ``why_not``, ``column``, the fitted line (``fit_slope`` per
-    round and ``fit_at_first`` at the window's first round), and the fresh drive's burst: ``burst_rounds``
-    (how many of the first rounds ran more than 20% above the window's mean) and ``burst_peak``."""
+    """The verdict per system: ``rounds``, ``first``/``last`` (the window), ``figure`` (the steady-state
+    figure, NaN when not steady), ``mean`` (the judged window's), ``range_pct``, ``slope_pct``,
+    ``reached``, ``round``, ``why_not``, ``cut`` and ``purge`` (as the run wrote them), ``column``, the
+    fitted line (``fit_slope`` per round and ``fit_at_first`` at the window's first round), and the fresh
+    drive's burst: ``burst_rounds`` (how many of the first rounds ran more than 20% above the window's
+    mean) and ``burst_peak``."""
     data = _system(data)
     rows = data[is_steadystate(data)]
     rounds = steady_rounds(data)
@@ -106,6 +118,8 @@ def steady_summary(data: pd.DataFrame) -> pd.DataFrame:
         window = series[series["in_window"]]
         figures = list(series["figure"])
         mean = pd.to_numeric(verdict.get("steady_mean"), errors="coerce")
+        reached = _truth(verdict.get("steady_reached"))
+        steady = pd.to_numeric(verdict.get("steady_figure", mean if reached else math.nan), errors="coerce")
         fit_slope = fit_at_first = math.nan
         if len(window) >= 2:
             values = list(window["figure"])
@@ -121,12 +135,14 @@ def steady_summary(data: pd.DataFrame) -> pd.DataFrame:
             "system": system, "rounds": len(series), "column": series["column"].iloc[0],
             "first": int(window["round"].min()) if len(window) else None,
             "last": int(window["round"].max()) if len(window) else None,
+            "figure": float(steady) if pd.notna(steady) else math.nan,
             "mean": float(mean) if pd.notna(mean) else math.nan,
             "range_pct": float(pd.to_numeric(verdict.get("steady_range_pct"), errors="coerce")),
             "slope_pct": float(pd.to_numeric(verdict.get("steady_slope_pct"), errors="coerce")),
-            "reached": _truth(verdict.get("steady_reached")),
+            "reached": reached,
             "round": int(verdict["steady_round"]) if _given(verdict.get("steady_round")) else None,
-            "why_not": verdict.get("steady_why_not") if _given(verdict.get("steady_why_not")) else None,
+            **{key: verdict.get(f"steady_{key}") if _given(verdict.get(f"steady_{key}")) else None
+               for key in ("why_not", "cut", "purge")},
             "fit_slope": fit_slope, "fit_at_first": fit_at_first,
             "burst_rounds": burst, "burst_peak": max(figures[:burst]) if burst else math.nan,
         })
@@ -144,21 +160,53 @@ def _window_text(first, last) -> str:
     return DASH if first is None or (isinstance(first, float) and math.isnan(first)) else f"{int(first)}–{int(last)}"
 
 
+def _figures(figures: dict, lang: str) -> dict:
+    """A reason's figures as the sentence shows them: sizes readable, percentages to one decimal."""
+    shown = {}
+    for key, value in figures.items():
+        if key in _SIZES and isinstance(value, (int, float)):
+            shown[key] = human_size(value)
+        elif key in _PCTS and isinstance(value, (int, float)):
+            shown[key] = i18n.number(value, digits=1)
+        elif key == "kind":
+            shown[key] = i18n.text(f"sections.steadystate.kinds.{value}", lang) if i18n.has(
+                f"sections.steadystate.kinds.{value}", lang) else str(value)
+        else:
+            shown[key] = i18n.number(value) if isinstance(value, float) else str(value)
+    return shown
+
+
+def worded(text, group: str, lang: str) -> list[str]:
+    """The reason codes of a ``steady_why_not`` / ``steady_cut`` / ``steady_purge`` cell, in ``lang``
+    (``sections.steadystate.<group>.<code>``); text not in codes (an older run's words) as it is."""
+    if text is None:
+        return []
+    reasons = decode(text)
+    if reasons is None:
+        return [str(text)]
+    out = []
+    for reason in reasons:
+        key = f"sections.steadystate.{group}.{reason.code}"
+        out.append(i18n.text(key, lang, **_figures(reason.figures, lang)) if i18n.has(key, lang) else str(reason))
+    return out
+
+
 def _sentences(summary: pd.DataFrame, lang: str) -> list[str]:
     said = []
     for _, s in summary.iterrows():
         unit = _unit(s["column"], lang)
         if s["reached"]:
             line = _t("steadystate.reached", lang, system=s["system"], round=s["round"],
-                      window=_window_text(s["first"], s["last"]), mean=_fmt(s["mean"]), unit=unit,
+                      window=_window_text(s["first"], s["last"]), figure=_fmt(s["figure"]), unit=unit,
                       range=i18n.number(s["range_pct"], digits=1), slope=f"{s['slope_pct']:+.1f}")
         else:
-            line = _t("steadystate.not_reached", lang, system=s["system"], rounds=s["rounds"],
-                      why=s["why_not"] or DASH)
+            why = ("、" if lang == "ja" else "; ").join(worded(s["why_not"], "why", lang)) or DASH
+            line = _t("steadystate.not_reached", lang, system=s["system"], rounds=s["rounds"], why=why)
         parts = [line]
         if s["burst_rounds"]:
             parts.append(_t("steadystate.burst", lang, system=s["system"], n=s["burst_rounds"],
                             peak=_fmt(s["burst_peak"]), unit=unit, mean=_fmt(s["mean"])))
+        parts += worded(s.get("cut"), "cut", lang) + worded(s.get("purge"), "purge", lang)
         said.append(("" if lang == "ja" else " ").join(parts))
     return said
 
@@ -167,9 +215,9 @@ def _table(summary: pd.DataFrame, lang: str) -> Table:
     columns = [_t(f"steadystate.col_{c}", lang) for c in _COLUMNS]
     shown, numbers = [], []
     for _, s in summary.iterrows():
-        numbers.append([s["rounds"], s["first"], s["mean"], s["range_pct"], s["slope_pct"], s["reached"]])
+        numbers.append([s["rounds"], s["first"], s["figure"], s["range_pct"], s["slope_pct"], s["reached"]])
         shown.append([str(s["rounds"]), _window_text(s["first"], s["last"]),
-                      f"{_fmt(s['mean'])} {_unit(s['column'], lang)}" if pd.notna(s["mean"]) else DASH,
+                      i18n.with_unit(_fmt(s["figure"]), _unit(s["column"], lang)) if pd.notna(s["figure"]) else DASH,
                       _fmt(s["range_pct"], 1), DASH if pd.isna(s["slope_pct"]) else f"{s['slope_pct']:+.1f}",
                       _t("steadystate.yes" if s["reached"] else "steadystate.no", lang)])
     index = list(summary["system"])
