@@ -9,8 +9,9 @@ RESULT_COLUMNS = [
     "isolation", "error",
 ]
 
-#: Columns iolab adds around the contract (kept after the contract columns).
-EXTRA_COLUMNS = ["target", "tool", "job", "valid", "flags"]
+#: Columns iolab adds around the contract (kept after the contract columns); ``ioengine``: the fio
+#: engine the row's job ran with (:mod:`iolab.engine.ioengines`).
+EXTRA_COLUMNS = ["target", "tool", "job", "valid", "flags", "ioengine"]
 
 #: Columns ``iolab.engine.fio.parse_output`` returns.
 PARSE_COLUMNS = [

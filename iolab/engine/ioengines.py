@@ -219,8 +219,9 @@ def _requestable(recipe, requested: str) -> None:
         raise IolabError("a plain fio job file runs as is: set ioengine in the job file", context="--ioengine",
                          hint=f"drop --ioengine {requested}")
     if recipe.engine != "fio":
-        raise IolabError(f"recipe {recipe.name} runs its tests with its own engine ({recipe.engine}), not "
-                         "with fio job files", context="--ioengine")
+        raise IolabError(f"recipe {recipe.name} runs its tests through its own engine ({recipe.engine}), which "
+                         "sets how they do their I/O", context="--ioengine",
+                         hint="the recipe's fio: ioengine is what its fio jobs use")
 
 
 def _uring_or_refuse(facts: UringFacts) -> dict:

@@ -92,7 +92,7 @@ def test_a_preference_naming_an_unknown_preset_is_refused(tmp_path):
 
 
 def test_ioengine_is_refused_where_no_fio_job_of_iolab_runs_it(tmp_path, capsys, caplog):
-    with pytest.raises(IolabError, match="own engine \\(bonnie\\)"):
+    with pytest.raises(IolabError, match="its own engine \\(bonnie\\)"):
         ioengines.choose(recipes.load("bonnie"), "io_uring")
     job = tmp_path / "mine.fio"
     job.write_text("[a]\nrw=read\nsize=1m\n")
