@@ -36,7 +36,7 @@ from iolab.classic.purge import purge
 from iolab.classic.steady_options import Bounds, parse_options
 from iolab.classic.sustained import record_emulated_cliffs
 from iolab.core.errors import IolabError
-from iolab.core.units import fio_size
+from iolab.core.units import fio_size, parse_size
 from iolab.engine.runner import FioEngine
 from iolab.engine.store import utcnow
 
@@ -86,6 +86,8 @@ class Engine(FioEngine):
         tests[PRECONDITION].fio = {**tests[PRECONDITION].fio, **extra}
         recipe.defaults["repeat"] = self.max_rounds  # a round's label reads "round 3/25": at most 25
         self.written: dict[str, int] = {}  # bytes preconditioning wrote, per target
+        #: preconditioning's block: fio may stop short of io_size by less than a block without a time bound
+        self.pre_bs = parse_size(tests[PRECONDITION].bs or "128k", context=f"{ctx}: tests.precondition.bs")
 
     # -- the run ---------------------------------------------------------------------------------
     def execute(self) -> None:
@@ -180,7 +182,7 @@ class Engine(FioEngine):
         elif bounds.precondition < bounds.pts_precondition:
             cut.append(Reason("precondition_size", {"bytes": bounds.precondition, "pts": bounds.pts_precondition}))
         written = self.written.get(name)
-        if bounds.precondition and written is not None and written < bounds.precondition:
+        if bounds.precondition_s is not None and written is not None and written <= bounds.precondition - self.pre_bs:
             cut.append(Reason("precondition_time", {"written": written, "planned": bounds.precondition,
                                                     "limit_s": round(bounds.precondition_s, 3)}))
         if stopped is not None and stopped.code in ("max_rounds", "max_time") and not reached:

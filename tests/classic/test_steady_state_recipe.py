@@ -10,7 +10,7 @@ import pytest
 from iolab.analysis.steadystate import Reason, decode
 from iolab.classic.purge import purge_plan
 from iolab.classic.steady_options import bounded, parse_options, precondition_bytes
-from iolab.classic.steadystate import Engine
+from iolab.classic.steadystate import STEADY_COLUMNS, Engine
 from iolab.core.errors import IolabError
 from iolab.devices.emulated import get_profile
 from iolab.engine import recipes
@@ -117,6 +117,7 @@ def test_a_constant_throttle_is_steady_at_round_five(steady_hdd_run):
     # the steady-state figure: the window's mean, in the workload's metric (IOPS of 4 KiB random writes)
     assert rounds["steady_figure"].tolist() == pytest.approx([rounds["iops"].mean()] * 5, rel=1e-6)
     assert set(rounds["steady_metric"]) == {"iops"} and set(rounds["steady_purge"]) == {"emulated"}
+    assert set(STEADY_COLUMNS) <= set(rows.columns)  # the engine's declared columns, all in results.csv
     assert rounds["steady_cut"].isna().all() and rounds["steady_why_not"].isna().all()  # nothing cut short
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed"
