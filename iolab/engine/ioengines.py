@@ -17,6 +17,7 @@ engine, not the device, set a figure.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import errno
 import functools
@@ -220,8 +221,7 @@ def _requestable(recipe, requested: str) -> None:
                          hint=f"drop --ioengine {requested}")
     if recipe.engine != "fio":
         raise IolabError(f"recipe {recipe.name} runs its tests through its own engine ({recipe.engine}), which "
-                         "sets how they do their I/O", context="--ioengine",
-                         hint="the recipe's fio: ioengine is what its fio jobs use")
+                         "sets how they do their I/O", context="--ioengine")
 
 
 def _uring_or_refuse(facts: UringFacts) -> dict:
@@ -234,7 +234,6 @@ def _uring_or_refuse(facts: UringFacts) -> dict:
 
 def _with_engine(recipe, name: str, *, every_test: bool):
     """A copy whose tests run ``name``; a test naming its own engine keeps it unless ``every_test``."""
-    import copy
     recipe = copy.deepcopy(recipe)
     recipe.fio["ioengine"] = name
     if every_test:
