@@ -243,7 +243,15 @@ def unknown_limits(results: pd.DataFrame, manifests: pd.DataFrame) -> dict[str, 
 
 
 def markdown(results: pd.DataFrame, manifests: pd.DataFrame, *, lang: str = "en", statistic: str = "mean") -> str:
-    """"**Emulated devices.** ..." paragraphs for the emulated targets among ``results`` ("" when none)."""
+    """"**Emulated devices.** ..." paragraphs for the emulated targets among ``results``, then the real drives'
+    figures above the link the run recorded for them (:func:`iolab.report.reasons.above_measured_link`); "" when
+    neither applies."""
+    from iolab.report import reasons
+    links = reasons.markdown(reasons.above_measured_link(results, manifests, statistic=statistic), lang=lang)
+    return "\n\n".join(p for p in (_emulated_markdown(results, manifests, lang=lang, statistic=statistic), links) if p)
+
+
+def _emulated_markdown(results: pd.DataFrame, manifests: pd.DataFrame, *, lang: str, statistic: str) -> str:
     found = against_ceilings(results, manifests, statistic=statistic)
     unknown = [_t("unknown", lang, system=system, profile=profile)
                for system, profile in unknown_limits(results, manifests).items()]

@@ -115,3 +115,33 @@ def above(rows: pd.DataFrame, specs: pd.DataFrame | None = None) -> list[dict]:
         elif drives == 1 and row["mbps"] > value * (1 + NEAR):
             out.append({**base, "rule": "rated", "against": value, "ratio": row["mbps"] / value, "detail": device})
     return out
+
+
+def drive_link(drive: dict) -> str | None:
+    """The interface of one drive as the run recorded it (``targets[].drives[]``, :func:`iolab.devices.health.identity`):
+    ``SATA 6Gb/s`` from the SATA link's speed, ``PCIe 3.0 x4`` from an NVMe drive's own PCIe port; None otherwise
+    (a loop or virtio device, a link the kernel did not report)."""
+    if not isinstance(drive, dict):
+        return None
+    link = drive.get("link") if isinstance(drive.get("link"), dict) else {}
+    if drive.get("transport") == "sata":
+        m = re.match(r"([\d.]+)\s*Gbps", str(link.get("sata_speed") or ""))
+        return f"SATA {float(m.group(1)):g}Gb/s" if m else None
+    pcie = link.get("pcie") if isinstance(link.get("pcie"), dict) else {}
+    if drive.get("transport") == "nvme" and pcie.get("generation") and pcie.get("width"):
+        return f"PCIe {int(pcie['generation'])}.0 x{int(pcie['width'])}"
+    return None
+
+
+def target_links(manifests: pd.DataFrame) -> dict:
+    """``(run_id, target name) -> (interface, drives)`` for the targets whose every drive has a known link (a RAID0 of
+    four SATA drives: four links)."""
+    found = {}
+    for record in manifests.to_dict("records") if not manifests.empty else []:
+        for target in record.get("targets") or []:
+            if not isinstance(target, dict) or target.get("emulated"):
+                continue  # an emulated device's limits are iolab.report.ceilings' business
+            links = [drive_link(d) for d in target.get("drives") or []]
+            if links and all(links) and len(set(links)) == 1:
+                found[(record.get("run_id"), target.get("name"))] = (links[0], len(links))
+    return found

@@ -146,6 +146,30 @@ def above_link(summary: pd.DataFrame, specs: pd.DataFrame | None = None) -> pd.D
     return _frame(interfaces.above(_throughput(summary), specs))
 
 
+def above_measured_link(results: pd.DataFrame, manifests: pd.DataFrame, *, statistic: str = "mean") -> pd.DataFrame:
+    """Measured throughputs above the link the run recorded for the target's drives (``targets[].drives[].link``,
+    :func:`iolab.report.interfaces.target_links`): the ``interface`` reason, per system, test and direction."""
+    if results.empty or "target" not in results.columns or "bw_mbps" not in results.columns:
+        return _empty()
+    links = interfaces.target_links(manifests)
+    rows = results[results["valid"].fillna(True).astype(bool)] if "valid" in results.columns else results
+    if "isolation" in rows.columns:
+        rows = rows[rows["isolation"].astype(str) != "none"]  # the page cache's figures: the cache commentary's
+    system = rows["system"] if "system" in rows.columns else rows["label"]
+    out = []
+    for (name, run_id, target, test, direction), part in rows.groupby(
+            [system, "run_id", "target", "test", "direction"], sort=False, dropna=False):
+        link = links.get((run_id, target))
+        ceiling = interfaces.link_ceiling(link[0]) * link[1] if link else None
+        mbps = pd.to_numeric(part["bw_mbps"], errors="coerce")
+        value = mbps.median() if statistic == "median" else mbps.max() if statistic == "best" else mbps.mean()
+        if ceiling and value > ceiling * (1 + interfaces.NEAR):
+            out.append({"rule": "interface", "system": name, "test": test, "direction": direction, "value": value,
+                        "unit": "MB/s", "against": ceiling, "ratio": value / ceiling, "detail": link[0],
+                        "extra": link[1]})
+    return _frame(out)
+
+
 def queue_depth(summary: pd.DataFrame) -> pd.DataFrame:
     """Per system, test family and direction (``RND4K``, read): the deepest ``Q{n}T1`` against ``Q1T1`` when it gives
     :data:`QD_GAIN` times or more. ``value`` the deep figure, ``against`` QD1's, ``ratio`` the gain, ``detail`` the

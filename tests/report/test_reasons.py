@@ -239,3 +239,33 @@ def test_the_compare_page_of_the_stored_runs_explains_the_queue_depth_gain(rende
     why = md.split("**Why**", 1)[1].split("\n\n", 1)[0]
     assert "- **NVMe**: RND4K-Q32T1 read gives " in why and "x RND4K-Q1T1 read (" in why
     assert "HDD (emulated)" not in why  # 150 IOPS at QD1 and QD32: the ceilings paragraph says why
+
+
+# --------------------------------------------------------------------------- a measured drive against its link
+
+
+def _nvme_run(width: int, generation: int):
+    """The stored NVMe run (Samsung SSD 980 PRO) with the link the engine records today for its drive
+    (``targets[].drives[]``, :func:`iolab.devices.health.identity`): the stored manifest predates that record."""
+    sel = report.select(str(DATA), [], host=["nvme-node"], recipe=["crystaldiskmark"], with_results=True)
+    manifests = sel.manifests.copy()
+    drive = {"device": "/dev/nvme0n1", "transport": "nvme", "model": "Samsung SSD 980 PRO 1TB",
+             "link": {"pcie": {"generation": generation, "width": width, "speed": "16.0 GT/s PCIe"}}}
+    manifests["targets"] = [[{**t, "drives": [drive]} for t in targets] for targets in manifests["targets"]]
+    return sel.results, manifests
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_measured_figure_above_the_drives_recorded_link_is_questioned(lang):
+    from iolab.report import ceilings
+    results, manifests = _nvme_run(width=4, generation=4)  # the 980 PRO's own link: 7,876 MB/s, nothing to say
+    assert reasons.above_measured_link(results, manifests).empty
+    assert "PCIe" not in ceilings.markdown(results, manifests, lang=lang)
+    results, manifests = _nvme_run(width=1, generation=3)  # trained at one PCIe 3.0 lane: 985 MB/s
+    found = reasons.above_measured_link(results, manifests)
+    seq = results[(results["test"] == "SEQ1M-Q8T1") & (results["direction"] == "read")]["bw_mbps"].mean()
+    row = found[(found["test"] == "SEQ1M-Q8T1") & (found["direction"] == "read")].iloc[0]
+    assert row["value"] == pytest.approx(seq) and row["against"] == 985 and row["detail"] == "PCIe 3.0 x1"
+    assert set(found["test"]) <= {"SEQ1M-Q8T1", "SEQ1M-Q1T1"}  # RND4K's 705 MB/s fits through the lane
+    text = ceilings.markdown(results, manifests, lang=lang)
+    assert "PCIe 3.0 x1" in text and i18n.with_unit(i18n.number(seq), i18n.unit("MB/s", lang)) in text
