@@ -245,7 +245,7 @@ class RunPanel:
         self.progress.bar_style = "warning"
         self.progress.description = _t("stopped_bar", self.lang)
         self._set_status(_t("stopped", self.lang, run_dir=self.run_dir) if self.run_dir is not None
-                         else _t("stopped_early", self.lang), error=True)
+                         else _t("stopped_early", self.lang))
 
     def _fail(self, message: str, watcher) -> None:
         self.error = message
