@@ -8,7 +8,9 @@ rules say *why*, where the data shows it, from what storage engineers know:
   TABLE and flushes nothing at commit, ``recipes/sqlbench.yaml``).
 * ``interface``: a throughput above the link (:mod:`iolab.report.interfaces`); ``rated``: above the
   vendor's rating (``data/reference/rated-specs.csv``); ``striping``: a RAID0 of N drives above one drive's rating.
-  An emulated device's declared limits are :mod:`iolab.report.ceilings`' business: its rows are left to it.
+  A measured drive is held against the link its run recorded (:func:`above_measured_link`, shown by
+  :func:`iolab.report.ceilings.markdown`); an emulated device's declared limits are :mod:`iolab.report.ceilings`'
+  business: its rows are left to it.
 * ``queue_depth``: a test's deepest ``Q{n}T1`` against its ``Q1T1``, a gain of :data:`QD_GAIN` or more.
 * ``cpu_bound``: Bonnie++'s per-character tests close while the block tests differ (and the %CP where known).
 * ``file_vs_ram``: the test file against the RAM of a system not isolated from the page cache.
