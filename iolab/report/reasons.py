@@ -41,7 +41,7 @@ QD_GAIN = 2.0
 PER_CHAR = ("seq_write_per_chr", "seq_read_per_chr", "putc", "getc")
 BLOCK = ("seq_write_block", "rewrite", "seq_read_block", "put_block", "get_block")
 #: Test files the benchmarks make: a fixed size (bytes, how) or a multiple of the RAM.
-FILE_SIZES = {"tiobench": ("fixed", 1024**3, "8 × 128 MiB"), "bonnie++": ("ram", 2.0, "")}
+FILE_SIZES = {"tiobench": ("fixed", 1024**3, "8 × 128 MiB"), "bonnie++": ("ram", 2.0, "2 × RAM")}
 
 _QD = re.compile(r"^(?P<prefix>.+?)-?Q(?P<q>\d+)T(?P<t>\d+)(?P<rest>.*)$")
 

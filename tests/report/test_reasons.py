@@ -118,9 +118,14 @@ def test_raid0_striping_against_one_drives_rating(lang):
     assert found["against"].tolist() == [170.0, 35.0] and found["extra"].tolist() == [4, 4]
     text = _said(found, lang)
     assert "RAID0" in text and "3.8" in text and "rated-specs.csv" in text
-    # one drive, not a RAID0: its figure is not held against a stripe
+    # one drive, not a RAID0: 640 MB/s is no stripe but more than the drive is rated for
     single = summary.assign(system="Intel X25-V 40GB")
-    assert not (reasons.above_link(single, reasons.rated_specs())["rule"] == "striping").any()
+    found = reasons.above_link(single, reasons.rated_specs())
+    assert found["rule"].tolist() == ["rated", "rated"] and found["against"].tolist() == [170.0, 35.0]
+    text = _said(found, lang)
+    assert "Intel X25-V 40GB" in text and i18n.with_unit("170", i18n.unit("MB/s", lang)) in text
+    # within its rating: nothing to say
+    assert reasons.above_link(single.assign(value=[150.0, 30.0]), reasons.rated_specs()).empty
 
 
 def test_a_name_that_could_be_several_rated_devices_is_none_of_them():
@@ -183,7 +188,7 @@ def test_tiobench_fits_in_ram_and_bonnie_does_not(lang):
     bonnie = reasons.file_vs_ram(_published("dedicated-server-2013", "bonnie++", "throughput"))
     assert bonnie["extra"].tolist() == ["exceeds"] and bonnie["ratio"].iloc[0] == 2.0
     text = _said(pd.concat([tio, bonnie]), lang)
-    assert "1 GiB" in text and "16 GiB" in text and "32 GiB" in text
+    assert "1 GiB" in text and "16 GiB" in text and "32 GiB" in text and "2 × RAM" in text
     # every system isolated (mem=512M): no file against RAM to explain; latencies: said beside throughput only
     isolated = _published("dedicated-server-2013", "tiobench", "throughput")
     assert reasons.file_vs_ram(isolated[isolated["cache_isolated"].astype(bool)]).empty
