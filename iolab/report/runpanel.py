@@ -91,8 +91,8 @@ class RunPanel:
             self.target, w.HBox([self.recipe, self.isolation]), w.HBox([self.label, self.tests]),
             w.HBox([self.size, self.runtime, self.repeat]), self.data_dir,
             w.HBox([self.start_button, self.stop_button, self.progress]), self.status])
+        self._ready = True  # no run started yet: the status says Ready in the panel's language
         self.set_lang(self.lang)
-        self._set_status(_t("ready", self.lang))
         self.threaded = threaded
         self.on_finished = on_finished
         #: the last run: its RunResult (None while running, after an error or a stop), its directory, its
@@ -130,6 +130,8 @@ class RunPanel:
         self.isolation.value = value
         self.start_button.description = _t("start", lang)
         self.stop_button.description, self.stop_button.tooltip = _t("stop", lang), _t("stop_tooltip", lang)
+        if self._ready:
+            self._set_status(_t("ready", lang))
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
@@ -149,6 +151,7 @@ class RunPanel:
         if self.running:
             return
         self._done.clear()
+        self._ready = False
         self.start_button.disabled = True
         self.stop_button.disabled = not self.threaded  # a run in the caller's thread cannot be reached
         self.result, self.run_dir, self.error, self.stopped, self._stopping = None, None, None, False, False
@@ -177,7 +180,7 @@ class RunPanel:
         return self._done.wait(timeout)
 
     def _set_status(self, text: str, *, error: bool = False) -> None:
-        self.status.value = _error_html(text) if error else html.escape(text)
+        self.status.value = _error_html(text, self.lang) if error else html.escape(text)
 
     def _run(self) -> None:
         from iolab.fleet import batch

@@ -45,8 +45,10 @@ def _png(figure):
     return Image(data=buffer.getvalue(), format="png")
 
 
-def _error_html(message: str) -> str:
-    return f'<span style="color:#b00020"><b>Error:</b> {html.escape(message)}</span>'
+def _error_html(message: str, lang: str = "en") -> str:
+    from iolab.report import i18n
+    label = html.escape(i18n.text("explorer.error", lang) + i18n.colon(lang).strip())
+    return f'<span style="color:#b00020"><b>{label}</b>{" " if lang == "en" else ""}{html.escape(message)}</span>'
 
 
 def _split(text: str) -> list[str]:

@@ -333,7 +333,7 @@ class Explorer:
                 else:
                     text = self._draw_section(data)
             except IolabError as exc:
-                self.message.value = _error_html(str(exc))
+                self.message.value = _error_html(str(exc), self.lang)
                 text = None
             if text is not None:
                 self.message.value = html.escape(text + (f" — {'; '.join(notes)}" if notes else ""))
@@ -413,7 +413,7 @@ class Explorer:
             self.overlay, shown = explorerviews.overlay_outputs(article, data, self.shown_manifests(), lang=self.lang,
                                                                 log_scale=self._log_scale())
         except IolabError as exc:
-            shown = [_html(_error_html(str(exc)))]
+            shown = [_html(_error_html(str(exc), self.lang))]
         _show(self.overlay_output, *shown)
 
     def describe(self) -> str:
@@ -439,7 +439,7 @@ class Explorer:
             return
         runs = list(dict.fromkeys(self.shown_manifests().get("run_dir", pd.Series(dtype=str)).astype(str)))
         if not runs:
-            self.render_status.value = _error_html(_t("render_nothing", self.lang))
+            self.render_status.value = _error_html(_t("render_nothing", self.lang), self.lang)
             return
         self._idle.clear()
         self.render_button.disabled = True
@@ -459,11 +459,11 @@ class Explorer:
             self.render_status.value = html.escape(_t("rendered", lang, path=str(self.report.html)))
         except IolabError as exc:
             self.render_error = str(exc)
-            self.render_status.value = _error_html(str(exc))
+            self.render_status.value = _error_html(str(exc), lang)
         except Exception as exc:  # shown beside the button: a widget callback must not raise into the kernel
             log.exception("rendering the report failed")
             self.render_error = repr(exc)
-            self.render_status.value = _error_html(i18n.text("explorer.panel.internal", lang, error=repr(exc)))
+            self.render_status.value = _error_html(i18n.text("explorer.panel.internal", lang, error=repr(exc)), lang)
         finally:
             self.render_button.disabled = False
             self._idle.set()
