@@ -345,7 +345,7 @@ class Explorer:
     def _draw_bars(self, data: pd.DataFrame) -> str:
         from matplotlib.figure import Figure
 
-        from iolab.report import ceilings, commentary, failures, plot, tables
+        from iolab.report import ceilings, failures, narrative, plot, tables
         metric, hue, statistic, lang = self.metric.value, self.hue.value, self.statistic.value, self.lang
         summary = tables.summarize(data, value=metric, system=hue, statistic=statistic)
         summary["system"] = summary["system"].astype(str)
@@ -363,7 +363,7 @@ class Explorer:
         self.axes = ax
         table = tables.pivot(summary, lang=lang, caption=f"{self.recipe.value}{i18n.colon(lang)}{caption}")
         try:
-            text = commentary.describe(summary, lang=lang)
+            text = narrative.describe(summary, lang=lang)  # the compare report's own wording
         except IolabError as exc:
             text = _t("no_findings", lang, error=str(exc))
         # the runs shown: each failed test with fio's reason, the tests never reached, each emulated test

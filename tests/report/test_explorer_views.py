@@ -130,3 +130,13 @@ def test_stop_ends_a_small_run_and_keeps_what_it_measured(tmp_path):
     assert panel.progress.description == "stopped" and not panel.start_button.disabled
     assert panel.stop_button.disabled and panel.stop() is False
     assert i18n.text("explorer.panel.stopped", "ja", run_dir="x") == "実行を止めた：測った分はxに残した"
+
+
+def test_explorer_findings_say_what_the_compare_report_says(render_once):
+    """The same runs, metric and statistic: the explorer's findings are the compare report's sentences."""
+    page = render_once(data=FIXTURES, notebook="compare", lang="ja").markdown.read_text(encoding="utf-8")
+    e = widgets.Explorer([str(FIXTURES)], statistic="best", lang="ja")  # the report charts CrystalDiskMark's best
+    findings = e.findings.outputs[0]["data"]["text/markdown"]
+    said = [line for line in findings.splitlines() if line.strip() and not line.startswith("**所見")]
+    assert len(said) >= 5 and "NVMeが最も速い" in said[0]
+    assert [s for s in said if s not in page] == []
