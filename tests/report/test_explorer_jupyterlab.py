@@ -172,6 +172,17 @@ def test_explorer_in_jupyterlab_follows_its_widgets_and_renders_the_report(explo
     page_text = html.read_text(encoding="utf-8")
     assert "<html" in page_text and "ストレージベンチマーク比較" in page_text
 
+    # the run panel in its tab, in Japanese: a target typed in the page reaches the kernel, its error comes back
+    page.evaluate("window.iolab.tab('ベンチマークを実行')")
+    page.wait_for("window.iolab.text().includes('保存先')", 30, "the run panel's tab shown")
+    missing = root / "missing"
+    page.evaluate(f"window.iolab.type('対象パス', {json.dumps(str(missing))})")
+    page.evaluate("window.iolab.press('開始')")
+    error = page.wait_for("(() => { const m = window.iolab.text().match(/エラー：[^\\n]*/); return m ? m[0] : null; })()",
+                          60, "the panel's error")
+    assert f"--target {missing}: no such file or directory" in error
+    assert not (root / "data").exists()  # nothing was created
+
 
 @needs_fio
 @pytest.mark.slow
