@@ -279,11 +279,40 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
     return out
 
 
+def _pct_range(a: float, b: float) -> str:
+    """Two shares (0.064, 0.1) as a percent range for prose, ``6.4–10``; one when they round alike."""
+    lo, hi = sorted((i18n.percent(a), i18n.percent(b)), key=float)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def _versus_item(system: str, low: float, high: float, *, higher: bool, lang: str, rules: Rules) -> str:
+    """One system against the baseline over a group of tests, from its advantage factors ``low``-``high``
+    (above 1: better than the baseline; for a lower-is-better metric the baseline's value over the system's).
+    Better everywhere, worse everywhere or mixed, each said as such ("slower", "higher"), in percent when
+    every factor either way is below ``rules.pct_below`` (the winners' rule: never "0.9-1.0x as fast" or
+    "1.0x as high"), else as a factor."""
+    side = "higher" if higher else "lower"
+    if low >= 1:  # better in every test of the group
+        if high < rules.pct_below:
+            pct = _pct_range(low - 1, high - 1) if higher else _pct_range(1 - 1 / low, 1 - 1 / high)
+            return _t(f"vs_item_{side}_pct", lang, system=system, pct=pct)
+        return _t(f"vs_item_{side}", lang, system=system, factor=_range(low, high))
+    if high <= 1:  # worse in every test of the group
+        if 1 / low < rules.pct_below:
+            pct = _pct_range(1 - high, 1 - low) if higher else _pct_range(1 / high - 1, 1 / low - 1)
+            return _t(f"vs_item_{side}_worse_pct", lang, system=system, pct=pct)
+        return _t(f"vs_item_{side}_worse", lang, system=system, factor=_range(1 / high, 1 / low))
+    if max(1 / low, high) < rules.pct_below:
+        worse, better = (1 - low, high - 1) if higher else (1 / low - 1, 1 - 1 / high)
+        return _t(f"vs_item_{side}_mixed_pct", lang, system=system, worse=i18n.percent(worse),
+                  better=i18n.percent(better))
+    return _t(f"vs_item_{side}_mixed", lang, system=system, worse=i18n.factor(1 / low), better=i18n.factor(high))
+
+
 def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: bool = True,
                     rules: Rules = Rules()) -> list[str]:
     """Per group: each system's factor range over the baseline."""
     out = []
-    direction = "higher" if higher else "lower"
     for group in dict.fromkeys(ranges["group"]):
         part = ranges[ranges["group"] == group]
         tests = part["tests"].iloc[0]
@@ -297,16 +326,7 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
             apart = apart.sort_values("high", ascending=False, kind="stable")
             apart, rest = apart.head(rules.top), apart.iloc[rules.top:]
         for _, row in apart.iterrows():
-            if higher:
-                items.append(_t("vs_item_higher", lang, system=row["system"], factor=_range(row["low"], row["high"])))
-            elif row["low"] >= 1:
-                items.append(_t("vs_item_lower", lang, system=row["system"], factor=_range(row["low"], row["high"])))
-            elif row["high"] <= 1:  # worse everywhere: say how many times higher
-                items.append(_t("vs_item_lower_worse", lang, system=row["system"],
-                                factor=_range(1 / row["high"], 1 / row["low"])))
-            else:
-                items.append(_t("vs_item_lower_mixed", lang, system=row["system"],
-                                worse=i18n.factor(1 / row["low"]), better=i18n.factor(row["high"])))
+            items.append(_versus_item(row["system"], row["low"], row["high"], higher=higher, lang=lang, rules=rules))
         if rest is not None:
             factors = pd.concat([rest["low"], rest["high"]])
             items.append(_t("vs_rest", lang, n=len(rest), factor=_range(factors.min(), factors.max()),

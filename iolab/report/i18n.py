@@ -202,5 +202,5 @@ def factor_range(low: float, high: float) -> str:
 
 def percent(value: float) -> str:
     """A fraction as a percentage for prose: ``0.019`` -> ``1.9``, ``0.12`` -> ``12``."""
-    pct = abs(value) * 100
-    return f"{pct:.1f}" if pct < 10 else f"{pct:.0f}"
+    pct = round(abs(value) * 100, 6)  # 1 - 0.9 is 0.0999...: "10", not "10.0"
+    return f"{pct:.1f}" if pct < 9.95 else f"{pct:.0f}"

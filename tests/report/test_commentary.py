@@ -335,6 +335,34 @@ def test_lower_is_better_against_a_baseline_never_says_n_times_lower():
     assert "SSDは2.5–28分の1" in ja
 
 
+@pytest.mark.parametrize("metric, values, en, ja", [
+    # the 2013 article's Bonnie++ per-char tests: ioDrive 0.94-1.0x of the HDD was "0.9-1.0x as fast"
+    ("bw_mbps", [(5793.0, 5425.0), (1214.0, 1238.0)], "SSD ranges from 6.4% slower to 2.0% faster",
+     "SSDは6.4%遅い値から2.0%速い値まで"),
+    ("bw_mbps", [(100.0, 85.0), (100.0, 90.0)], "SSD is 10–15% slower", "SSDは10–15%遅い"),
+    ("bw_mbps", [(100.0, 110.0), (100.0, 115.0)], "SSD is 10–15% faster", "SSDは10–15%速い"),
+    ("bw_mbps", [(100.0, 110.0), (100.0, 130.0)], "SSD is 1.1–1.3x as fast", "SSDは1.1–1.3倍の速さ"),
+    ("bw_mbps", [(100.0, 40.0), (100.0, 50.0)], "SSD is slower by a factor of 2.0–2.5", "SSDは2.0–2.5分の1の速さ"),
+    ("bw_mbps", [(100.0, 40.0), (100.0, 300.0)], "SSD ranges from slower by a factor of 2.5 to 3.0x as fast",
+     "SSDは2.5分の1の速さから3.0倍の速さまで"),
+    # sql-bench's insert, 410 s against 426 s, was "1.0x as high"; connect 61 against 55 "lower by a factor of 1.1"
+    ("elapsed_s", [(410.0, 426.0), (400.0, 430.0)], "SSD is 3.9–7.5% higher", "SSDは3.9–7.5%高い"),
+    ("elapsed_s", [(61.0, 55.0), (60.0, 52.0)], "SSD is 9.8–13% lower", "SSDは9.8–13%低い"),
+    ("elapsed_s", [(61.0, 55.0), (400.0, 430.0)], "SSD ranges from 7.5% higher to 9.8% lower",
+     "SSDは7.5%高い値から9.8%低い値まで"),
+])
+def test_a_factor_near_one_is_said_in_percent_and_worse_is_said_as_such(metric, values, en, ja):
+    """Item 5 of the editor's list: never "0.9-1.0x as fast" or "1.0x as high"; slower and higher said as such."""
+    rows = []
+    for test, (hdd, ssd) in zip(("T1", "T2"), values):
+        rows += [("HDD", test, "", hdd), ("SSD", test, "", ssd)]
+    s = summary(rows, metric=metric, unit="s" if metric == "elapsed_s" else "MB/s")
+    groups = {"both": ["T1", "T2"]}
+    text = commentary.describe(s, lang="en", baseline="HDD", groups=groups)
+    assert en in text and " 0." not in text.replace("0.9", "") and "1.0x" not in text, text
+    assert ja in commentary.describe(s, lang="ja", baseline="HDD", groups=groups)
+
+
 def test_one_caveat_names_every_system_it_concerns_once():
     """The demo: both emulated devices carry emulated_latency on all tests; two identical sentences but for the
     name read as padding. Different tests or a graded variance keep their own sentences."""
