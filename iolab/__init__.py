@@ -1,8 +1,8 @@
 """iolab: reproducible storage benchmarks with fio, cache isolation and reports.
 
 The package is layered, lowest first: ``core`` < ``analysis`` < ``isolation`` < ``devices`` <
-``engine`` < ``classic`` < ``fleet`` < ``report`` < ``lab`` < ``cli``; each subpackage's docstring
-says what it owns and what it may import. The public API kept at the top: :func:`load`,
+``engine`` < ``classic`` < ``fleet`` < ``interop`` < ``report`` < ``explorer`` < ``lab`` < ``cli``; each
+subpackage's docstring says what it owns and what it may import. The public API kept at the top: :func:`load`,
 :func:`manifests`, :class:`IolabError` and ``iolab.fio.parse_output``.
 """
 from __future__ import annotations

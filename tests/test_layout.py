@@ -2,7 +2,7 @@
 
 The layers, lowest first (each ``iolab/<layer>/__init__.py`` says what it owns)::
 
-    core < analysis < isolation < devices < engine < classic < fleet < interop < report < lab < cli
+    core < analysis < isolation < devices < engine < classic < fleet < interop < report < explorer < lab < cli
 
 A module may import from its own layer and the ones below it, with no upward lookup: the engines
 and undo functions are found by name in ``iolab.engine.registry``, filled by explicit imports in
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "iolab"
-LAYERS = ["core", "analysis", "isolation", "devices", "engine", "classic", "fleet", "interop", "report", "lab", "cli"]
+LAYERS = ["core", "analysis", "isolation", "devices", "engine", "classic", "fleet", "interop", "report", "explorer", "lab", "cli"]
 MAX_MODULE_LINES = 520
 MAX_FUNCTION_LINES = 80
 

@@ -33,7 +33,7 @@ directory ``<data>/<host>/batch-<UTC time>/`` holds ``batch.json``: every
 entry's status, run directories and error.
 
 :func:`select_tests` (a recipe restricted to some of its tests) is shared by
-the measure notebook and the run panel of :mod:`iolab.report.widgets`.
+the measure notebook and the run panel of :mod:`iolab.explorer.widgets`.
 """
 from __future__ import annotations
 

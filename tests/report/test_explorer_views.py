@@ -8,7 +8,8 @@ import pytest
 from cli_helpers import ROOT, needs_fio
 
 pytest.importorskip("ipywidgets")
-from iolab.report import explorerviews, i18n, widgets  # noqa: E402
+from iolab.explorer import views, widgets  # noqa: E402
+from iolab.report import i18n  # noqa: E402
 from iolab.core.errors import IolabError  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "data"
@@ -75,7 +76,7 @@ def test_recipe_views_show_the_sections_of_the_report():
     e.view.value = "tiobench"
     assert e.section.kind == "tiobench" and len(e.section.tables) >= 2
     with pytest.raises(IolabError, match="unknown view"):
-        explorerviews.section(e.data, "nosuch", lang="en")
+        views.section(e.data, "nosuch", lang="en")
 
 
 def test_article_overlay_puts_measured_systems_beside_the_published_ones():

@@ -10,7 +10,7 @@ import pytest
 from cli_helpers import ROOT, needs_fio
 
 pytest.importorskip("ipywidgets")
-from iolab.report import widgets  # noqa: E402
+from iolab.explorer import widgets  # noqa: E402
 from iolab.core.errors import IolabError  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "data"
@@ -25,8 +25,8 @@ def png(output):
 
 
 def test_ipywidgets_is_imported_only_when_a_widget_is_built():
-    code = ("import sys, iolab.report.widgets, iolab.fleet.batch, iolab.report.notebooks; print('ipywidgets' in sys.modules); "
-            "iolab.report.widgets._ipywidgets(); print('ipywidgets' in sys.modules)")
+    code = ("import sys, iolab.explorer.widgets, iolab.fleet.batch, iolab.report.notebooks; print('ipywidgets' in sys.modules); "
+            "iolab.explorer.widgets._ipywidgets(); print('ipywidgets' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.stdout.split() == ["False", "True"], proc.stderr
 

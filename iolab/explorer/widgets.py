@@ -2,17 +2,17 @@
 
 * :class:`Explorer` — data directories, hosts, labels, recipe, tests, metric, hue, statistic, scale (auto,
   linear, log), the recipe's own views (Bonnie++'s and tiobench's tables, queue-depth curves...:
-  :mod:`iolab.report.explorerviews`), a published article's figures beside the runs shown, the language of every
+  :mod:`iolab.explorer.views`), a published article's figures beside the runs shown, the language of every
   control and text (en, ja), and **Render the report** (the HTML report of the runs shown). The chart, the
   table and the findings follow every choice. Reads stored runs only (no root, no fio: Binder works).
-* :class:`~iolab.report.runpanel.RunPanel` (in its own module, reachable here) — target, recipe, isolation,
+* :class:`~iolab.explorer.runpanel.RunPanel` (in its own module, reachable here) — target, recipe, isolation,
   label, size, runtime, repeat, tests, **Start** and **Stop**. The benchmark runs in a background thread (the
   notebook stays usable), a progress bar follows the run directory's manifest, errors are shown in the panel,
   never raised.
 * :func:`explore` — both in tabs, wired so that a finished run appears in the Explorer and the language
   chosen applies to both; what ``notebooks/explore.ipynb`` displays.
 
-ipywidgets is imported in one place (:func:`~iolab.report.widgetkit._ipywidgets`) and only when a widget is
+ipywidgets is imported in one place (:func:`~iolab.explorer.widgetkit._ipywidgets`) and only when a widget is
 built. Outputs are filled with ``Output.append_display_data`` (PNG figures drawn on a private matplotlib
 ``Figure`` or closed once drawn, HTML tables, Markdown), so the widgets work the same in a kernel, from a
 background thread and headless in tests; what each view shows is kept on the object (``summary``, ``axes``,
@@ -32,9 +32,10 @@ import pandas as pd
 
 from iolab.engine import store
 from iolab.core.errors import IolabError
-from iolab.report import explorerviews, i18n
-from iolab.report.runpanel import RunPanel
-from iolab.report.widgetkit import _check, _error_html, _html, _ipywidgets, _markdown, _options, _png, _show, _split
+from iolab.explorer import views
+from iolab.report import i18n
+from iolab.explorer.runpanel import RunPanel
+from iolab.explorer.widgetkit import _check, _error_html, _html, _ipywidgets, _markdown, _options, _png, _show, _split
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,7 @@ _t = i18n.scoped("explorer")
 #: Metrics offered by the Explorer (their labels: :func:`iolab.report.tables.caption_for`).
 METRICS = ("bw_mbps", "iops", "lat_mean_us", "lat_p50_us", "lat_p99_us", "lat_p999_us", "lat_max_us")
 #: What the bars are coloured by (one bar per value of this column): its label's key in ``labels``.
-HUES = {"system": "system", "host": "host", "label": "label", "target": "target", "isolation": "isolation",
-        "run_id": "run_id"}
+HUES = {h: h for h in ("system", "host", "label", "target", "isolation", "run_id")}
 STATISTICS = ("mean", "median", "best")
 #: The value axis: as the chart decides (log past a 100x spread), or always linear, or always log.
 SCALES = ("auto", "linear", "log")
@@ -67,7 +67,7 @@ class Explorer:
 
     def __init__(self, sources: Sequence[str | os.PathLike] | str = ("data",), *, recipe: str | None = None,
                  metric: str = "bw_mbps", hue: str = "system", statistic: str = "mean", lang: str = "en",
-                 scale: str = "auto", view: str = explorerviews.BARS, reference: str = "",
+                 scale: str = "auto", view: str = views.BARS, reference: str = "",
                  report_dir: str | os.PathLike = "reports", threaded: bool = True):
         w = _ipywidgets()
         from iolab.report import plot
@@ -87,7 +87,7 @@ class Explorer:
         self.labels = w.SelectMultiple(rows=4, style=wide)
         self.tests = w.SelectMultiple(rows=4, style=wide)
         self.recipe = w.Dropdown(style=wide)
-        self.view = w.Dropdown(options=[("", explorerviews.BARS)], value=explorerviews.BARS, style=wide)
+        self.view = w.Dropdown(options=[("", views.BARS)], value=views.BARS, style=wide)
         self.metric = w.Dropdown(options=list(METRICS), value=metric, style=wide)
         self.hue = w.Dropdown(options=list(HUES), value=hue, style=wide)
         self.statistic = w.Dropdown(options=list(STATISTICS), value=statistic, style=wide)
@@ -178,7 +178,7 @@ class Explorer:
         _options(self.statistic, [(i18n.text(f"labels.{s}", lang), s) for s in STATISTICS])
         _options(self.scale, [(_t(f"scale_{s}", lang), s) for s in SCALES])
         wanted = self._wanted_reference if self._wanted_reference is not None else self.reference.value
-        _options(self.reference, [(_t("reference_none", lang), "")] + explorerviews.articles(lang))
+        _options(self.reference, [(_t("reference_none", lang), "")] + views.articles(lang))
         self.reference.value = wanted if wanted in {v for _, v in self.reference.options} else ""
         self._wanted_reference = None
         self._update_tests_and_views()
@@ -273,10 +273,10 @@ class Explorer:
         data = self._recipe_rows()
         tests = list(dict.fromkeys(data["test"].astype(str))) if not data.empty else []
         _options(self.tests, [(i18n.label(t, self.lang, section="tests"), t) for t in tests])
-        offered = explorerviews.views(data)
+        offered = views.views(data)
         wanted = self._wanted_view if self._wanted_view in offered else self.view.value
-        _options(self.view, [(explorerviews.view_label(v, self.lang), v) for v in offered])
-        self.view.value = wanted if wanted in offered else explorerviews.BARS
+        _options(self.view, [(views.view_label(v, self.lang), v) for v in offered])
+        self.view.value = wanted if wanted in offered else views.BARS
         if self._wanted_view in offered:
             self._wanted_view = None
 
@@ -328,7 +328,7 @@ class Explorer:
                 _show(output)
         else:
             try:
-                if self.view.value == explorerviews.BARS:
+                if self.view.value == views.BARS:
                     text = self._draw_bars(data)
                 else:
                     text = self._draw_section(data)
@@ -381,8 +381,8 @@ class Explorer:
     def _draw_section(self, data: pd.DataFrame) -> str:
         """A recipe's own view (its section of the report): its figures, tables and findings."""
         lang, view = self.lang, self.view.value
-        label = explorerviews.view_label(view, lang)
-        section = explorerviews.section(data, view, lang=lang, context=self.selection.results)
+        label = views.view_label(view, lang)
+        section = views.section(data, view, lang=lang, context=self.selection.results)
         self.section = section
         if section is None:
             for output in (self.chart, self.table, self.findings):
@@ -390,7 +390,7 @@ class Explorer:
             return _t("no_view", lang, view=label)
         images = []
         for fig in section.figures:
-            explorerviews.apply_scale(fig.figure, self._log_scale())
+            views.apply_scale(fig.figure, self._log_scale())
             images.append(_png(fig.figure))
         self.axes = section.figures[0].axes[0] if section.figures else None
         section.close()
@@ -410,7 +410,7 @@ class Explorer:
             _show(self.overlay_output)
             return
         try:
-            self.overlay, shown = explorerviews.overlay_outputs(article, data, self.shown_manifests(), lang=self.lang,
+            self.overlay, shown = views.overlay_outputs(article, data, self.shown_manifests(), lang=self.lang,
                                                                 log_scale=self._log_scale())
         except IolabError as exc:
             shown = [_html(_error_html(str(exc), self.lang))]
@@ -454,7 +454,7 @@ class Explorer:
     def _render(self, runs, lang, article) -> None:
         from iolab.report import notebooks
         try:
-            self.report = explorerviews.render(runs, lang=lang, reference=article,
+            self.report = views.render(runs, lang=lang, reference=article,
                                                out=notebooks.default_out_dir(self.report_dir))
             self.render_status.value = html.escape(_t("rendered", lang, path=str(self.report.html)))
         except IolabError as exc:
@@ -510,7 +510,7 @@ class Explore:
 
 def explore(data_dir: Sequence[str | os.PathLike] | str = ("data",), *, run_data_dir: str | os.PathLike = "data",
             recipe: str | None = None, metric: str = "bw_mbps", hue: str = "system", statistic: str = "mean",
-            lang: str = "en", scale: str = "auto", view: str = explorerviews.BARS, reference: str = "",
+            lang: str = "en", scale: str = "auto", view: str = views.BARS, reference: str = "",
             report_dir: str | os.PathLike = "reports", target: str = "", run_recipe: str = "quick",
             threaded: bool = True) -> Explore:
     """The exploration UI: :class:`Explorer` over ``data_dir`` plus a :class:`RunPanel` storing in ``run_data_dir``."""

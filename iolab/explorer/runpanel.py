@@ -26,7 +26,7 @@ from iolab.engine import recipes as recipes_mod
 from iolab.engine import store
 from iolab.core.errors import IolabError
 from iolab.report import i18n
-from iolab.report.widgetkit import _error_html, _ipywidgets, _split
+from iolab.explorer.widgetkit import _error_html, _ipywidgets, _split
 
 log = logging.getLogger(__name__)
 

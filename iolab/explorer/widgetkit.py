@@ -1,7 +1,7 @@
 """What iolab's JupyterLab widgets share: the one place ipywidgets is imported, filling an Output, error HTML.
 
 ipywidgets is imported only when a widget is built (:func:`_ipywidgets`), so
-``import iolab.report.widgets`` works where it is not installed.
+``import iolab.explorer.widgets`` works where it is not installed.
 """
 from __future__ import annotations
 

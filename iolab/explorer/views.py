@@ -130,7 +130,7 @@ def overlay_outputs(article: str, data: pd.DataFrame, manifests: pd.DataFrame | 
     import matplotlib.pyplot as plt
 
     from iolab.report import figures
-    from iolab.report.widgetkit import _markdown, _png
+    from iolab.explorer.widgetkit import _markdown, _png
     shown = overlay(article, data, manifests if not data.empty else None, lang=lang)
     fig = overlay_chart(shown, lang=lang, log_scale=log_scale)
     if fig is None:
