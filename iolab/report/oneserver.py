@@ -1,7 +1,7 @@
 """What one server's runs were and what its numbers say, in English and Japanese: what was measured and how
-(:func:`measured`), and the findings the measure notebook shows under each recipe it ran (no other system to compare with, so no winners: the spread of its tests, reads against writes,
-what more I/Os in flight bought, the latency of one I/O at a time), then the caveats, the emulated device's
-ceilings and the rows left out.
+(:func:`measured`), and the findings the measure notebook shows under each recipe it ran (no other system to
+compare with, so no winners: the spread of its tests, reads against writes, what more I/Os in flight bought, the
+latency of one I/O at a time), then the caveats, the emulated device's ceilings and the rows left out.
 
 Means over repetitions of the valid rows (:func:`iolab.analysis.stats.valid_rows`); a mixed test is one figure,
 its ``mix`` row (its fio read and write parts are neither tests of their own nor a read/write pair).
@@ -27,7 +27,8 @@ def means(data: pd.DataFrame) -> pd.DataFrame:
     data = data[stats.valid_rows(data)] if not data.empty else data
     if data.empty:
         return pd.DataFrame(columns=["test", "direction", "bw", "iops", "lat", "p99", "bs", "oio"])
-    data = data.assign(oio=pd.to_numeric(data["iodepth"], errors="coerce") * pd.to_numeric(data["numjobs"], errors="coerce"))
+    in_flight = pd.to_numeric(data["iodepth"], errors="coerce") * pd.to_numeric(data["numjobs"], errors="coerce")
+    data = data.assign(oio=in_flight)
     found = data.groupby(["test", "direction"], sort=False, dropna=False).agg(
         bw=("bw_mbps", "mean"), iops=("iops", "mean"), lat=("lat_mean_us", "mean"), p99=("lat_p99_us", "mean"),
         bs=("bs", "first"), oio=("oio", "first")).reset_index()
@@ -129,7 +130,8 @@ def measured(runs: list[tuple[dict, str | Path]], *, lang: str = "en") -> str:
     for manifest, path in runs:
         iso = manifest.get("isolation") or {}
         mode = iso.get("mode", "?")
-        fallback = _t("fallback", lang, requested=iso["requested"], reason=iso["fallback"]) if iso.get("fallback") else ""
+        fallback = (_t("fallback", lang, requested=iso["requested"], reason=iso["fallback"])
+                    if iso.get("fallback") else "")
         opts = manifest.get("options") or {}
         ran = list(dict.fromkeys(t.get("test") or t.get("name") for t in manifest.get("tests", [])))
         reason = _t("reason", lang, reason=manifest["reason"]) if manifest.get("reason") else ""
