@@ -2,8 +2,8 @@
 
 The package is layered, lowest first: ``core`` < ``analysis`` < ``isolation`` < ``devices`` <
 ``engine`` < ``classic`` < ``fleet`` < ``interop`` < ``report`` < ``explorer`` < ``lab`` < ``cli``; each
-subpackage's docstring says what it owns and what it may import. The public API kept at the top: :func:`load`,
-:func:`manifests`, :class:`IolabError` and ``iolab.fio.parse_output``.
+subpackage's docstring says what it owns, its ``MAY_IMPORT`` the layers below it that it may import. The public
+API kept at the top: :func:`load`, :func:`manifests`, :class:`IolabError` and ``iolab.fio.parse_output``.
 """
 from __future__ import annotations
 

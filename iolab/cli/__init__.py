@@ -6,7 +6,7 @@ so adding a module adds a command. Commands parse and call the library;
 :func:`main` is the only place that turns an :class:`~iolab.core.errors.IolabError`
 into a message and an exit code.
 
-May import: every layer; nothing imports the CLI.
+Nothing imports the CLI.
 """
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ import sys
 
 from iolab import __version__
 from iolab.core.errors import IolabError
+
+#: The layers below this one its modules may import (their own always); tests/test_layout.py checks every import.
+MAY_IMPORT = ("core", "analysis", "isolation", "devices", "engine", "classic", "fleet", "interop", "report", "explorer",
+              "lab")
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130

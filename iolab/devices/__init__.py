@@ -2,5 +2,8 @@
 loop devices, emulated devices with known limits, and setup plans (partition, mkfs, RAID, mount)
 with their size limits.
 
-May import: iolab.core, iolab.analysis, iolab.isolation (an emulated device is throttled by a cgroup).
+An emulated device is throttled by a cgroup, hence isolation below it.
 """
+
+#: The layers below this one its modules may import (their own always); tests/test_layout.py checks every import.
+MAY_IMPORT = ("core", "analysis", "isolation")

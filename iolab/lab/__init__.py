@@ -14,8 +14,11 @@ shared read-write, runs one shell command inside and returns its exit status.
   ``pytest -m 'lab or stock_kernel'`` (tests/lab and the host tests that need md, dm, cgroup v2
   or loop partitions) inside one VM booted through ``iolab lab`` (:mod:`iolab.cli.lab`).
 
-May import: every layer below (it runs iolab commands and tests inside the VM).
+It runs iolab's commands and tests inside the VM as programs, importing none of them.
 """
 from iolab.lab.vm import LabConfig, availability, run_in_vm
+
+#: The layers below this one its modules may import (their own always); tests/test_layout.py checks every import.
+MAY_IMPORT = ("core",)
 
 __all__ = ["LabConfig", "availability", "run_in_vm"]
