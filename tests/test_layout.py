@@ -42,8 +42,6 @@ DYNAMIC_IMPORTS = {
 READS_ONLY_EXCEPTIONS = {
     ("iolab.report.ceilings", "iolab.devices.emulated"):
         "runs stored before manifests recorded targets[].emulated.declared: only load_profiles (a YAML read) is called",
-    ("iolab.report.sections.fleet", "iolab.fleet.scaling"):
-        "scaling reads stored runs only, but imports fleet.inventory (and its fio servers) for ALL_HOSTS",
 }
 #: a module that starts or ends a process (a program, fio, a shell) by itself
 PROCESS = re.compile(r"^\s*(import|from)\s+(subprocess|multiprocessing|pty)\b"

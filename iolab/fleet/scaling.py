@@ -9,7 +9,7 @@ import logging
 import pandas as pd
 
 from iolab.engine.store import load as store_load
-from iolab.fleet.inventory import ALL_HOSTS
+from iolab.fleet.inventory_schema import ALL_HOSTS
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
