@@ -276,8 +276,8 @@ def of_job_text(text: str, source: str = "job file") -> dict:
     if jobreader.code_loading(jobreader.lines(text, source)) is not None:
         sections = _written_sections(text, source)
     else:
-        sections = [(s.name, s.is_global, {jobreader.canonical(o.name): o.value for o in s.options})
-                    for s in jobreader.sections(text, source)]
+        sections = [(s.name, s.is_global, {jobreader.canonical(o.name): "1" if o.value is None else o.value
+                                           for o in s.options}) for s in jobreader.sections(text, source)]
     jobs, globals_ = {}, {}
     for name, is_global, options in sections:
         if is_global:
@@ -297,12 +297,22 @@ def _written_sections(text: str, source: str) -> list:
     return [(name, name.startswith("global"), options) for name, options in found.items()]
 
 
+def _read(path) -> dict:
+    """:func:`of_job_text` of the job file at ``path``; ``{}`` (logged) where fio cannot read it: the job gate
+    has let it through, so the run goes on, its engine unrecorded."""
+    try:
+        return of_job_text(Path(path).read_text(), str(path))
+    except (IolabError, OSError) as exc:
+        log.warning("the I/O engine of %s is not recorded: %s", path, exc)
+        return {}
+
+
 def with_engines(tests: list, jobs: dict) -> list:
     """The manifest's ``tests`` with the engine each one runs (``ioengine``: a name, or ``{job: engine}`` when
     its jobs differ), read from its job files ``jobs`` (``{(step id, target name): path}``)."""
     by_step: dict = {}
     for (step_id, _target), path in jobs.items():
-        engines_ = {job: e.engine for job, e in of_job_text(Path(path).read_text(), str(path)).items()}
+        engines_ = {job: e.engine for job, e in _read(path).items()}
         by_step.setdefault(step_id, {}).update(engines_)
     recorded = []
     for test in tests:
@@ -334,7 +344,7 @@ def mark(frame: pd.DataFrame, jobfile, *, ram_backed: bool) -> pd.DataFrame:
     the ``engine_sync`` flag."""
     if frame.empty or "job" not in frame:
         return frame
-    jobs = of_job_text(Path(jobfile).read_text(), str(jobfile))
+    jobs = _read(jobfile)
     frame = frame.copy()
     frame["ioengine"] = frame["job"].map(lambda name: jobs[name].engine if name in jobs else None)
     synchronous = frame["job"].map(lambda name: name in jobs and bool(submits_synchronously(jobs[name],

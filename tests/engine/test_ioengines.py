@@ -180,6 +180,7 @@ def test_a_job_files_engines_are_read_as_fio_reads_them():
     assert ioengines.of_job_text(text) == {"a": JobEngine("libaio", True, 8), "b": JobEngine("psync", True, 8),
                                            "c": JobEngine("io_uring", False, 8)}
     assert ioengines.of_job_text("[d]\nrw=read\n") == {"d": JobEngine("psync", False, 1)}
+    assert ioengines.of_job_text("[e]\nrw=read\ndirect\n") == {"e": JobEngine("psync", True, 1)}  # a bare bool: on
 
 
 SWEEP = """
