@@ -89,3 +89,22 @@ def test_the_steady_state_figure_fills_the_table_in_the_runs_metric():
                                            "1–5 (range 6.0% of the mean, slope -4.8%).")
     unsteady = _unsteady(steady_purge="emulated")
     assert steadystate_section(unsteady, lang="en").tables[0].frame.loc["ssd", "Steady-state figure"] == DASH
+
+
+def test_two_systems_one_steady_one_failed(japanese):
+    """A system without a verdict round beside one with it: the round is still said as a whole number."""
+    steady = _rows([150.0] * 5, steady_figure=150.0, steady_metric="iops", steady_reached=True, steady_round=5,
+                   steady_mean=150.0, steady_range_pct=0.0, steady_slope_pct=0.0, steady_why_not=None,
+                   steady_purge="emulated")
+    failed = _rows([100.0, float("nan"), 100.0], steady_figure=None, steady_metric="iops", steady_reached=False,
+                   steady_round=None, steady_mean=None, steady_range_pct=None, steady_slope_pct=None,
+                   steady_why_not="no_figure round=2", steady_purge="not_device kind=file").assign(label="hdd")
+    rows = pd.concat([steady, failed], ignore_index=True)
+    en = steadystate_section(rows, lang="en").sentences
+    assert en[0].startswith("**ssd** reached steady state at round 5: 150 IOPS, the mean of rounds 1–5 (")
+    assert en[1] == ("**hdd** did not reach steady state within 3 rounds: round 2 has no figure (it failed). "
+                     "Not purged: the target is a file on a file system, not a device.")
+    ja = steadystate_section(rows, lang="ja").sentences
+    assert ja[0].startswith("**ssd**：ラウンド5で定常状態に達した。定常状態の値は150 IOPS（ラウンド1–5の平均、")
+    assert ja[1] == ("**hdd**：3ラウンド以内に定常状態に達しなかった（ラウンド2は失敗して値がない）。"
+                     "パージしていない：対象はファイルシステム上のファイルで、デバイスではない。")

@@ -196,7 +196,7 @@ def _sentences(summary: pd.DataFrame, lang: str) -> list[str]:
     for _, s in summary.iterrows():
         unit = _unit(s["column"], lang)
         if s["reached"]:
-            line = _t("steadystate.reached", lang, system=s["system"], round=s["round"],
+            line = _t("steadystate.reached", lang, system=s["system"], round=int(s["round"]),
                       window=_window_text(s["first"], s["last"]), figure=_fmt(s["figure"]), unit=unit,
                       range=i18n.number(s["range_pct"], digits=1), slope=f"{s['slope_pct']:+.1f}")
         else:
