@@ -11,6 +11,7 @@ attempted: it cannot be undone, differs per drive and bus, and cannot be tested 
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -73,8 +74,15 @@ def purge_plan(target) -> tuple[list[str] | None, Reason]:
         return None, Reason("no_discard", {"device": device})
     if shutil.which("blkdiscard") is None:
         return None, Reason("no_blkdiscard")
-    # --force: the device was confirmed, and iolab may hold it open; blkdiscard would refuse a signature
-    return ["blkdiscard", "--force", target.path], Reason("blkdiscard", {"device": device})
+    return ["blkdiscard", *_force(), target.path], Reason("blkdiscard", {"device": device})
+
+
+@functools.lru_cache(maxsize=1)
+def _force() -> tuple[str, ...]:
+    """``--force`` where blkdiscard has it (util-linux 2.36 on): the device was confirmed, and from 2.36
+    blkdiscard refuses a device with a signature or open elsewhere without it; older ones lack the option."""
+    proc = subprocess.run(["blkdiscard", "--help"], capture_output=True, text=True, check=False)
+    return ("--force",) if "--force" in proc.stdout else ()
 
 
 def purge(target) -> dict:
