@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import iolab
+from iolab.analysis.stats import split_flags
 from iolab.core.errors import IolabError
 from iolab.engine import ioengines, recipes, runner
 from iolab.engine.ioengines import JobEngine, UringFacts
@@ -180,7 +181,6 @@ def test_a_job_files_engines_are_read_as_fio_reads_them():
     assert ioengines.of_job_text(text) == {"a": JobEngine("libaio", True, 8), "b": JobEngine("psync", True, 8),
                                            "c": JobEngine("io_uring", False, 8)}
     assert ioengines.of_job_text("[d]\nrw=read\n") == {"d": JobEngine("psync", False, 1)}
-    assert ioengines.of_job_text("[e]\nrw=read\ndirect\n") == {"e": JobEngine("psync", True, 1)}  # a bare bool: on
 
 
 SWEEP = """
@@ -213,8 +213,7 @@ def _run(tmp_path, target, **kwargs):
 
 
 def _flagged(table, test) -> bool:
-    flags = table.loc[table["test"] == test, "flags"].fillna("")
-    return flags.str.split(";").map(lambda f: ioengines.FLAG in f).all()
+    return table.loc[table["test"] == test, "flags"].map(lambda f: ioengines.FLAG in split_flags(f)).all()
 
 
 def _job_engines(run_dir) -> set:
