@@ -194,7 +194,7 @@ class RunPanel:
             recipe = batch.select_tests(self.recipe.value, _split(self.tests.value))
             planned, _ = runner.plan(recipe, [target], size=options["size"], runtime=options["runtime"],
                                      repeat=options["repeat"], isolation=options["isolation"])
-            data_dir = Path(options.pop("data_dir"))
+            data_dir = Path(options.pop("data_dir")).resolve()  # the panel says where a run went, wherever it is read
             watcher = _Watcher(self, data_dir, planned)
             watcher.start()
             self._set_status(_t("running", self.lang, recipe=planned.name, target=target))
