@@ -90,7 +90,7 @@ def through_iolab(target: Path, preset: str, args, data: Path) -> tuple[pd.DataF
     table = iolab.load(run_dir)
     table = table[table["rep"] > 0]
     rows = table.groupby(["test", "direction"], sort=False).agg(
-        iolab_mbps=("bw_mbps", "max"), engine=("ioengine", "first"),
+        iolab_mbps=("bw_mbps", "max"), ioengine=("ioengine", "first"),
         flags=("flags", lambda f: ";".join(sorted({x for v in f.dropna() for x in str(v).split(";") if x}))))
     return rows.reset_index(), json.loads((run_dir / "manifest.json").read_text())
 
@@ -156,7 +156,7 @@ def main() -> int:
                 ratio = mine["iolab_mbps"] / plain if plain else float("nan")
                 below += ratio < GOAL
                 flagged = "yes" if "engine_sync" in mine["flags"] else "no"
-                print(f"{step.id:24s} {mine['iolab_mbps']:11.1f} {str(mine['engine']):9s} {flagged:5s} "
+                print(f"{step.id:24s} {mine['iolab_mbps']:11.1f} {str(mine['ioengine']):9s} {flagged:5s} "
                       f"{plain:11.1f} {label:34s} {ratio:6.3f}" + ("" if ratio >= GOAL else "  < goal"), flush=True)
     print(f"\nrows below {GOAL}: {below}")
     return 1 if below else 0
