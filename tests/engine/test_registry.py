@@ -4,13 +4,16 @@ by a name read from a recipe or a ledger record, and no engine calls another mod
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import iolab
 from iolab.core import owner, ownership
 from iolab.core.errors import IolabError
 from iolab.engine import dryrun, reaper, recipes, registry
@@ -70,15 +73,19 @@ def test_an_unknown_engine_is_refused_by_name():
     assert "plain" not in registry.engine_names()
 
 
-def _not_imported() -> str:
-    """An iolab module that exists and registers no undo, not imported by this process (the lab's)."""
-    names = [f"iolab.lab.{p.stem}" for p in sorted((PACKAGE / "lab").glob("*.py")) if p.stem != "__init__"]
-    return next(n for n in names if n not in sys.modules)
+def _not_imported(where, monkeypatch) -> str:
+    """An iolab module that exists (importable: a directory added to the package's path) and registers no
+    undo; importing it would leave a mark beside it. Not one of the package's own modules: the whole
+    suite's collection imports every one of them, the lab's too."""
+    name = f"undo_probe_{os.getpid()}"
+    (where / f"{name}.py").write_text("import pathlib\npathlib.Path(__file__).with_suffix('.imported').touch()\n")
+    monkeypatch.setattr(iolab, "__path__", [*iolab.__path__, str(where)])
+    return f"iolab.{name}"
 
 
 def test_an_unknown_undo_is_refused_by_name_and_never_imported(tmp_path, monkeypatch):
-    """A record naming a real iolab module that registers no undo: the reaper says so and imports nothing."""
-    unregistered = _not_imported()
+    """A record naming a real module that registers no undo: the reaper says so and imports nothing."""
+    unregistered = _not_imported(tmp_path, monkeypatch)
     with pytest.raises(IolabError, match=f"'{unregistered}'"):
         registry.undo_function(unregistered)
     monkeypatch.setenv(ownership.ENV, str(tmp_path / "owned"))
@@ -95,7 +102,8 @@ def test_an_unknown_undo_is_refused_by_name_and_never_imported(tmp_path, monkeyp
     with pytest.raises(IolabError, match=f"'{unregistered}'") as caught:  # and the undo itself refuses it
         reaper._undo(reaper.Stale("file", thing, gone.pid, {"size": 1}, rec), dry_run=True)  # noqa: SLF001
     assert caught.value.context == str(path) and path.exists()
-    assert unregistered not in sys.modules
+    assert importlib.util.find_spec(unregistered) is not None  # it could have been imported ...
+    assert unregistered not in sys.modules and not list(tmp_path.glob("*.imported"))  # ... and never was
 
 
 def test_the_ledger_undo_providers_are_registered_under_their_module_names():
