@@ -1,12 +1,15 @@
 """A drive's temperature while a test runs: sampled each second in a background thread.
 
 :func:`sources` finds, for each disk, where its temperature can be read: the
-kernel's hwmon sensor (the nvme driver's composite temperature, ``drivetemp``
-for SATA: a file read, no process), else ``smartctl -A`` (NVMe composite, ATA
-attribute 194/190), else nothing (a loop or virtio device: no sampler runs, no
-series is written). :class:`Sampler` writes each sample as it is taken to a CSV
-(``elapsed_s,utc,device,temperature_c``) so an interrupted test keeps its
-series, and :func:`verdict` says whether a test ran hot: the drive passed its
+kernel's hwmon sensors (the nvme driver's composite temperature and, where the
+drive reports them, its temperature sensors 1-8; ``drivetemp`` for SATA: file
+reads, no process), else ``smartctl -A`` (the NVMe composite, ATA attribute
+194/190), else nothing (a loop or virtio device: no sampler runs, no series is
+written). :class:`Sampler` writes each sample as it is taken to a CSV
+(``elapsed_s,utc,device,sensor,temperature_c``) so an interrupted test keeps
+its series; the drive's own temperature is the ``composite`` sensor (NVMe's
+definition; the only one of a SATA drive), and the test's maximum is that
+sensor's. :func:`verdict` says whether a test ran hot: the drive passed its
 warning threshold, or reported thermal throttling (NVMe thermal management
 transitions, minutes above the warning or critical temperature, the critical
 warning's temperature bit) between the health snapshots around the test.
@@ -17,6 +20,7 @@ import csv
 import dataclasses
 import datetime
 import logging
+import re
 import threading
 import time
 from pathlib import Path
@@ -27,6 +31,9 @@ from iolab.devices import health as health_mod, smart
 log = logging.getLogger(__name__)
 
 INTERVAL_S = 1.0
+SYS_BLOCK = Path("/sys/block")
+#: the drive's own temperature (NVMe: the composite temperature; SATA: its one sensor)
+COMPOSITE = "composite"
 #: NVMe critical warning bit 1: a temperature is above its over-temperature or below its under-temperature threshold
 NVME_CRITICAL_WARNING_TEMPERATURE = 0x02
 #: health counters that grow while a drive throttles or runs too hot
@@ -35,21 +42,43 @@ THERMAL_COUNTERS = ("thermal_transitions", "warning_temp_minutes", "critical_tem
 
 @dataclasses.dataclass
 class Source:
-    """Where one disk's temperature is read: ``how`` is ``hwmon`` (a sysfs file) or ``smartctl``."""
+    """Where one sensor of one disk is read: ``how`` is ``hwmon`` (a sysfs file) or ``smartctl``;
+    ``sensor`` is :data:`COMPOSITE` (the drive's own temperature) or ``sensor N`` (NVMe's sensors 1-8)."""
 
     device: str
     how: str
     read: Callable[[], float | None]
-    warning_c: float | None = None   # the sensor's own upper threshold (hwmon temp1_max), if any
+    warning_c: float | None = None   # the composite's upper threshold (hwmon temp1_max), if any
+    sensor: str = COMPOSITE
 
 
-def _hwmon_input(disk: str) -> tuple[Path, float | None] | None:
-    """The hwmon ``temp1_input`` of ``disk`` (its controller's for NVMe) and ``temp1_max`` in degrees C."""
-    base = Path("/sys/block") / disk / "device"
-    for sensor in sorted(base.glob("hwmon*/temp1_input")) + sorted(base.glob("hwmon/hwmon*/temp1_input")):
-        limit = _millidegrees(sensor.parent / "temp1_max")
-        return sensor, limit
-    return None
+def _sensor_name(label: str | None, index: int) -> str:
+    """A series' sensor name: temp1 is the drive's own temperature (the nvme driver's composite, drivetemp's
+    one sensor), the others by hwmon's ``tempN_label`` ("Sensor 2" -> ``sensor 2``), else ``tempN``."""
+    if index == 1:
+        return COMPOSITE
+    return label.strip().lower() if label else f"temp{index}"
+
+
+def _hwmon_sensors(disk: str, sys_block: Path = SYS_BLOCK) -> list[tuple[str, Path, float | None]]:
+    """The hwmon sensors of ``disk`` (its controller's for NVMe): (sensor name, ``tempN_input``, the
+    composite's ``temp1_max`` in degrees C or None), the composite first; [] without hwmon. The nvme
+    driver shows only the sensors the drive reports (temp2-temp9: its sensors 1-8)."""
+    base = Path(sys_block) / disk / "device"
+    for hwmon in sorted(base.glob("hwmon*")) + sorted(base.glob("hwmon/hwmon*")):
+        inputs = sorted((int(m.group(1)), path) for path in hwmon.glob("temp*_input")
+                        if (m := re.fullmatch(r"temp(\d+)_input", path.name)))
+        if inputs and inputs[0][0] == 1:
+            return [(_sensor_name(_text(hwmon / f"temp{index}_label"), index), path,
+                     _millidegrees(hwmon / "temp1_max") if index == 1 else None) for index, path in inputs]
+    return []
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _millidegrees(path: Path) -> float | None:
@@ -66,15 +95,16 @@ def _smartctl_temperature(device: str) -> float | None:
     return smart.smartctl_health(doc).get("temperature_c")
 
 
-def sources(disks: list[str]) -> tuple[list[Source], dict]:
-    """The temperature source of each disk that has one, and for the others why not."""
+def sources(disks: list[str], *, sys_block: Path = SYS_BLOCK) -> tuple[list[Source], dict]:
+    """The temperature sources of each disk that has them (every hwmon sensor of it, else smartctl's
+    composite), and for the others why not."""
     found, missing = [], {}
     for disk in disks:
         device = f"/dev/{disk}"
-        hwmon = _hwmon_input(disk)
-        if hwmon is not None:
-            sensor, limit = hwmon
-            found.append(Source(device, "hwmon", lambda s=sensor: _millidegrees(s), warning_c=limit))
+        hwmon = _hwmon_sensors(disk, sys_block)
+        if hwmon:
+            found += [Source(device, "hwmon", lambda s=path: _millidegrees(s), warning_c=limit, sensor=name)
+                      for name, path, limit in hwmon]
             continue
         if _smartctl_temperature(device) is not None:
             found.append(Source(device, "smartctl", lambda d=device: _smartctl_temperature(d)))
@@ -86,13 +116,16 @@ def sources(disks: list[str]) -> tuple[list[Source], dict]:
 class Sampler:
     """``with Sampler(sources, csv_path) as s: ...``: a sample of every source each ``interval`` seconds.
 
-    The first sample is taken on entry, the last on exit; ``s.maximum`` is the
-    highest temperature seen (None without samples), ``s.samples`` the rows.
+    The first sample is taken on entry, the last on exit; ``s.maximum`` is the highest
+    temperature of a drive (its composite sensor) seen (None without samples), ``s.samples``
+    the rows, every sensor's.
     """
+
+    COLUMNS = ("elapsed_s", "utc", "device", "sensor", "temperature_c")
 
     def __init__(self, sources_: list[Source], csv_path: Path, *, interval: float = INTERVAL_S):
         self.sources, self.csv_path, self.interval = sources_, Path(csv_path), interval
-        self.samples: list[tuple[float, str, str, float]] = []
+        self.samples: list[tuple[float, str, str, str, float]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._file = None
@@ -104,7 +137,7 @@ class Sampler:
             return self
         self._file = open(self.csv_path, "w", newline="", encoding="utf-8")
         self._writer = csv.writer(self._file)
-        self._writer.writerow(["elapsed_s", "utc", "device", "temperature_c"])
+        self._writer.writerow(self.COLUMNS)
         self._started = time.monotonic()
         self._sample()
         self._thread = threading.Thread(target=self._loop, name="iolab-temperature", daemon=True)
@@ -130,27 +163,30 @@ class Sampler:
             try:
                 value = source.read()
             except Exception as exc:  # a sensor that fails once must not end the test
-                log.debug("temperature of %s not read: %s", source.device, exc)
+                log.debug("temperature of %s (%s) not read: %s", source.device, source.sensor, exc)
                 value = None
             if value is None:
                 continue
-            row = (elapsed, utc, source.device, float(value))
+            row = (elapsed, utc, source.device, source.sensor, float(value))
             self.samples.append(row)
             self._writer.writerow(row)
         self._file.flush()
 
     @property
     def maximum(self) -> float | None:
-        return max((row[3] for row in self.samples), default=None)
+        """The hottest a drive was (its composite sensor; a sensor inside it may run hotter)."""
+        return max((row[4] for row in self.samples if row[3] == COMPOSITE), default=None)
 
-    def maximum_of(self, device: str) -> float | None:
-        return max((row[3] for row in self.samples if row[2] == device), default=None)
+    def maximum_of(self, device: str, sensor: str = COMPOSITE) -> float | None:
+        return max((row[4] for row in self.samples if row[2] == device and row[3] == sensor), default=None)
 
 
 def verdict(sampler: Sampler, before: dict, after: dict) -> str | None:
     """Why a test counts as ``thermal`` (None: it does not). ``before``/``after`` map a device to its
     health snapshot (:func:`iolab.devices.health.snapshot`) around the test."""
     for source in sampler.sources:
+        if source.sensor != COMPOSITE:  # the warning threshold is the composite temperature's
+            continue
         warning = (before.get(source.device) or {}).get("warning_temp_c") or source.warning_c
         hottest = sampler.maximum_of(source.device)
         if warning is not None and hottest is not None and hottest >= warning:

@@ -127,6 +127,55 @@ def test_the_sampler_keeps_a_series_and_its_maximum(tmp_path):
     assert thermal.verdict(sampler, cooler, {}) is None
 
 
+def _sysfs_hwmon(sys_block: Path, disk: str, hwmon: str, sensors: dict, *, max_c=None) -> Path:
+    """A sysfs-shaped hwmon directory as the kernel lays it out: ``{index: (label or None, degrees)}``."""
+    directory = sys_block / disk / "device" / hwmon
+    directory.mkdir(parents=True)
+    for index, (label, degrees) in sensors.items():
+        _hwmon_like(directory / f"temp{index}_input", int(degrees * 1000))
+        if label:
+            (directory / f"temp{index}_label").write_text(label + "\n")
+    if max_c is not None:
+        _hwmon_like(directory / "temp1_max", int(max_c * 1000))
+    return directory
+
+
+def test_every_nvme_sensor_is_sampled_and_the_composite_is_the_drives_temperature(tmp_path):
+    """The nvme driver's hwmon: temp1 the composite (its temp1_max the warning threshold), temp2.. the drive's
+    sensors 1-8 where it reports them. Each sensor is a column of the series; the row's maximum and the warning
+    are the composite's, so a hotter controller sensor alone does not make the test thermal."""
+    sys_block = tmp_path / "sys" / "block"
+    hwmon = _sysfs_hwmon(sys_block, "nvme0n1", "hwmon2", {1: ("Composite", 48.85), 2: ("Sensor 1", 61.0),
+                                                          3: ("Sensor 2", 44.0)}, max_c=70)
+    # SATA with drivetemp: device/hwmon/hwmonN/temp1_input, no label
+    _sysfs_hwmon(sys_block, "sda", "hwmon/hwmon5", {1: (None, 35.0)})
+    (sys_block / "iolab-nodisk0" / "device").mkdir(parents=True)
+    found, missing = thermal.sources(["nvme0n1", "sda"], sys_block=sys_block)
+    assert missing == {}
+    assert [(s.device, s.sensor, s.how, s.warning_c) for s in found] == [
+        ("/dev/nvme0n1", "composite", "hwmon", 70.0), ("/dev/nvme0n1", "sensor 1", "hwmon", None),
+        ("/dev/nvme0n1", "sensor 2", "hwmon", None), ("/dev/sda", "composite", "hwmon", None)]
+    series = tmp_path / "w-1.temp.csv"
+    with thermal.Sampler(found, series, interval=3600) as sampler:
+        _hwmon_like(hwmon / "temp2_input", 82000)  # the controller's sensor heats up, the composite does not
+    rows = list(csv.DictReader(series.open()))
+    assert list(rows[0]) == ["elapsed_s", "utc", "device", "sensor", "temperature_c"]
+    assert [(r["device"], r["sensor"], float(r["temperature_c"])) for r in rows] == [
+        ("/dev/nvme0n1", "composite", 48.85), ("/dev/nvme0n1", "sensor 1", 61.0), ("/dev/nvme0n1", "sensor 2", 44.0),
+        ("/dev/sda", "composite", 35.0),
+        ("/dev/nvme0n1", "composite", 48.85), ("/dev/nvme0n1", "sensor 1", 82.0), ("/dev/nvme0n1", "sensor 2", 44.0),
+        ("/dev/sda", "composite", 35.0)]
+    assert sampler.maximum == 48.85 and sampler.maximum_of("/dev/nvme0n1", "sensor 1") == 82.0
+    assert thermal.verdict(sampler, {}, {}) is None  # 82 C on sensor 1 is not the composite's 70 C warning
+    _hwmon_like(hwmon / "temp1_input", 70500)
+    with thermal.Sampler(found[:1], tmp_path / "w-2.temp.csv", interval=3600) as hot:
+        pass
+    assert thermal.verdict(hot, {}, {}) == (
+        "/dev/nvme0n1 reached 70.5 C, at or above its warning threshold of 70 C")
+    assert thermal.sources(["iolab-nodisk0"], sys_block=sys_block) == (  # no hwmon; smartctl has nothing either
+        [], {"/dev/iolab-nodisk0": "no temperature sensor (no hwmon sensor, smartctl reports none)"})
+
+
 def test_throttling_reported_by_the_drive_is_thermal(tmp_path):
     sampler = thermal.Sampler([], tmp_path / "x.temp.csv")
     with sampler:
