@@ -90,6 +90,55 @@ def test_pcie_generation_from_the_link_speed():
     assert health._generation("Unknown") is None and health._generation(None) is None
 
 
+def _pci_function(sys: Path, path: str, pci_class: str, driver: str, link: tuple | None = None) -> Path:
+    """A PCI function directory as sysfs has it: class, vendor, the driver link and, on PCIe, its link."""
+    function = sys / "devices" / path
+    function.mkdir(parents=True)
+    (function / "class").write_text(pci_class + "\n")
+    (function / "vendor").write_text("0x1000\n")
+    drivers = sys / "bus" / "pci" / "drivers" / driver
+    drivers.mkdir(parents=True)
+    (function / "driver").symlink_to(drivers)
+    if link:
+        for name, value in zip(("current_link_speed", "current_link_width", "max_link_speed", "max_link_width"), link):
+            (function / name).write_text(value + "\n")
+    return function
+
+
+def _disk(sys: Path, function: Path, below: str, disk: str) -> None:
+    block = function / below / "block" / disk
+    block.mkdir(parents=True)
+    (sys / "block").mkdir(exist_ok=True)
+    (sys / "block" / disk).symlink_to(block)
+
+
+def test_the_controller_behind_a_sata_disk_and_a_raid_cards_disk(tmp_path, monkeypatch):
+    """The controller nearest a disk, from sysfs laid out as the kernel does: a SATA disk on the chipset's
+    AHCI controller (its link's negotiated speed from /sys/class/ata_link) and a disk behind a MegaRAID card
+    in a PCIe 3.0 x8 slot (the card's link; the disks' own are hidden behind it)."""
+    sys = tmp_path / "sys"
+    ahci = _pci_function(sys, "pci0000:00/0000:00:1f.2", "0x010601", "ahci")
+    _disk(sys, ahci, "ata3/host2/target2:0:0/2:0:0:0", "sda")
+    (sys / "class" / "ata_link" / "link3").mkdir(parents=True)
+    (sys / "class" / "ata_link" / "link3" / "sata_spd").write_text("6.0 Gbps\n")
+    raid = _pci_function(sys, "pci0000:00/0000:00:01.0/0000:03:00.0", "0x010400", "megaraid_sas",
+                         ("8.0 GT/s PCIe", "8", "8.0 GT/s PCIe", "8"))
+    _disk(sys, raid, "host0/target0:2:0/0:2:0:0", "sdb")
+    monkeypatch.setattr(health, "SYS_BLOCK", sys / "block")
+    monkeypatch.setattr(health, "SYS_ATA_LINK", sys / "class" / "ata_link")
+    assert (health.transport("sda"), health.transport("sdb")) == ("sata", "scsi")
+    sata = health.link("sda")
+    assert sata["sata_speed"] == "6.0 Gbps"
+    assert sata["pcie"] == {"address": "0000:00:1f.2", "driver": "ahci", "controller": "SATA AHCI controller",
+                            "speed": None, "width": None, "max_speed": None, "max_width": None, "generation": None,
+                            "note": "the port reports no PCIe link (a conventional PCI bus, e.g. a virtual machine's)"}
+    card = health.link("sdb")
+    assert "sata_speed" not in card
+    assert card["pcie"] == {"address": "0000:03:00.0", "driver": "megaraid_sas", "controller": "RAID controller",
+                            "speed": "8.0 GT/s PCIe", "width": 8, "max_speed": "8.0 GT/s PCIe", "max_width": "8",
+                            "generation": 3}
+
+
 @requires_root
 @requires("smartctl")
 def test_a_loop_device_is_described_without_guessing(make_loop):  # noqa: F811
