@@ -1,0 +1,125 @@
+"""What a run did to its drives, from what the run recorded: health counters before and after, and the
+temperature over time.
+
+Every run keeps, per target, a snapshot of each drive's health counters before and after it
+(``targets[].health_before`` / ``health_after`` in the manifest, :func:`iolab.devices.health.snapshot`)
+and, while each test ran, the temperature once a second (``raw/[<target>/]<test>-<rep>.temp.csv``,
+:mod:`iolab.devices.thermal`). :func:`health_deltas` turns the snapshots into one tidy row per system,
+drive and counter (before, after, the change), so a report can put systems side by side: how much
+each drive counted as written, its wear, errors that appeared, how hot it got. A drive no tool could
+read gets one row saying why (the tools' own words), never a guessed zero. :func:`temperature_series`
+reads a run's temperature files into one tidy frame for a chart over time.
+
+Computation only: no device is read here, nothing is drawn.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from iolab.core.errors import IolabError
+
+log = logging.getLogger(__name__)
+
+#: the counters compared, in the order a table shows them, with what their change means:
+#: ``count`` grows with use (its change is what the run added), ``level`` is a state (its change a shift)
+COUNTERS = {
+    "data_written_bytes": "count", "data_read_bytes": "count", "host_write_commands": "count",
+    "percentage_used": "count", "available_spare_pct": "level", "media_errors": "count", "crc_errors": "count",
+    "error_log_entries": "count", "unsafe_shutdowns": "count", "power_on_hours": "count",
+    "temperature_c": "level", "warning_temp_minutes": "count", "critical_temp_minutes": "count",
+    "thermal_transitions": "count",
+}
+#: the columns of :func:`health_deltas`
+DELTA_COLUMNS = ("system", "run_id", "target", "device", "counter", "kind", "before", "after", "delta", "unread")
+#: the columns of :func:`temperature_series`
+SERIES_COLUMNS = ("run_id", "target", "step", "rep", "device", "sensor", "elapsed_s", "temperature_c")
+_SERIES_FILE = re.compile(r"^(?P<step>.+)-(?P<rep>\d+)\.temp\.csv$")
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _unread(snapshot: dict) -> str | None:
+    """The tools' reasons for a snapshot without counters ("smartctl: not a SMART device: ...")."""
+    said = [f"{tool}: {why}" for tool, why in (snapshot.get("sources") or {}).items() if why != "ok"]
+    return "; ".join(said) or "no tool read this drive"
+
+
+def _by_device(snapshots) -> dict:
+    return {s["device"]: s for s in snapshots or [] if isinstance(s, dict) and s.get("device")}
+
+
+def _target_rows(system: str, run_id, target: dict) -> list[dict]:
+    rows = []
+    before, after = _by_device(target.get("health_before")), _by_device(target.get("health_after"))
+    for device in list(dict.fromkeys([*before, *after])):
+        then, now = before.get(device, {}), after.get(device, {})
+        base = {"system": system, "run_id": run_id, "target": target.get("name"), "device": device}
+        counters = [c for c in COUNTERS if _number(then.get(c)) is not None or _number(now.get(c)) is not None]
+        if not counters:
+            rows.append({**base, "counter": None, "kind": None, "before": None, "after": None, "delta": None,
+                         "unread": _unread(now or then)})
+            continue
+        for counter in counters:
+            old, new = _number(then.get(counter)), _number(now.get(counter))
+            rows.append({**base, "counter": counter, "kind": COUNTERS[counter], "before": old, "after": new,
+                         "delta": None if old is None or new is None else new - old, "unread": None})
+    return rows
+
+
+def health_deltas(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per system, drive and counter: ``before``, ``after`` and ``delta`` (after - before; None
+    when a snapshot lacks the counter), ``kind`` (:data:`COUNTERS`); a drive without any counter gets one
+    row with ``counter`` None and ``unread`` the tools' reasons. ``names`` name the systems (default the
+    manifests' ``system_name``, ``label`` or ``host``). Runs from before health was recorded add no rows."""
+    records = manifests.to_dict("records") if isinstance(manifests, pd.DataFrame) else list(manifests)
+    if names is not None and len(names) != len(records):
+        raise IolabError(f"{len(names)} names for {len(records)} runs", context="health deltas")
+    rows = []
+    for index, manifest in enumerate(records):
+        system = names[index] if names is not None else (
+            manifest.get("system_name") or manifest.get("label") or manifest.get("host") or "?")
+        for target in manifest.get("targets") or []:
+            if isinstance(target, dict):
+                rows += _target_rows(str(system), manifest.get("run_id"), target)
+    frame = pd.DataFrame(rows, columns=list(DELTA_COLUMNS))
+    return frame.astype({"before": float, "after": float, "delta": float})
+
+
+def temperature_series(run_dir: str | Path) -> pd.DataFrame:
+    """Every temperature file of a run (``raw/[<target>/]<step>-<rep>.temp.csv``) as one tidy frame
+    (:data:`SERIES_COLUMNS`; ``target`` None for a run of one target, ``sensor`` ``composite`` in files
+    written before sensors were told apart). Empty when the run's drives had no sensor."""
+    run_dir = Path(run_dir)
+    raw = run_dir / "raw"
+    frames = []
+    for path in sorted(raw.rglob("*.temp.csv")) if raw.is_dir() else []:
+        named = _SERIES_FILE.match(path.name)
+        if named is None:
+            log.info("not a temperature series name: %s", path)
+            continue
+        try:
+            frame = pd.read_csv(path)
+        except (OSError, ValueError) as exc:
+            raise IolabError(f"unreadable temperature series: {exc}", context=str(path)) from None
+        missing = {"elapsed_s", "device", "temperature_c"} - set(frame.columns)
+        if missing:
+            raise IolabError(f"no column(s) {', '.join(sorted(missing))}", context=str(path))
+        if "sensor" not in frame.columns:
+            frame["sensor"] = "composite"
+        frame["step"], frame["rep"] = named.group("step"), int(named.group("rep"))
+        frame["target"] = path.parent.name if path.parent != raw else None
+        frame["run_id"] = run_dir.name
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=list(SERIES_COLUMNS))
+    return pd.concat(frames, ignore_index=True)[list(SERIES_COLUMNS)]
