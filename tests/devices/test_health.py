@@ -70,6 +70,20 @@ def test_a_device_smartctl_cannot_identify_is_said(name, device):
     assert reading.reason == f"not a SMART device: {device}: Unable to detect device type"
 
 
+def test_no_permission_is_said_as_such():
+    """smartctl's own document when run as a normal user (exit bit 1: the device could not be opened)."""
+    doc = {"smartctl": {"exit_status": 2, "messages": [
+        {"string": "Smartctl open device: /dev/nvme0 failed: Permission denied", "severity": "error"}]}}
+    reading = smart.from_smartctl(doc, "/dev/nvme0")
+    assert not reading.ok and reading.health == {}
+    assert reading.reason == ("no permission to read SMART data (root needed): "
+                              "Smartctl open device: /dev/nvme0 failed: Permission denied")
+    # the higher bits report what the drive said (errors in its logs): the reading stands
+    logged = {**fixture("smartctl-x-qemu-nvme.json")}
+    logged["smartctl"] = {**logged["smartctl"], "exit_status": 64}
+    assert smart.from_smartctl(logged, "/dev/nvme0").ok
+
+
 def test_a_missing_tool_is_said():
     doc, why = smart.run_json(["iolab-no-such-smartctl", "-x", "/dev/null"])
     assert doc is None and why == "iolab-no-such-smartctl not installed"
