@@ -3,7 +3,7 @@
 
     .venv/bin/python tools/write-schemas.py [DIR]     # default: schemas/ of this checkout
 
-Run it after changing a schema model (iolab/engine/recipe_schema.py, iolab/devices/plan_schema.py,
+Run it after changing a schema model (iolab/engine/recipe_schema.py, iolab/devices/plan/schema.py,
 iolab/fleet/inventory_schema.py, iolab/fleet/batch_schema.py); tests/interop/test_editor_schemas.py
 fails while the committed files differ from what the models give.
 """

@@ -13,7 +13,7 @@ DESCRIPTION = (
     "its own device or carved from the cache: `cache:`), iSCSI disks (a plan device exported by LIO "
     "on 127.0.0.1 and logged in with open-iscsi: `iscsi:`), GPT partitions 1 MiB-aligned, mkfs "
     "ext4/xfs, mounts (examples in examples/plans/; the keys are documented in "
-    "iolab/devices/plan.py, plan_dm.py and plan_iscsi.py). Each step is recorded in "
+    "iolab/devices/plan/__init__.py, plan/dm.py and plan/iscsi.py). Each step is recorded in "
     "<plan dir>/.<plan>.state.json so that `iolab teardown PLAN.yaml` undoes it, also from "
     "another process. A failure or Ctrl-C tears down what was done. Existing devices must pass "
     "iolab's safety checks; --confirm DEVICE (the exact path, once per device) allows overwriting "

@@ -23,15 +23,17 @@ SYS_BLOCK = Path("/sys/class/block")
 SYS_DEV_BLOCK = Path("/sys/dev/block")
 
 
-def _read(path: Path) -> str | None:
+def sysfs_text(path: Path) -> str | None:
+    """A sysfs attribute's text, stripped; None when it cannot be read."""
     try:
         return path.read_text().strip()
     except (OSError, UnicodeDecodeError):
         return None
 
 
-def _read_int(path: Path) -> int | None:
-    text = _read(path)
+def sysfs_int(path: Path) -> int | None:
+    """A sysfs attribute as a whole number; None when it cannot be read or is not one."""
+    text = sysfs_text(path)
     try:
         return int(text) if text is not None else None
     except ValueError:
@@ -42,7 +44,7 @@ def _devno(devno: int) -> str:
     return f"{os.major(devno)}:{os.minor(devno)}"
 
 
-def _name_of_devno(devno: int) -> str | None:
+def name_of_devno(devno: int) -> str | None:
     """Kernel name (``sda1``, ``dm-0``, ``loop3p1``) of a block device number."""
     link = SYS_DEV_BLOCK / _devno(devno)
     try:
@@ -51,8 +53,9 @@ def _name_of_devno(devno: int) -> str | None:
         return None
 
 
-def _devno_of_name(name: str) -> int | None:
-    text = _read(SYS_BLOCK / name / "dev")
+def devno_of_name(name: str) -> int | None:
+    """Device number of a kernel name (``sda1``), from sysfs; None when there is no such device."""
+    text = sysfs_text(SYS_BLOCK / name / "dev")
     if not text or ":" not in text:
         return None
     major, minor = text.split(":", 1)
@@ -74,7 +77,7 @@ def resolve(device: str | os.PathLike) -> tuple[str, str, int]:
         raise IolabError(f"cannot stat: {exc.strerror}", context=str(device)) from exc
     if not stat.S_ISBLK(st.st_mode):
         raise IolabError("not a block device", context=str(device))
-    name = _name_of_devno(st.st_rdev) or Path(real).name
+    name = name_of_devno(st.st_rdev) or Path(real).name
     return real, name, st.st_rdev
 
 
@@ -95,7 +98,7 @@ def partitions(name: str) -> list[str]:
     found = []
     try:
         for child in base.iterdir():
-            number = _read_int(child / "partition")
+            number = sysfs_int(child / "partition")
             if number is not None:
                 found.append((number, child.name))
     except OSError:
@@ -104,7 +107,7 @@ def partitions(name: str) -> list[str]:
 
 
 def partition_number(name: str) -> int | None:
-    return _read_int(SYS_BLOCK / name / "partition")
+    return sysfs_int(SYS_BLOCK / name / "partition")
 
 
 def holders(name: str) -> list[str]:
@@ -122,7 +125,7 @@ def slaves(name: str) -> list[str]:
 
 
 def scheduler(name: str) -> str | None:
-    text = _read(SYS_BLOCK / parent_disk(name) / "queue" / "scheduler")
+    text = sysfs_text(SYS_BLOCK / parent_disk(name) / "queue" / "scheduler")
     if not text:
         return None
     for word in text.split():
@@ -132,7 +135,7 @@ def scheduler(name: str) -> str | None:
 
 
 def size_bytes(name: str) -> int | None:
-    sectors = _read_int(SYS_BLOCK / name / "size")  # always 512-byte units
+    sectors = sysfs_int(SYS_BLOCK / name / "size")  # always 512-byte units
     return sectors * 512 if sectors is not None else None
 
 
@@ -168,8 +171,17 @@ def mounts() -> list[Mount]:
 
 
 def mounts_of(name: str, table: list[Mount] | None = None) -> list[Mount]:
-    devno = _devno_of_name(name)
+    devno = devno_of_name(name)
     return [m for m in (table if table is not None else mounts()) if devno is not None and m.devno == devno]
+
+
+def mounted_devno(target: str) -> int | None:
+    """Device number of the file system mounted (last) at ``target``, if any."""
+    target = os.path.realpath(target)
+    for mount in reversed(mounts()):
+        if mount.target == target:
+            return mount.devno
+    return None
 
 
 def swap_devnos() -> dict[int, str]:
@@ -208,7 +220,7 @@ def loops_backed_by(path: str | os.PathLike) -> list[str]:
         return []
     found = []
     for entry in sorted(Path("/sys/block").glob("loop*")):
-        backing = _read(entry / "loop" / "backing_file")
+        backing = sysfs_text(entry / "loop" / "backing_file")
         if not backing:
             continue
         try:
@@ -228,8 +240,8 @@ def _hardware_dir(name: str) -> Path:
 
 def model(name: str) -> str | None:
     base = _hardware_dir(name) / "device"
-    model = _read(base / "model")
-    vendor = _read(base / "vendor")
+    model = sysfs_text(base / "model")
+    vendor = sysfs_text(base / "vendor")
     if model and vendor and vendor not in ("ATA",) and not model.startswith(vendor):
         return f"{vendor} {model}"
     if model:
@@ -238,9 +250,9 @@ def model(name: str) -> str | None:
     if disk.startswith("loop"):
         return "loop device"
     if disk.startswith("md"):
-        return f"md {(_read(SYS_BLOCK / disk / 'md' / 'level') or '').strip()}".strip()
+        return f"md {(sysfs_text(SYS_BLOCK / disk / 'md' / 'level') or '').strip()}".strip()
     if disk.startswith("dm-"):
-        return f"device-mapper {_read(SYS_BLOCK / disk / 'dm' / 'name') or ''}".strip()
+        return f"device-mapper {sysfs_text(SYS_BLOCK / disk / 'dm' / 'name') or ''}".strip()
     if disk.startswith("zram"):
         return "zram (compressed RAM)"
     if disk.startswith("vd"):
@@ -251,7 +263,7 @@ def model(name: str) -> str | None:
 def serial(name: str) -> str | None:
     base = _hardware_dir(name)
     for path in (base / "serial", base / "device" / "serial", base / "device" / "wwid"):
-        text = _read(path)
+        text = sysfs_text(path)
         if text:
             return text
     try:  # SCSI/SATA: VPD page 0x80 (unit serial number): 4-byte header, then ASCII
@@ -265,7 +277,7 @@ def serial(name: str) -> str | None:
 def firmware(name: str) -> str | None:
     base = _hardware_dir(name) / "device"
     for leaf in ("firmware_rev", "rev", "fw_rev"):
-        text = _read(base / leaf)
+        text = sysfs_text(base / leaf)
         if text:
             return text
     return None
@@ -273,12 +285,12 @@ def firmware(name: str) -> str | None:
 
 def queue(name: str) -> dict:
     queue = _hardware_dir(name) / "queue"
-    return {key: _read_int(queue / key) for key in (
+    return {key: sysfs_int(queue / key) for key in (
         "nr_requests", "read_ahead_kb", "max_sectors_kb", "logical_block_size", "physical_block_size")}
 
 
 def rotational(name: str) -> bool | None:
-    value = _read(_hardware_dir(name) / "queue" / "rotational")
+    value = sysfs_text(_hardware_dir(name) / "queue" / "rotational")
     return None if value is None else value == "1"
 
 

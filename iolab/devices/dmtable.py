@@ -1,6 +1,6 @@
 """Small device-mapper helpers for setup plans: table lines, dmsetup argv lists, what the kernel shows.
 
-Only what :mod:`iolab.devices.plan_dm` needs: the tables of the ``linear``,
+Only what :mod:`iolab.devices.plan.dm` needs: the tables of the ``linear``,
 ``delay`` and ``cache`` targets (sizes in 512-byte sectors), ``dmsetup``
 commands that never wait for udev (a lab VM or a container may have none;
 the node under /dev/mapper is made by libdevmapper then), and reading a dm

@@ -11,16 +11,9 @@ from pathlib import Path
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size
 from iolab.devices.blockdev import (
-    _devno_of_name, firmware, listed_names, model, queue, rotational, serial, holders, is_partition,
+    devno_of_name, firmware, listed_names, model, queue, rotational, serial, holders, is_partition,
     mounts, mounts_of, parent_disk, partitions, scheduler, size_bytes, swap_devnos)
 from iolab.devices.safety import UNREADABLE, Reason, Verdict, assess, root_chain
-# What iolab.devices.plan reads through this module (``inventory as devices``) until it imports
-# blockdev and safety itself (plan.py is being reorganised by its owner at the time of this split).
-from iolab.devices.blockdev import (  # noqa: E402,F401
-    SYS_BLOCK, _read, _read_int, partition_number, resolve, slaves)
-from iolab.devices.provenance import device_provenance  # noqa: E402,F401
-from iolab.devices.safety import (  # noqa: E402,F401
-    HOLDERS, MOUNTED, SWAP, check_writable, open_exclusive, signatures)
 
 
 INVENTORY_COLUMNS = [
@@ -71,7 +64,7 @@ def inventory_records() -> list[dict]:
             "logical_sector": q["logical_block_size"], "physical_sector": q["physical_block_size"],
             "scheduler": scheduler(name), "mountpoints": mountpoints,
             "holders": sorted({h for m in family for h in holders(m)}),
-            "swap": any(_devno_of_name(m) in swaps for m in family),
+            "swap": any(devno_of_name(m) in swaps for m in family),
             "root_chain": name in chain,
             "signatures": list(dict.fromkeys(s["type"] for s in verdict.signatures)),
             "writable": verdict.writable, "why_not": verdict.why_not,

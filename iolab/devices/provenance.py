@@ -12,7 +12,7 @@ from iolab.core import commands
 from iolab.core.errors import IolabError
 from iolab.devices import loopdev
 from iolab.devices.blockdev import (
-    SYS_BLOCK, Mount, firmware, model, _name_of_devno, queue, _read, _read_int, rotational, serial,
+    SYS_BLOCK, Mount, firmware, model, name_of_devno, queue, sysfs_text, sysfs_int, rotational, serial,
     mounts, mounts_of, parent_disk, partition_number, scheduler, size_bytes, slaves)
 
 
@@ -21,12 +21,12 @@ def _serving_device(path: str) -> tuple[str | None, list[Mount]]:
     st = os.stat(path)
     table = mounts()
     if stat.S_ISBLK(st.st_mode):
-        name = _name_of_devno(st.st_rdev)
+        name = name_of_devno(st.st_rdev)
         return name, (mounts_of(name, table) if name else [])
-    name = _name_of_devno(st.st_dev)
+    name = name_of_devno(st.st_dev)
     mount = _mount_for(path, table)
     if name is None and mount is not None and mount.devno is not None:
-        name = _name_of_devno(mount.devno)
+        name = name_of_devno(mount.devno)
     return name, ([mount] if mount else [])
 
 
@@ -74,9 +74,9 @@ def _raid(name: str) -> dict | None:
     members = []
     for slave in slaves(disk):
         members.append({"device": f"/dev/{slave}", **_hardware(slave)})
-    chunk = _read_int(md / "chunk_size")
-    return {"device": f"/dev/{disk}", "level": _read(md / "level"), "chunk_bytes": chunk,
-            "raid_disks": _read_int(md / "raid_disks"), "metadata": _read(md / "metadata_version"),
+    chunk = sysfs_int(md / "chunk_size")
+    return {"device": f"/dev/{disk}", "level": sysfs_text(md / "level"), "chunk_bytes": chunk,
+            "raid_disks": sysfs_int(md / "raid_disks"), "metadata": sysfs_text(md / "metadata_version"),
             "members": members}
 
 

@@ -37,7 +37,7 @@ from iolab.core import commands
 from iolab.core.errors import IolabError
 from iolab.devices import loopdev
 from iolab.devices.blockdev import (
-    SYS_BLOCK, Mount, _devno_of_name, _name_of_devno, _read, holders, is_partition, mounts, mounts_of,
+    SYS_BLOCK, Mount, devno_of_name, name_of_devno, sysfs_text, holders, is_partition, mounts, mounts_of,
     parent_disk, partitions, resolve, size_bytes, slaves, swap_devnos)
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ def _below(name: str, seen: set[str]) -> None:
         except OSError:
             devno = None
         if devno is not None:
-            _below(_name_of_devno(devno), seen)
+            _below(name_of_devno(devno), seen)
 
 
 def root_chain() -> set[str]:
@@ -81,12 +81,12 @@ def root_chain() -> set[str]:
         devno = os.stat("/").st_dev
     except OSError:
         return seen
-    name = _name_of_devno(devno)
+    name = name_of_devno(devno)
     if name is None:
         # overlay or another anonymous device: fall back to the mount table
         for mount in mounts():
             if mount.target == "/" and mount.devno is not None:
-                name = _name_of_devno(mount.devno)
+                name = name_of_devno(mount.devno)
     if name:
         _below(name, seen)
     return seen
@@ -195,7 +195,7 @@ def assess(device: str | os.PathLike, *, mount_table: list[Mount] | None = None,
         where = "" if member == name else f"partition {member} "
         for mount in mounts_of(member, mount_table):
             reasons.append(Reason(MOUNTED, f"{where}mounted at {mount.target}".strip()))
-        member_devno = _devno_of_name(member)
+        member_devno = devno_of_name(member)
         if member_devno in swaps:
             reasons.append(Reason(SWAP, f"{where}in use as swap ({swaps[member_devno]})".strip()))
         held = holders(member)
@@ -206,11 +206,11 @@ def assess(device: str | os.PathLike, *, mount_table: list[Mount] | None = None,
         held = holders(disk)
         if held:
             reasons.append(Reason(HOLDERS, f"its disk {disk} is held by {', '.join(held)}"))
-        if _devno_of_name(disk) in swaps:
+        if devno_of_name(disk) in swaps:
             reasons.append(Reason(SWAP, f"its disk {disk} is in use as swap"))
     if name in chain:
         reasons.append(Reason(ROOT_CHAIN, "backs the root file system (/)"))
-    if _read(SYS_BLOCK / name / "ro") == "1":
+    if sysfs_text(SYS_BLOCK / name / "ro") == "1":
         reasons.append(Reason(READ_ONLY, "read-only"))
     size = size_bytes(name)
     if size == 0:

@@ -2,7 +2,7 @@
 
 Each is written from the pydantic model the loader checks the file against
 (:class:`~iolab.engine.recipe_schema.RecipeFile`,
-:class:`~iolab.devices.plan_schema.PlanFile`,
+:class:`~iolab.devices.plan.schema.PlanFile`,
 :class:`~iolab.fleet.inventory_schema.InventoryFile`,
 :class:`~iolab.fleet.batch_schema.BatchFile`), so an editor with a YAML
 language server (VS Code's ``yaml.schemas``, a ``# yaml-language-server: $schema=``
@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from iolab.core import paths
-from iolab.devices.plan_schema import PlanFile
+from iolab.devices.plan.schema import PlanFile
 from iolab.engine.recipe_schema import RecipeFile
 from iolab.fleet.batch_schema import BatchFile
 from iolab.fleet.inventory_schema import InventoryFile

@@ -198,7 +198,7 @@ def test_root_chain_follows_partitions_and_loop_backing(make_loop, scratch):
     p1, = partition(dev, [8])
     seen: set = set()
     safety._below(Path(p1).name, seen)
-    root_dev = blockdev._name_of_devno(os.stat(scratch).st_dev)
+    root_dev = blockdev.name_of_devno(os.stat(scratch).st_dev)
     assert Path(dev).name in seen and Path(p1).name in seen and root_dev in seen
 
 

@@ -11,8 +11,9 @@ import yaml
 
 from cli_helpers import ROOT
 from iolab.core.errors import IolabError
-from iolab.devices import dmtable, plan_dm, plan_teardown
+from iolab.devices import dmtable
 from iolab.devices import plan as setup_plan
+from iolab.devices.plan import dm as plan_dm, undo as plan_undo
 
 
 def cached(root: Path) -> dict:
@@ -149,6 +150,6 @@ def test_teardown_leaves_a_dm_device_that_is_not_the_plans(tmp_path, monkeypatch
     (sys_block / "dm-0" / "dm" / "name").write_text("fc-hdd\n")
     (sys_block / "dm-0" / "dm" / "uuid").write_text("LVM-someone-else\n")
     monkeypatch.setattr(dmtable, "SYS_BLOCK", sys_block)
-    assert plan_teardown.teardown_commands(plan) == []
+    assert plan_undo.teardown_commands(plan) == []
     assert setup_plan.teardown(plan) == []
     assert not plan.state_path.exists()

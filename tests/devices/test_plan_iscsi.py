@@ -10,7 +10,7 @@ import pytest
 from iolab import cli
 from iolab.core.errors import IolabError
 from iolab.devices import plan as setup_plan
-from iolab.devices import plan_iscsi
+from iolab.devices.plan import iscsi as plan_iscsi
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = """name: mirror
@@ -109,7 +109,6 @@ def test_the_iscsid_log_lives_in_the_root_only_state_directory():
     import stat
 
     from iolab.core import statedir
-    from iolab.devices import plan_iscsi
     log = plan_iscsi.daemon_log()
     assert log.parent == statedir.base() / "logs"
     st = os.lstat(log.parent)

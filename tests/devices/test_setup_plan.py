@@ -15,7 +15,7 @@ from device_fixtures import (  # noqa: F401 - fixtures
     IOLAB, files_under, iolab, loops_under, make_loop, mounts_under, requires, requires_root, scratch, sh,
     write_plan)
 from iolab.core import commands
-from iolab.devices import inventory as devices, plan as setup_plan
+from iolab.devices import blockdev, plan as setup_plan, provenance, safety
 from iolab.core.errors import IolabError
 from cli_helpers import ROOT
 
@@ -227,7 +227,7 @@ def test_raid1_plan_commands_are_exact(tmp_path):
 @requires("mdadm")
 @real_devices
 def test_raid0_setup_and_teardown(scratch):
-    # 2 x (260 - 1 MiB of md metadata): xfs on a striped array needs more than 512 MiB (plan_limits)
+    # 2 x (260 - 1 MiB of md metadata): xfs on a striped array needs more than 512 MiB (plan.limits)
     data = {
         "loop_devices": [{"name": "m1", "file": "images/m1.img", "size": "260M"},
                          {"name": "m2", "file": "images/m2.img", "size": "260M"}],
@@ -240,7 +240,7 @@ def test_raid0_setup_and_teardown(scratch):
     md = Path(result["devices"][f"iolab-t{os.getpid()}"]).name
     assert Path(f"/sys/block/{md}/md/level").read_text().strip() == "raid0"
     assert int(Path(f"/sys/block/{md}/md/chunk_size").read_text()) == 64 * 1024
-    info = devices.device_provenance(scratch / "mnt" / "r0")
+    info = provenance.device_provenance(scratch / "mnt" / "r0")
     assert info["raid"]["level"] == "raid0" and len(info["raid"]["members"]) == 2
     # the CLI's main in this process: a new iolab process costs ~20 s of imports in the lab VM
     from iolab import cli
@@ -287,14 +287,14 @@ def test_full_cycle_setup_fio_teardown_from_a_new_process(scratch):
     assert result["mounts"] == {"disk1p1": str(ext4), "disk2": str(xfs)}
     # what was made is what the plan said
     assert set(loops_under(scratch)) == {disk1, disk2}
-    assert all(devices.device_provenance(d)["loop"]["direct_io"] for d in (disk1, disk2))
-    p1 = devices.device_provenance(ext4)
+    assert all(provenance.device_provenance(d)["loop"]["direct_io"] for d in (disk1, disk2))
+    p1 = provenance.device_provenance(ext4)
     assert p1["device"] == disk1p1 and p1["filesystem"]["fstype"] == "ext4" and p1["partition"] == 1
     assert "noatime" in p1["filesystem"]["options"]
     name = Path(disk1p1).name
     assert int(Path(f"/sys/class/block/{name}/start").read_text()) * 512 % (1024**2) == 0
-    assert devices.size_bytes(name) == 100 * 1024**2
-    assert devices.device_provenance(xfs)["filesystem"]["fstype"] == "xfs"
+    assert blockdev.size_bytes(name) == 100 * 1024**2
+    assert provenance.device_provenance(xfs)["filesystem"]["fstype"] == "xfs"
     # the state file says it all, for another process
     state = json.loads(setup_plan.state_path(path).read_text())
     assert state["status"] == "ready" and all(s["status"] == "done" for s in state["steps"])
@@ -304,7 +304,7 @@ def test_full_cycle_setup_fio_teardown_from_a_new_process(scratch):
     # every device is now refused for writing
     for device in (disk1, disk1p1, disk2):
         with pytest.raises(IolabError, match="mounted at"):
-            devices.check_writable(device, confirm=device)
+            safety.check_writable(device, confirm=device)
     proc = iolab("teardown", path)
     assert proc.returncode == 0, proc.stderr
     assert f"+ umount {xfs}" in proc.stderr and f"+ losetup --detach {disk1}" in proc.stderr
@@ -383,7 +383,7 @@ def test_existing_device_needs_confirmation_for_its_signature(scratch, make_loop
     assert proc.returncode == 2 and "refusing to write" in proc.stderr
     proc = iolab("setup", path, "--confirm", dev)
     assert proc.returncode == 0, proc.stderr
-    assert devices.signatures(dev)[0]["label"] == "reformatted"
+    assert safety.signatures(dev)[0]["label"] == "reformatted"
     assert iolab("teardown", path).returncode == 0
     assert not setup_plan.state_path(path).exists()
     assert dev in loops_under(scratch)   # an existing device is left attached: it is not ours

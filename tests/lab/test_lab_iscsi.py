@@ -30,8 +30,9 @@ from iolab import cli
 from iolab.classic import pgcluster
 from iolab.core import ownership
 from iolab.core.errors import IolabError
-from iolab.devices import iscsi, iscsi_initiator, lio, loopdev, plan_iscsi
+from iolab.devices import iscsi, iscsi_initiator, lio, loopdev
 from iolab.devices import plan as setup_plan
+from iolab.devices.plan import iscsi as plan_iscsi
 from iolab.engine import reaper
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from iolab import cli
-from iolab.devices import inventory
+from iolab.devices import blockdev
 from iolab.devices import plan as setup_plan
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
@@ -51,7 +51,7 @@ tests:
 
 
 def devnum(device: str) -> str:
-    devno = inventory.resolve(device)[2]
+    devno = blockdev.resolve(device)[2]
     return f"{os.major(devno)}:{os.minor(devno)}"
 
 

@@ -1,5 +1,6 @@
-"""A plan's state file and the helpers setup and teardown share: running a command, signals,
-which process set up (see :mod:`iolab.devices.plan`)."""
+"""A plan's state file (:class:`State`, :func:`status`) and what setup and teardown share: running a
+command, waiting for the kernel, holding signals off, whether the process that set up still runs (see
+:mod:`iolab.devices.plan`)."""
 from __future__ import annotations
 
 import contextlib
@@ -11,13 +12,14 @@ import shlex
 import signal
 import tempfile
 import threading
+import time
 from pathlib import Path
+from typing import Callable
 
 from iolab.core import commands
 from iolab.core.errors import IolabError
 from iolab.core.files import atomic_write
-from iolab.devices import inventory as devices
-from iolab.devices.plan_model import STATE_VERSION, Plan
+from iolab.devices.plan.model import STATE_VERSION, Plan, state_path
 
 log = logging.getLogger("iolab.devices.plan")
 
@@ -28,13 +30,15 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-class _State:
+class State:
+    """The state file of one plan: ``data`` as JSON, written atomically at every change."""
+
     def __init__(self, path: Path, data: dict):
         self.path = path
         self.data = data
 
     @classmethod
-    def create(cls, plan: Plan) -> "_State":
+    def create(cls, plan: Plan) -> "State":
         """Create the state file, failing if it exists (written complete, then linked into
         place: a concurrent setup or teardown never sees it half-written)."""
         path = plan.state_path
@@ -64,7 +68,7 @@ class _State:
         return state
 
     @classmethod
-    def read(cls, path: Path) -> "_State | None":
+    def read(cls, path: Path) -> "State | None":
         try:
             text = path.read_text()
         except FileNotFoundError:
@@ -98,23 +102,18 @@ class _State:
 
 
 @contextlib.contextmanager
-def _signals(mode: str):
-    """``interrupt``: SIGTERM raises KeyboardInterrupt (so setup tears down);
-    ``hold``: SIGINT/SIGTERM are logged and ignored (teardown must finish)."""
+def signals_held():
+    """SIGINT and SIGTERM logged and ignored while the block runs (teardown must finish); main thread only."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
 
     def hold(signum, frame):
         log.warning("signal %s during teardown: finishing the teardown first", signum)
 
     previous = {}
-    wanted = {signal.SIGTERM: interrupt} if mode == "interrupt" else {signal.SIGINT: hold, signal.SIGTERM: hold}
-    for signum, handler in wanted.items():
-        previous[signum] = signal.signal(signum, handler)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, hold)
     try:
         yield
     finally:
@@ -122,9 +121,7 @@ def _signals(mode: str):
             signal.signal(signum, handler)
 
 
-
-
-def _run(argv: list[str], progress) -> str:
+def run_command(argv: list[str], progress) -> str:
     """Run one plan command (stdin empty: no tool may stop to ask a question)."""
     if progress:
         progress(shlex.join(argv))
@@ -147,15 +144,13 @@ def _error_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _mount_devno(target: str) -> int | None:
-    """Device number of the file system mounted (last) at ``target``, if any."""
-    target = os.path.realpath(target)
-    for mount in reversed(devices.mounts()):
-        if mount.target == target:
-            return mount.devno
-    return None
-
-
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Wait until ``predicate()`` holds (a device the kernel makes appearing), at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise IolabError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
 
 
 def _boot_id() -> str | None:
@@ -165,7 +160,7 @@ def _boot_id() -> str | None:
         return None
 
 
-def _alive(pid: int, boot_id: str | None) -> bool:
+def setup_alive(pid: int, boot_id: str | None) -> bool:
     """Whether the setup process ``pid`` still runs (not a pid reused since a reboot)."""
     if boot_id is not None and boot_id != _boot_id():
         return False
@@ -177,3 +172,12 @@ def _alive(pid: int, boot_id: str | None) -> bool:
     return not cmdline.strip() or "iolab" in cmdline or "python" in cmdline
 
 
+def status(plan: Plan | str | os.PathLike) -> dict | None:
+    """What a set-up plan made (from its state file), or None when it is not set up."""
+    path = plan.state_path if isinstance(plan, Plan) else state_path(plan)
+    state = State.read(path)
+    if state is None:
+        return None
+    mounts = {s["name"]: s["path"] for s in state.data["steps"] if s["kind"] == "mount" and s["status"] == "done"}
+    return {"devices": dict(state.data.get("devices", {})), "mounts": mounts, "state": str(path),
+            "status": state.data.get("status")}

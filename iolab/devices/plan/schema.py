@@ -1,6 +1,6 @@
 """The schema of a setup plan (``iolab setup PLAN``, see :mod:`iolab.devices.plan`): each section's fields.
 
-:class:`PlanFile` is what :func:`iolab.devices.plan_load.load_plan` checks a plan
+:class:`PlanFile` is what :func:`iolab.devices.plan.load.load_plan` checks a plan
 against and what ``schemas/plan.schema.json`` is written from. What spans entries
 (names defined once and used once, partitions that fit, sizes mkfs accepts, an
 order without cycles) is checked by the loader after it.

@@ -22,7 +22,7 @@ Each dm device is one step (recorded before it acts, with its uuid
 ``IOLAB-...``): teardown removes only a device with that name *and* uuid, a
 writeback cache after its dirty blocks were written back (the ``cleaner``
 policy), so no write is lost on the origin. Devices under a dm target are
-claimed like md members (:func:`iolab.devices.plan._claim`). The metadata's
+claimed like md members (:meth:`iolab.devices.plan.steps.SetupRun.claim`). The metadata's
 first 4 KiB are zeroed before the cache is made: dm-cache formats metadata
 whose superblock is all zeros and refuses anything else.
 """
@@ -36,16 +36,15 @@ import shlex
 import time
 
 from iolab.core.errors import IolabError
-from iolab.devices import dmtable
-from iolab.devices import inventory as devices
-from iolab.devices.plan_model import CacheSpec, Plan
-from iolab.devices.plan_state import _run
+from iolab.devices import blockdev, dmtable, safety
+from iolab.devices.plan.model import CacheSpec, Plan
+from iolab.devices.plan.state import run_command, wait_for
 
 log = logging.getLogger("iolab.devices.plan")
 FLUSH_TIMEOUT = 600.0
 
 
-# ------------------------------------------------------------------ checking (the fields: plan_schema)
+# ------------------------------------------------------------------ checking (the fields: plan.schema)
 
 def references(plan: Plan):
     """(plan name, field) of every device a dm entry uses."""
@@ -107,7 +106,7 @@ def _sectors(name: str, devmap: dict, known: dict) -> int | str:
     path = devmap.get(name)
     if path and not path.startswith("<") and os.path.exists(path):
         try:
-            size = devices.size_bytes(devices.resolve(path)[1])
+            size = blockdev.size_bytes(blockdev.resolve(path)[1])
             if size:
                 return size // dmtable.SECTOR
         except IolabError:
@@ -191,10 +190,11 @@ def preflight(plan: Plan) -> list[str]:
 
 # ------------------------------------------------------------------ setup and teardown
 
-def execute(run, piece: DmPiece, argvs: list, record: dict, claim, wait_for) -> None:
-    """Make one dm device: claim what it covers, create it, record name, uuid and table, check it."""
+def execute(run, piece: DmPiece, argvs: list, record: dict) -> None:
+    """Make one dm device: claim what it covers, create it, record name, uuid and table, check it
+    (``run``: the setup's :class:`~iolab.devices.plan.steps.SetupRun`)."""
     for name in claims(piece):
-        claim(run.devmap[name], confirm=run.confirm, ours=name in run.ours)
+        run.claim(name)
     if dmtable.find(piece.dm_name):
         raise IolabError("a device-mapper device of this name exists already", context=piece.dm_name)
     spec = piece.spec
@@ -202,7 +202,7 @@ def execute(run, piece: DmPiece, argvs: list, record: dict, claim, wait_for) -> 
                            "table": argvs[-1][-1], "role": piece.role,
                            "mode": getattr(spec, "mode", None) if piece.role == "cache" else None})
     for argv in argvs:
-        _run(argv, run.progress)
+        run_command(argv, run.progress)
     path = dmtable.mapper_path(piece.dm_name)
     wait_for(lambda: os.path.exists(path) and dmtable.find(piece.dm_name) is not None, path)
     kname = dmtable.find(piece.dm_name)
@@ -236,8 +236,8 @@ def undo(record: dict, progress) -> list[list[str]]:
         return []
     kname = dmtable.find(record.get("dm_name") or record["name"])
     device = record.get("device") if record.get("device") and os.path.exists(record["device"]) else f"/dev/{kname}"
-    verdict = devices.assess(device)
-    busy = [r.text for r in verdict.reasons if r.kind in (devices.MOUNTED, devices.SWAP, devices.HOLDERS)]
+    verdict = safety.assess(device)
+    busy = [r.text for r in verdict.reasons if r.kind in (safety.MOUNTED, safety.SWAP, safety.HOLDERS)]
     if busy:
         raise IolabError(f"still in use: {'; '.join(busy)}", context=record.get("device") or kname)
     ran = []
@@ -246,7 +246,7 @@ def undo(record: dict, progress) -> list[list[str]]:
             _wait_clean(record["dm_name"])
         if progress:
             progress(shlex.join(argv))
-        _run(argv, None)
+        run_command(argv, None)
         ran.append(argv)
     return ran
 

@@ -1,4 +1,5 @@
-"""Undoing a setup from its state file: :func:`teardown` (see :mod:`iolab.devices.plan`)."""
+"""Undoing a setup from its state file, in reverse: :func:`teardown`, :func:`teardown_commands` (see
+:mod:`iolab.devices.plan`)."""
 from __future__ import annotations
 
 import logging
@@ -9,9 +10,10 @@ from typing import Callable
 
 from iolab.core import commands
 from iolab.core.errors import IolabError
-from iolab.devices import inventory as devices, loopdev, plan_dm, plan_iscsi
-from iolab.devices.plan_model import Plan, state_path
-from iolab.devices.plan_state import _State, _alive, _mount_devno, _run, _signals
+from iolab.devices import blockdev, loopdev, safety
+from iolab.devices.plan import dm, iscsi
+from iolab.devices.plan.model import Plan, state_path
+from iolab.devices.plan.state import State, run_command, setup_alive, signals_held
 
 log = logging.getLogger("iolab.devices.plan")
 
@@ -30,7 +32,7 @@ def _undo_commands(record: dict) -> tuple[list[list[str]], str | None]:
     """What undoing ``record`` would run now, or a reason to skip it (not ours / gone)."""
     kind, done = record["kind"], record["status"] == "done"
     if kind == "mount":
-        devno = _mount_devno(record["path"])
+        devno = blockdev.mounted_devno(record["path"])
         if devno is None:
             return [], "not mounted"
         expected = record.get("devno")
@@ -47,16 +49,16 @@ def _undo_commands(record: dict) -> tuple[list[list[str]], str | None]:
         if not os.path.exists(path):
             return [], "the array is gone"
         try:
-            _, kname, _ = devices.resolve(path)
+            _, kname, _ = blockdev.resolve(path)
         except IolabError:
             return [], "the array is gone"
-        if done and sorted(devices.slaves(kname)) != sorted(record.get("slaves", [])):
+        if done and sorted(blockdev.slaves(kname)) != sorted(record.get("slaves", [])):
             return [], f"{path} is now a different array; leaving it"
         return [["mdadm", "--stop", path]], None
     if kind == "dm":
-        return plan_dm.undo_commands(record)
+        return dm.undo_commands(record)
     if kind == "iscsi":
-        return plan_iscsi.undo_commands(record)
+        return iscsi.undo_commands(record)
     if kind == "loop":
         file = record["file"]
         if done:
@@ -89,10 +91,10 @@ def _guard(record: dict) -> None:
         device = record["device"]
         if os.path.exists(device):
             try:
-                verdict = devices.assess(device)
+                verdict = safety.assess(device)
             except IolabError:
                 return
-            busy = [r.text for r in verdict.reasons if r.kind in (devices.MOUNTED, devices.SWAP, devices.HOLDERS)]
+            busy = [r.text for r in verdict.reasons if r.kind in (safety.MOUNTED, safety.SWAP, safety.HOLDERS)]
             if busy:
                 raise IolabError(f"still in use: {'; '.join(busy)}", context=device)
     if record["kind"] == "file" and _loops_backed_by(record["path"]):
@@ -102,7 +104,7 @@ def _guard(record: dict) -> None:
 def teardown_commands(plan: Plan | str | os.PathLike) -> list[list[str]]:
     """What :func:`teardown` would run now (from the state file), changing nothing."""
     path = plan.state_path if isinstance(plan, Plan) else state_path(plan)
-    state = _State.read(path)
+    state = State.read(path)
     if state is None:
         return []
     found = []
@@ -123,14 +125,14 @@ def teardown(plan: Plan | str | os.PathLike, *, progress: Callable[[str], None] 
     path = plan.state_path if isinstance(plan, Plan) else state_path(plan)
     context = str(plan.path if isinstance(plan, Plan) else plan)
     ran: list[list[str]] = []
-    with _signals("hold"):
-        state = _State.read(path)
+    with signals_held():
+        state = State.read(path)
         if state is None:
             log.info("%s: nothing to tear down (no state file %s)", context, path)
             return ran
         pid = state.data.get("pid")
         if state.data.get("status") == "setting up" and pid not in (None, os.getpid()) \
-                and _alive(pid, state.data.get("boot_id")):
+                and setup_alive(pid, state.data.get("boot_id")):
             raise IolabError(f"a setup of this plan is still running (pid {pid})", context=context,
                              hint="interrupt it (Ctrl-C or SIGTERM): it tears down what it did itself")
         state.data["status"] = "tearing down"
@@ -140,9 +142,9 @@ def teardown(plan: Plan | str | os.PathLike, *, progress: Callable[[str], None] 
             try:
                 argvs, skip = _undo_commands(record)
                 if record["kind"] == "dm":
-                    ran += plan_dm.undo(record, progress)
+                    ran += dm.undo(record, progress)
                 elif record["kind"] == "iscsi":
-                    plan_iscsi.undo(record, progress)
+                    iscsi.undo(record, progress)
                 elif skip and not argvs:
                     log.info("%s %s: %s", record["kind"], record.get("name"), skip)
                 else:
@@ -176,7 +178,7 @@ def _undo_run(argv: list[str], progress) -> None:
     attempts = 5 if argv[0] == "umount" else 1
     for attempt in range(attempts):
         try:
-            _run(argv, None)
+            run_command(argv, None)
             return
         except IolabError:
             if attempt == attempts - 1:

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from iolab.core.units import human_size
-from iolab.devices import plan_dm
+from iolab.devices.plan import dm
 
 MiB = 1024**2
 MAX_SIZE = 1024**5          # 1 PiB: no single disk or file of a benchmark plan is larger
@@ -45,7 +45,7 @@ def check_sizes(plan, fail) -> None:
             if part.size is not None:
                 _check_max(part.size, f"partitions[{i}].parts[{j}].size", fail)
     sizes = known_sizes(plan)
-    plan_dm.check_sizes(plan, sizes, fail)
+    dm.check_sizes(plan, sizes, fail)
     raids = {raid.name for raid in plan.raids if raid.level == 0}  # striped: xfs needs more room
     for i, fs in enumerate(plan.filesystems):
         minimum = FS_MIN_SIZE.get(fs.type)

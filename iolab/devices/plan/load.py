@@ -1,5 +1,5 @@
 """Reading and validating a setup plan: :func:`load_plan` (see :mod:`iolab.devices.plan`); each section's
-fields are declared in :mod:`iolab.devices.plan_schema`, what spans entries is checked here."""
+fields are declared in :mod:`iolab.devices.plan.schema`, what spans entries is checked here."""
 from __future__ import annotations
 
 import hashlib
@@ -9,10 +9,10 @@ from pathlib import Path
 from iolab.core import schema, yamlfile
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size
-from iolab.devices import plan_dm, plan_iscsi, plan_limits
-from iolab.devices.plan_model import (CacheSpec, DelaySpec, DeviceSpec, FsSpec, LoopSpec, PartSpec, Plan, RaidSpec,
+from iolab.devices.plan import dm, iscsi, limits
+from iolab.devices.plan.model import (CacheSpec, DelaySpec, DeviceSpec, FsSpec, LoopSpec, PartSpec, Plan, RaidSpec,
                                      TableSpec)
-from iolab.devices.plan_schema import DEFAULT_CHUNK, MiB, PlanFile
+from iolab.devices.plan.schema import DEFAULT_CHUNK, MiB, PlanFile
 
 
 def _fail(source: Path):
@@ -23,7 +23,7 @@ def _fail(source: Path):
 
 
 def load_plan(path: str | os.PathLike) -> Plan:
-    """Read and validate a plan against :class:`~iolab.devices.plan_schema.PlanFile`; :class:`IolabError`
+    """Read and validate a plan against :class:`~iolab.devices.plan.schema.PlanFile`; :class:`IolabError`
     names the file and the field."""
     source = Path(path)
     raw_text = yamlfile.read_text(source, what="plan file")
@@ -45,9 +45,9 @@ def load_plan(path: str | os.PathLike) -> Plan:
 
     _specs(spec, plan, define, fail)
     _check_references(fail, plan, names)
-    plan_limits.check_sizes(plan, fail)  # what mkfs rejects, what storage cannot hold
+    limits.check_sizes(plan, fail)  # what mkfs rejects, what storage cannot hold
     _check_partitions_fit(fail, plan)
-    _order(plan, fail)  # raises on a dependency cycle
+    build_order(plan, fail)  # raises on a dependency cycle
     return plan
 
 
@@ -80,7 +80,7 @@ def _specs(spec: PlanFile, plan: Plan, define, fail) -> None:
         plan.caches.append(CacheSpec(name=cache.name, origin=cache.origin, cache=cache.cache, metadata=cache.metadata,
                                      metadata_size=cache.metadata_size, mode=cache.mode or "writethrough",
                                      policy=cache.policy or "smq", block_size=cache.block_size))
-    plan_iscsi.add(spec.iscsi or [], plan, define, fail)
+    iscsi.add(spec.iscsi or [], plan, define, fail)
     for i, table in enumerate(spec.partitions or []):
         parts = []
         for j, part in enumerate(table.parts):
@@ -114,9 +114,9 @@ def _check_references(fail, plan: Plan, names: dict) -> None:
     for i, raid in enumerate(plan.raids):
         for j, member in enumerate(raid.members):
             use(member, f"raid[{i}].members[{j}]")
-    for name, field in plan_dm.references(plan):
+    for name, field in dm.references(plan):
         use(name, field)
-    for name, field in plan_iscsi.references(plan):
+    for name, field in iscsi.references(plan):
         use(name, field)
     dm_names = {d.name for d in plan.delays} | {c.name for c in plan.caches}
     for i, table in enumerate(plan.tables):
@@ -159,7 +159,7 @@ def _label(kind: str, spec) -> str:
     return f"partitions of {spec.device}" if kind == "table" else spec.name
 
 
-def _order(plan: Plan, fail=None) -> list:
+def build_order(plan: Plan, fail=None) -> list:
     """Partition tables, arrays and dm devices in an order where every input exists first."""
     defined = {l.name for l in plan.loops} | {d.name for d in plan.devices}
     pending = ([("raid", r) for r in plan.raids] + [("delay", d) for d in plan.delays]

@@ -1,5 +1,5 @@
 """What a setup plan is: its parts as dataclasses (see :mod:`iolab.devices.plan`; the fields a plan
-file may hold are :mod:`iolab.devices.plan_schema`)."""
+file may hold are :mod:`iolab.devices.plan.schema`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -105,7 +105,7 @@ class Plan:
     raids: list = dataclasses.field(default_factory=list)
     delays: list = dataclasses.field(default_factory=list)
     caches: list = dataclasses.field(default_factory=list)
-    iscsi: list = dataclasses.field(default_factory=list)   # plan_iscsi.IscsiSpec
+    iscsi: list = dataclasses.field(default_factory=list)   # plan.iscsi.IscsiSpec
     tables: list = dataclasses.field(default_factory=list)
     filesystems: list = dataclasses.field(default_factory=list)
     sha256: str = ""

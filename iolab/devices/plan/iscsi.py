@@ -32,7 +32,7 @@ from pathlib import Path
 from iolab.core import statedir
 from iolab.core.errors import IolabError
 from iolab.devices import iscsi, iscsi_initiator as initiator, lio
-from iolab.devices.plan_model import Plan
+from iolab.devices.plan.model import Plan
 
 log = logging.getLogger("iolab.devices.plan")
 _started: dict[int, object] = {}   # iscsid processes started by this process, by PID
@@ -47,7 +47,7 @@ class IscsiSpec:
 
 
 def add(entries: list, plan: Plan, define, fail) -> None:
-    """The checked ``iscsi:`` entries (:class:`~iolab.devices.plan_schema.IscsiEntry`) as steps of ``plan``;
+    """The checked ``iscsi:`` entries (:class:`~iolab.devices.plan.schema.IscsiEntry`) as steps of ``plan``;
     two entries may not give the same target name."""
     seen: dict[str, str] = {}
     for i, entry in enumerate(entries):
@@ -106,10 +106,11 @@ def preflight(plan: Plan) -> list[str]:
     return problems
 
 
-def execute(run, spec: IscsiSpec, argvs: list, record: dict, claim) -> None:
-    """Export the plan device, log in, and make the disk the plan device ``spec.name``."""
+def execute(run, spec: IscsiSpec, argvs: list, record: dict) -> None:
+    """Export the plan device, log in, and make the disk the plan device ``spec.name`` (``run``: the
+    setup's :class:`~iolab.devices.plan.steps.SetupRun`)."""
     device = run.devmap[spec.export]
-    claim(device, confirm=run.confirm, ours=spec.export in run.ours)
+    run.claim(spec.export)
     iqn = iqn_for(run.plan, spec.name)
     export = lio.plan(device, iqn, backstore_name(run.plan, spec.name), portal=spec.portal)
     rec = run.state.begin({**record, "iqn": iqn, "export": export.details()})
