@@ -11,12 +11,14 @@ import math
 import pandas as pd
 
 from iolab.report import i18n, verdicts
-from iolab.report.commentary_base import Rules, _better, _check, _groups_of, _range, _t, _test, _value, higher_is_better
+from iolab.report.commentary_base import Rules, checked_summary, groups_by_test, higher_is_better, prose_value
+
+_t = i18n.scoped("commentary")
 
 
 def cache_pairs(summary: pd.DataFrame) -> dict[str, str]:
     """Not-isolated system -> the isolated system on the same ``device`` (where known)."""
-    frame = _check(summary)
+    frame = checked_summary(summary)
     if "device" not in frame.columns:
         return {}
     pairs = {}
@@ -37,10 +39,10 @@ def cache_effects(summary: pd.DataFrame, pairs: dict[str, str] | None = None, *,
     ``inflated`` (>= rules.inflated), ``helped`` (>= rules.helped), ``unaffected``
     or ``unmeasurable`` (the tool could not time it: too fast).
     """
-    frame = _check(summary)
+    frame = checked_summary(summary)
     pairs = cache_pairs(frame) if pairs is None else pairs
     rows = []
-    for test, direction, group in _groups_of(frame):
+    for test, direction, group in groups_by_test(frame):
         up = higher_is_better(str(group["metric"].iloc[0])) if higher is None else higher
         for cached, isolated in pairs.items():
             c = group[group["system"] == cached]
@@ -56,7 +58,7 @@ def cache_effects(summary: pd.DataFrame, pairs: dict[str, str] | None = None, *,
                 continue
             if pd.isna(i["value"]):
                 continue
-            f = _better(c["value"], i["value"], up)
+            f = verdicts.advantage(c["value"], i["value"], up)
             verdict = ("inflated" if f >= rules.inflated else "helped" if f >= rules.helped
                        else "worse" if f <= 1 / rules.helped else "unaffected")
             rows.append({**row, "factor": f, "verdict": verdict})
@@ -76,29 +78,29 @@ def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False
             rows = part[part["verdict"] == verdict]
             if rows.empty:
                 continue
-            items = [_t("cache_item", lang, test=_test(r["test"], r["direction"], lang),
-                        value=_value(r["value"], r["unit"], lang, published=published),
+            items = [_t("cache_item", lang, test=i18n.test_label(r["test"], r["direction"], lang),
+                        value=prose_value(r["value"], r["unit"], lang, published=published),
                         factor=i18n.factor(r["factor"]))
                      for _, r in rows.iterrows()]
             parts.append(_t(f"cache_{verdict}", lang, items=i18n.join(items, lang), reference=reference))
         worse = part[part["verdict"] == "worse"]
         if not worse.empty:
-            items = [_t("cache_item_worse", lang, test=_test(r["test"], r["direction"], lang),
-                        value=_value(r["value"], r["unit"], lang, published=published),
+            items = [_t("cache_item_worse", lang, test=i18n.test_label(r["test"], r["direction"], lang),
+                        value=prose_value(r["value"], r["unit"], lang, published=published),
                         factor=i18n.factor(1 / r["factor"]))
                      for _, r in worse.iterrows()]
             parts.append(_t("cache_worse", lang, items=i18n.join(items, lang), reference=reference))
         too_fast = part[part["verdict"] == "unmeasurable"]
         if not too_fast.empty:
             parts.append(_t("cache_unmeasurable", lang, tests=i18n.join(
-                [_test(r["test"], r["direction"], lang) for _, r in too_fast.iterrows()], lang)))
+                [i18n.test_label(r["test"], r["direction"], lang) for _, r in too_fast.iterrows()], lang)))
         rest = part[part["verdict"] == "unaffected"]
         near = rest["factor"].map(lambda f: verdicts.close(f, rules.par)).astype(bool)
         for key, rows in (("cache_close", rest[near]), ("cache_unaffected", rest[~near])):
             if not rows.empty:
                 parts.append(_t(key, lang, tests=i18n.join(
-                    [_test(r["test"], r["direction"], lang) for _, r in rows.iterrows()], lang),
-                    factor=_range(rows["factor"].min(), rows["factor"].max()), reference=reference,
+                    [i18n.test_label(r["test"], r["direction"], lang) for _, r in rows.iterrows()], lang),
+                    factor=i18n.factor_range(rows["factor"].min(), rows["factor"].max()), reference=reference,
                     helped=i18n.factor(rules.helped)))
         if len(parts) > 1:
             out.append(" ".join(parts) if lang == "en" else "".join(parts))

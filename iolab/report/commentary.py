@@ -34,8 +34,10 @@ import pandas as pd
 from iolab.core.errors import IolabError
 from iolab.report import i18n, reasons, verdicts
 from iolab.report.cache_commentary import cache_effects, cache_pairs, cache_sentences
-from iolab.report.commentary_base import (KNOWN_FLAGS, Rules, _better,
-                                          _check, _groups_of, _range, _t, _test, _value, higher_is_better)
+from iolab.report.commentary_base import (KNOWN_FLAGS, Rules, checked_summary, groups_by_test, higher_is_better,
+                                          prose_value)
+
+_t = i18n.scoped("commentary")
 
 #: The commentary's names, those of :mod:`iolab.report.commentary_base` and
 #: :mod:`iolab.report.cache_commentary` included (one place to import from).
@@ -60,9 +62,9 @@ def winners(summary: pd.DataFrame, *, higher: bool | None = None, rules: Rules =
     ``low``/``high`` (range of the tied values), ``unmeasurable`` (systems the
     tool could not time).
     """
-    frame = _check(summary)
+    frame = checked_summary(summary)
     rows = []
-    for test, direction, group in _groups_of(frame):
+    for test, direction, group in groups_by_test(frame):
         metric = str(group["metric"].iloc[0])
         up = higher_is_better(metric) if higher is None else higher
         pool = group[group["cache_isolated"] & group["value"].notna()]
@@ -83,7 +85,7 @@ def winners(summary: pd.DataFrame, *, higher: bool | None = None, rules: Rules =
         if len(pool) >= 2:
             second = pool.iloc[1]
             row.update(runner_up=second["system"], runner_value=second["value"],
-                       factor=_better(best["value"], second["value"], up))
+                       factor=verdicts.advantage(best["value"], second["value"], up))
             tied = [best["system"]]
             reasons = []
             for _, other in pool.iloc[1:].iterrows():
@@ -105,12 +107,12 @@ def versus(summary: pd.DataFrame, baseline: str, *, higher: bool | None = None) 
     Columns: ``test, direction, system, value, baseline_value, factor``. Only
     cache-isolated systems with a number on both sides are compared.
     """
-    frame = _check(summary)
+    frame = checked_summary(summary)
     if baseline not in set(frame["system"]):
         raise IolabError(f"no system {baseline!r} to compare with", context="baseline",
                          hint="systems: " + ", ".join(sorted(set(frame["system"]))))
     rows = []
-    for test, direction, group in _groups_of(frame):
+    for test, direction, group in groups_by_test(frame):
         up = higher_is_better(str(group["metric"].iloc[0])) if higher is None else higher
         base = group[group["system"] == baseline]
         if base.empty or pd.isna(base["value"].iloc[0]):
@@ -121,7 +123,7 @@ def versus(summary: pd.DataFrame, baseline: str, *, higher: bool | None = None) 
                 continue
             rows.append({"test": test, "direction": direction, "system": row["system"],
                          "value": row["value"], "baseline_value": base_value,
-                         "factor": _better(row["value"], base_value, up), "higher": up})
+                         "factor": verdicts.advantage(row["value"], base_value, up), "higher": up})
     return pd.DataFrame(rows, columns=["test", "direction", "system", "value", "baseline_value", "factor", "higher"])
 
 
@@ -166,7 +168,7 @@ def caveats(summary: pd.DataFrame, *, rules: Rules = Rules()) -> pd.DataFrame:
     Flags come from the ``flags`` column (engine flags, ';'-joined) plus
     ``high_variance`` where the CoV exceeds ``rules.max_cov``.
     """
-    frame = _check(summary)
+    frame = checked_summary(summary)
     found: dict[tuple[str, str], list[str]] = {}
     worst: dict[tuple[str, str], float] = {}
     for _, row in frame.iterrows():
@@ -189,12 +191,12 @@ def caveats(summary: pd.DataFrame, *, rules: Rules = Rules()) -> pd.DataFrame:
 
 def pick_baseline(summary: pd.DataFrame) -> str | None:
     """The isolated system that is worst on most tests (the natural "1x" of an article)."""
-    frame = _check(summary)
+    frame = checked_summary(summary)
     pool = frame[frame["cache_isolated"] & frame["value"].notna()]
     if pool.empty or pool["system"].nunique() < 2:
         return None
     ranks = []
-    for test, direction, group in _groups_of(pool):
+    for test, direction, group in groups_by_test(pool):
         up = higher_is_better(str(group["metric"].iloc[0]))
         ranks.append(group.set_index("system")["value"].rank(ascending=not up, pct=True))
     score = pd.concat(ranks, axis=1).mean(axis=1)
@@ -222,7 +224,7 @@ def _lone(win: pd.DataFrame, lang: str) -> list[tuple[str, bool, list[str]]]:
     for _, row in win.iterrows():
         if (row["runner_up"] is None or pd.isna(row["runner_up"])) and row["close"] == "":
             cached = bool(row.get("cached")) if isinstance(row.get("cached"), list) else False
-            found.setdefault((row["winner"], cached), []).append(_test(row["test"], row["direction"], lang))
+            found.setdefault((row["winner"], cached), []).append(i18n.test_label(row["test"], row["direction"], lang))
     return [(system, cached, tests) for (system, cached), tests in found.items()]
 
 
@@ -248,8 +250,8 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
     for _, row in win.iterrows():
         if row["runner_up"] is None or pd.isna(row["runner_up"]):
             continue
-        test = _test(row["test"], row["direction"], lang)
-        value = _value(row["value"], row["unit"], lang, published=published)
+        test = i18n.test_label(row["test"], row["direction"], lang)
+        value = prose_value(row["value"], row["unit"], lang, published=published)
         up = bool(row["higher"])
         # with two systems the other one is not a "runner-up": name it
         against = _t("runner_two" if row.get("n_systems", 3) == 2 else "runner_many", lang, runner=row["runner_up"])
@@ -258,8 +260,8 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
             key = "tie_ci" if row["close"] == "ci" else "tie_pct" if spread > 0 else "tie_equal"
             sentence = _t(key, lang, test=test, systems=i18n.join_capped(row["tied"], lang, rules.max_listed),
                           pct=i18n.percent(spread),
-                          low=_value(row["low"], "", lang, published=published),
-                          high=_value(row["high"], row["unit"], lang, published=published))
+                          low=prose_value(row["low"], "", lang, published=published),
+                          high=prose_value(row["high"], row["unit"], lang, published=published))
         else:
             f = row["factor"]
             direction = "higher" if up else "lower"
@@ -270,7 +272,7 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
             else:
                 sentence = _t(f"lead_factor_{direction}", lang, test=test, winner=row["winner"], value=value,
                               runner=row["runner_up"], factor=i18n.factor(f), against=against,
-                              runner_value=_value(row["runner_value"], row["unit"], lang, published=published))
+                              runner_value=prose_value(row["runner_value"], row["unit"], lang, published=published))
         if not pd.isna(row["ci_pct"]) and not row["close"]:
             sentence += _t("ci", lang, pct=i18n.percent(row["ci_pct"]))
         if row["unmeasurable"]:
@@ -296,12 +298,12 @@ def _versus_item(system: str, low: float, high: float, *, higher: bool, lang: st
         if high < rules.pct_below:
             pct = _pct_range(low - 1, high - 1) if higher else _pct_range(1 - 1 / low, 1 - 1 / high)
             return _t(f"vs_item_{side}_pct", lang, system=system, pct=pct)
-        return _t(f"vs_item_{side}", lang, system=system, factor=_range(low, high))
+        return _t(f"vs_item_{side}", lang, system=system, factor=i18n.factor_range(low, high))
     if high <= 1:  # worse in every test of the group
         if 1 / low < rules.pct_below:
             pct = _pct_range(1 - high, 1 - low) if higher else _pct_range(1 / high - 1, 1 / low - 1)
             return _t(f"vs_item_{side}_worse_pct", lang, system=system, pct=pct)
-        return _t(f"vs_item_{side}_worse", lang, system=system, factor=_range(1 / high, 1 / low))
+        return _t(f"vs_item_{side}_worse", lang, system=system, factor=i18n.factor_range(1 / high, 1 / low))
     if max(1 / low, high) < rules.pct_below:
         worse, better = (1 - low, high - 1) if higher else (1 / low - 1, 1 - 1 / high)
         return _t(f"vs_item_{side}_mixed_pct", lang, system=system, worse=i18n.percent(worse),
@@ -329,7 +331,7 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
             items.append(_versus_item(row["system"], row["low"], row["high"], higher=higher, lang=lang, rules=rules))
         if rest is not None:
             factors = pd.concat([rest["low"], rest["high"]])
-            items.append(_t("vs_rest", lang, n=len(rest), factor=_range(factors.min(), factors.max()),
+            items.append(_t("vs_rest", lang, n=len(rest), factor=i18n.factor_range(factors.min(), factors.max()),
                             median=i18n.factor(float(((rest["low"] + rest["high"]) / 2).median()))))
         if not on_par.empty:
             spread = float(on_par["spread"].max())
@@ -348,7 +350,7 @@ def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules()) 
     for _, row in found.iterrows():
         flag = row["flag"]
         tests = (_t("all_tests", lang) if row.get("all_tests", False)
-                 else i18n.join([_test(t, d, lang) for t, d in row["tests"]], lang))
+                 else i18n.join([i18n.test_label(t, d, lang) for t, d in row["tests"]], lang))
         key = f"flags.{flag}" if i18n.has(f"flags.{flag}", lang) else "flags.other"
         cov = row.get("cov", math.nan)
         cov = "" if cov is None or pd.isna(cov) else cov
@@ -375,7 +377,7 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     system on the same device; ``published`` prints values as the article did.
     """
     i18n.check_lang(lang)
-    frame = _check(summary)
+    frame = checked_summary(summary)
     if frame.empty:
         return _t("no_data", lang)
     higher = higher_is_better(str(frame["metric"].iloc[0]))

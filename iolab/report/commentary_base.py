@@ -31,7 +31,9 @@ class Rules:
     top: int = 3              # ... naming this many
 
 
-def _check(summary: pd.DataFrame) -> pd.DataFrame:
+def checked_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``summary`` (system, test, value ...) with the columns the commentary reads, defaulted where
+    missing; an :class:`IolabError` naming the columns it cannot do without."""
     missing = {"system", "test", "value"} - set(summary.columns)
     if missing:
         raise IolabError("summary lacks columns " + ", ".join(sorted(missing)), context="commentary")
@@ -49,27 +51,16 @@ def _check(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-_better = verdicts.advantage
-
-
-def _groups_of(frame: pd.DataFrame):
+def groups_by_test(frame: pd.DataFrame):
+    """``(test, direction, rows)`` per test of a checked summary, in order of appearance."""
     keys = ["test", "direction"]
     order = frame[keys].drop_duplicates()
     for test, direction in order.itertuples(index=False):
         yield test, direction, frame[(frame["test"] == test) & (frame["direction"] == direction)]
 
 
-_t = i18n.scoped("commentary")
-
-
-def _value(value: float, unit: str, lang: str, *, published: bool) -> str:
+def prose_value(value: float, unit: str, lang: str, *, published: bool) -> str:
+    """A value and its unit in a sentence: as the article printed it (``published``) or rounded as measured."""
     number = i18n.as_published(value) if published else i18n.number(value)
     unit = i18n.unit(unit, lang) if unit else ""
     return i18n.with_unit(number, unit)
-
-
-def _test(test: str, direction: str, lang: str) -> str:
-    return i18n.test_label(test, direction, lang)
-
-
-_range = i18n.factor_range

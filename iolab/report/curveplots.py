@@ -14,8 +14,6 @@ costs nothing where no plot is drawn.
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import pandas as pd
 
@@ -52,17 +50,6 @@ SCALING_LABELS = {
 }
 
 _METRIC_NAMES = {"bw_mbps": "throughput (MB/s)", "iops": "IOPS"}
-
-
-def _check(data, columns: Sequence[str], what: str) -> None:
-    if not isinstance(data, pd.DataFrame):
-        raise IolabError(f"expected a pandas DataFrame, got {type(data).__name__}", context=what)
-    missing = [c for c in columns if c and c not in data.columns]
-    if missing:
-        raise IolabError(f"no column {', '.join(map(repr, missing))}", context=what,
-                         hint=f"columns are: {', '.join(map(str, data.columns))}")
-    if data.empty:
-        raise IolabError("no data to plot", context=what)
 
 
 def twin_of(ax):
@@ -147,7 +134,7 @@ def position_plot(data: pd.DataFrame, *, x: str = "position", y: str = "bw_mbps"
     Disks does.
     """
     what = "position_plot"
-    _check(data, [x, y, hue], what)
+    plot.require_columns(data, [x, y, hue], what)
     texts = optional.labels(POSITION_LABELS, labels)
     ax = ax if ax is not None else optional.pyplot().gca()
     position = pd.to_numeric(data[x], errors="coerce")
@@ -166,10 +153,10 @@ def position_plot(data: pd.DataFrame, *, x: str = "position", y: str = "bw_mbps"
     twin = None
     if access is not None:
         if access_x not in access.columns:
-            _check(access, ["position", access_y], what)
+            plot.require_columns(access, ["position", access_y], what)
             distance = curves.seek_distance(access, position="position")
         else:
-            _check(access, [access_x, access_y], what)
+            plot.require_columns(access, [access_x, access_y], what)
             distance = pd.to_numeric(access[access_x], errors="coerce")
         times = pd.to_numeric(access[access_y], errors="coerce")
         keep = distance.notna() & times.notna()
@@ -196,7 +183,7 @@ def qd_plot(data: pd.DataFrame, *, x: str = "iodepth", y: str = "iops", p99: str
     must be one curve (one direction, one block size).
     """
     what = "qd_plot"
-    _check(data, [c for c in (x, y, p99, hue) if c != curves.OIO], what)
+    plot.require_columns(data, [c for c in (x, y, p99, hue) if c != curves.OIO], what)
     texts = optional.labels(QD_LABELS, labels)
     ax = ax if ax is not None else optional.pyplot().gca()
     twin = _twin(ax)
@@ -243,7 +230,7 @@ def scaling_plot(data: pd.DataFrame, *, x: str = "numjobs", y: str = "bw_mbps", 
     The p99 curve is drawn only when ``data`` has a ``p99`` column.
     """
     what = "scaling_plot"
-    _check(data, [x, y, hue, client], what)
+    plot.require_columns(data, [x, y, hue, client], what)
     texts = optional.labels(SCALING_LABELS, labels)
     ax = ax if ax is not None else optional.pyplot().gca()
     table = curves.scaling(data, x, y=y, p99=p99, client=client, by=[hue] if hue else [])

@@ -29,16 +29,6 @@ TAIL_LABELS = {
 }
 
 
-def _check(data, columns, what: str) -> None:
-    if not isinstance(data, pd.DataFrame):
-        raise IolabError(f"expected a pandas DataFrame, got {type(data).__name__}", context=what)
-    missing = [c for c in columns if c and c not in data.columns]
-    if missing:
-        raise IolabError(f"no column {', '.join(map(repr, missing))}", context=what)
-    if data.empty:
-        raise IolabError("no rows to draw", context=what)
-
-
 def _groups(data: pd.DataFrame, hue: str | None):
     if hue is None:
         return [(None, data)]
@@ -52,7 +42,7 @@ def scaling_plot(data: pd.DataFrame, *, x: str = "n_hosts", y: str = "total", hu
     ``data`` is :func:`iolab.fleet.scaling.scaling_table` output (one row per x per
     hue group; filter to one direction first when the table has several).
     """
-    _check(data, [x, y, hue], "scaling_plot")
+    plot.require_columns(data, [x, y, hue], "scaling_plot")
     texts = optional.labels(SCALING_LABELS, labels)
     plt = optional.pyplot()
     if ax is None:
@@ -88,7 +78,7 @@ def tail_latency_plot(data: pd.DataFrame, *, x: str = "host", y: str = "latency_
     ``data`` is :func:`iolab.fleet.scaling.tail_latency` output filtered to one test,
     direction and fleet size (one row per ``x`` x ``hue``).
     """
-    _check(data, [x, y, hue], "tail_latency_plot")
+    plot.require_columns(data, [x, y, hue], "tail_latency_plot")
     keys = [x] + ([hue] if hue else [])
     if data.duplicated(subset=keys).any():
         raise IolabError(f"several rows per {' x '.join(keys)}: filter to one test, direction and n_hosts first",

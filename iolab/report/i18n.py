@@ -126,6 +126,12 @@ def join(items, lang: str) -> str:
     return ", ".join(items[:-1]) + f" and {items[-1]}"
 
 
+def join_sentences(parts, lang: str) -> str:
+    """Sentences of one paragraph or bullet (empty ones left out): a space between them in English, none in
+    Japanese."""
+    return ("" if lang == "ja" else " ").join(p for p in parts if p)
+
+
 def join_capped(items, lang: str, limit: int = 8) -> str:
     """:func:`join`, but past ``limit`` names the rest as ``N more`` / ``ほか N 件``."""
     items = [str(i) for i in items]
@@ -182,9 +188,15 @@ def number(value, *, digits: int | None = None) -> str:
     if math.isnan(value):
         return ""
     if digits is None:
-        magnitude = abs(value)
-        digits = 0 if magnitude >= 100 else 1 if magnitude >= 10 else 2 if magnitude >= 1 else 3
+        digits = default_digits(value)
     return f"{value:,.{digits}f}"
+
+
+def default_digits(value) -> int:
+    """Decimals a measured value is written with, in tables, labels and prose alike: 0 from 100 up, 1 from 10,
+    2 from 1, 3 below (an unknown value 0)."""
+    magnitude = abs(value) if value is not None and not (isinstance(value, float) and math.isnan(value)) else 0
+    return 0 if magnitude >= 100 else 1 if magnitude >= 10 else 2 if magnitude >= 1 else 3
 
 
 def factor(value: float) -> str:

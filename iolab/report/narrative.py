@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iolab.report import commentary, i18n, reasons, verdicts
+from iolab.report import commentary, commentary_base, i18n, reasons, verdicts
 
 #: Tests whose factors differ by less than this ratio are said together ("2.1-2.9x").
 SPREAD = 1.5
 
 
 _t = i18n.scoped("narrative")
-
-
-def _join_sentences(parts: list[str], lang: str) -> str:
-    return (" " if lang == "en" else "").join(p for p in parts if p)
 
 
 def pair_clusters(summary: pd.DataFrame, a: str, b: str, *, rules=commentary.Rules()) -> list[dict]:
@@ -33,9 +29,9 @@ def pair_clusters(summary: pd.DataFrame, a: str, b: str, *, rules=commentary.Rul
     data order), ``low``/``high`` (the leader's factor), ``reason`` for ties.
     Largest group first.
     """
-    frame = commentary._check(summary)
+    frame = commentary_base.checked_summary(summary)
     rows = []
-    for test, direction, group in commentary._groups_of(frame):
+    for test, direction, group in commentary_base.groups_by_test(frame):
         up = commentary.higher_is_better(str(group["metric"].iloc[0]))
         ra, rb = group[group["system"] == a], group[group["system"] == b]
         if ra.empty or rb.empty or pd.isna(ra["value"].iloc[0]) or pd.isna(rb["value"].iloc[0]):
@@ -87,16 +83,16 @@ def pair_paragraph(summary: pd.DataFrame, a: str, b: str, *, lang: str, rules=co
         first_leader = first_leader or cluster["leader"]
         parts.append(_t(key, lang, leader=cluster["leader"], other=other, tests=tests,
                         factor=i18n.factor_range(cluster["low"], cluster["high"])))
-    return _join_sentences(parts, lang)
+    return i18n.join_sentences(parts, lang)
 
 
 def ranking_paragraph(summary: pd.DataFrame, *, lang: str, rules=commentary.Rules()) -> str:
-    frame = commentary._check(summary)
+    frame = commentary_base.checked_summary(summary)
     frame = frame[frame["cache_isolated"] & frame["value"].notna()]
     ranks = []
     leaders: dict[str, list] = {}
     ties = []
-    for test, direction, group in commentary._groups_of(frame):
+    for test, direction, group in commentary_base.groups_by_test(frame):
         up = commentary.higher_is_better(str(group["metric"].iloc[0]))
         r = verdicts.ranks(group.set_index("system")["value"], up, rules.tolerance)
         ranks.append(r)
@@ -114,7 +110,7 @@ def ranking_paragraph(summary: pd.DataFrame, *, lang: str, rules=commentary.Rule
         parts.append(_t("tie_at_top", lang, tests=_tests([test], lang, total), systems=i18n.join(systems, lang)))
     order = i18n.join([f"{i}. {s}" for i, s in enumerate(mean.index, start=1)], lang)
     parts.append(_t("ranking", lang, order=order, n=total))
-    return _join_sentences(parts, lang)
+    return i18n.join_sentences(parts, lang)
 
 
 def ram_backed(frame: pd.DataFrame) -> list[str]:
@@ -162,9 +158,9 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     form of :func:`iolab.report.commentary.describe` (the best few named, the rest as a range).
     """
     i18n.check_lang(lang)
-    frame = commentary._check(summary)
+    frame = commentary_base.checked_summary(summary)
     if frame.empty or frame["value"].notna().sum() == 0:
-        return commentary._t("no_data", lang)
+        return i18n.text("commentary.no_data", lang)
     in_ram = ram_backed(frame)
     systems = [s for s in dict.fromkeys(frame[frame["cache_isolated"] & frame["value"].notna()]["system"])
                if s not in in_ram]
@@ -179,12 +175,12 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
         text = _t("single_isolated", lang, system=systems[0]) if systems else ""
     else:
         text = _t("single", lang, system=systems[0] if systems else "")
-    text = _join_sentences([text, *coverage(frame, systems, lang=lang)], lang)
+    text = i18n.join_sentences([text, *coverage(frame, systems, lang=lang)], lang)
     why = reasons.markdown(reasons.from_summary(frame), lang=lang)  # the reasons the data shows, with their evidence
     if why:
         text += "\n\n" + why
     found = commentary.caveats(frame, rules=rules)
     if not found.empty:
-        text += "\n\n" + commentary._t("caveats", lang) + "\n" + "\n".join(
+        text += "\n\n" + i18n.text("commentary.caveats", lang) + "\n" + "\n".join(
             f"- {s}" for s in commentary.caveat_sentences(found, lang=lang, rules=rules))
     return text

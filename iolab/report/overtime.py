@@ -12,8 +12,9 @@ import logging
 import pandas as pd
 
 from iolab.engine import store, timelogs
+from iolab.core import optional
 from iolab.report import i18n, palette
-from iolab.report.sections.common import Figure, _pyplot
+from iolab.report.sections.common import Figure
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def figures(results: pd.DataFrame, *, lang: str = "en") -> list[Figure]:
     drawn = []
     for (test, direction), part in data.groupby(["test", "direction"], dropna=False, sort=False):
         name = i18n.test_label(str(test), None if pd.isna(direction) else str(direction), lang)
-        fig, ax = _pyplot().subplots(figsize=(7.2, 3.4))
+        fig, ax = optional.pyplot().subplots(figsize=(7.2, 3.4))
         several = part.groupby("system")["rep"].nunique().max() > 1
         styles = ("-", "--", ":", "-.")
         for (system, rep), line in part.groupby(["system", "rep"], sort=False):

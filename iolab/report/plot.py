@@ -44,6 +44,19 @@ def _texts(ax, xlabel, ylabel, title) -> None:
         ax.set_title(title)
 
 
+def require_columns(data, columns: Sequence[str], what: str) -> None:
+    """An :class:`IolabError` (context ``what``, the plotting function) unless ``data`` is a DataFrame with rows
+    and every named column (empty names skipped)."""
+    if not isinstance(data, pd.DataFrame):
+        raise IolabError(f"expected a pandas DataFrame, got {type(data).__name__}", context=what)
+    missing = [c for c in columns if c and c not in data.columns]
+    if missing:
+        raise IolabError(f"no column {', '.join(map(repr, missing))}", context=what,
+                         hint=f"columns are: {', '.join(map(str, data.columns))}")
+    if data.empty:
+        raise IolabError("no data to plot", context=what)
+
+
 def japanese_font() -> str:
     """Register IPAexGothic from matplotlib-fontja and return its family name."""
     try:

@@ -216,13 +216,8 @@ def _fmt_ci(row, lang: str) -> str:
     text = i18n.number(row["value"])
     if row.get("n", 1) and row.get("n", 1) >= 2 and not pd.isna(row.get("ci_high")):
         half = (row["ci_high"] - row["ci_low"]) / 2
-        text += f" ± {i18n.number(half, digits=_digits(row['value']))}"
+        text += f" ± {i18n.number(half, digits=i18n.default_digits(row['value']))}"
     return text
-
-
-def _digits(value: float) -> int:
-    value = abs(value) if value is not None and not pd.isna(value) else 0
-    return 0 if value >= 100 else 1 if value >= 10 else 2 if value >= 1 else 3
 
 
 def _row_labels(frame: pd.DataFrame, lang: str) -> pd.MultiIndex | pd.Index:

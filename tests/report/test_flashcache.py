@@ -17,7 +17,7 @@ import pytest
 matplotlib.use("Agg")
 
 import iolab  # noqa: E402
-from iolab.report import plot, sections  # noqa: E402
+from iolab.report import i18n, plot, sections  # noqa: E402
 from iolab.report.sections import flashcache  # noqa: E402
 from cli_helpers import ROOT  # noqa: E402
 
@@ -64,13 +64,13 @@ def test_fixture_runs_get_the_flash_cache_section_not_the_generic_shape(data):
 def test_ratio_per_test_and_warm_up_per_repetition(data, lang):
     with matplotlib.rc_context({"font.family": plot.font_families(lang)}):
         section = flashcache.flashcache_section(data, lang=lang)
-    assert section.title == flashcache._t("heading", lang)
+    assert section.title == i18n.text("flashcache.heading", lang)
     table = section.tables[0]
     reps = len(expected("RND4K-Q1T1", "read")[2])
     assert reps >= 3
-    assert list(table.data.columns) == ([flashcache._t("off", lang)]
-                                        + [flashcache._t("rep", lang, rep=r) for r in range(1, reps + 1)]
-                                        + [flashcache._t("ratio_first", lang), flashcache._t("ratio_last", lang)])
+    assert list(table.data.columns) == ([i18n.text("flashcache.off", lang)]
+                                        + [i18n.text("flashcache.rep", lang, rep=r) for r in range(1, reps + 1)]
+                                        + [i18n.text("flashcache.ratio_first", lang), i18n.text("flashcache.ratio_last", lang)])
     assert len(table.data) == 4  # two tests x read and write
     for (test, direction), row in zip([("RND4K-Q1T1", "read"), ("RND4K-Q1T1", "write"), ("RND4K-Q32T1", "read"),
                                        ("RND4K-Q32T1", "write")], table.data.itertuples(index=False)):

@@ -7,11 +7,14 @@ import math
 import numpy as np
 import pandas as pd
 
+from iolab.core import optional
 from iolab.report import i18n, reasons
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _col, _usable, _system, _order, _about, _pct, _fmt, _join, _winner_lines, MiB,
-    GiB)
+    Figure, Section, numeric, usable_rows, with_system, unique_in_order, about, signed_percent,
+    number_or_dash, winner_lines, MiB, GiB)
+
+_t = i18n.scoped("sections")
 
 BONNIE_TESTS = ("putc", "put_block", "rewrite", "getc", "get_block", "seeks")
 #: bonnie++'s columns: test -> (group, column)
@@ -39,40 +42,40 @@ def bonnie_results(data: pd.DataFrame) -> pd.DataFrame:
     operation, the maximum over repetitions), ``file_size`` (bytes),
     ``version``.
     """
-    data = _usable(_system(data))
+    data = usable_rows(with_system(data))
     data = data[data["test"].isin(BONNIE_TESTS)]
     rows = []
     tools = data["tool"].map(_bonnie_tool) if "tool" in data.columns else pd.Series("iolab", index=data.index)
     for (system, tool, test), sub in data.groupby([data["system"], tools, data["test"]], sort=False):
-        runtime = _col(sub, "runtime_s")
+        runtime = numeric(sub, "runtime_s")
         if "plus" in sub.columns:
             plus = sub["plus"].astype(str).str.startswith("+") & sub["plus"].notna()
         else:
             plus = runtime < BONNIE_MIN_TIME
         if test == "seeks":
-            rate = _col(sub, "iops")
+            rate = numeric(sub, "iops")
         else:
-            rate = _col(sub, "kps")
-            derived = _col(sub, "io_bytes") / 1024 / runtime
+            rate = numeric(sub, "kps")
+            derived = numeric(sub, "io_bytes") / 1024 / runtime
             rate = rate.where(rate.notna() | plus, derived)
-        cpu = _col(sub, "cpu_pct")
-        cpu = cpu.where(cpu.notna(), _col(sub, "cpu_usr_pct") + _col(sub, "cpu_sys_pct"))
+        cpu = numeric(sub, "cpu_pct")
+        cpu = cpu.where(cpu.notna(), numeric(sub, "cpu_usr_pct") + numeric(sub, "cpu_sys_pct"))
         timed = ~plus
-        sizes = _col(sub, "file_size").dropna()
+        sizes = numeric(sub, "file_size").dropna()
         version = (sub["bonnie_version"].dropna().astype(str) if "bonnie_version" in sub.columns
                    else pd.Series([], dtype=str))
         rows.append({"system": system, "tool": tool, "test": test, "n": len(sub),
                      "rate": float(rate[timed].mean()) if timed.any() else math.nan,
                      "cpu": float(cpu[timed].mean()) if timed.any() else math.nan,
                      "plus": bool(plus.all()),
-                     "mbps": float(_col(sub, "bw_mbps").mean()),
-                     "lat_us": float(_col(sub, "lat_max_us").max()),
+                     "mbps": float(numeric(sub, "bw_mbps").mean()),
+                     "lat_us": float(numeric(sub, "lat_max_us").max()),
                      "file_size": float(sizes.iloc[0]) if len(sizes) else math.nan,
                      "version": version.iloc[0] if len(version) else None})
     frame = pd.DataFrame(rows, columns=["system", "tool", "test", "n", "rate", "cpu", "plus", "mbps", "lat_us",
                                         "file_size", "version"])
     order = {t: i for i, t in enumerate(BONNIE_TESTS)}
-    systems = {s: i for i, s in enumerate(_order(data["system"]))}
+    systems = {s: i for i, s in enumerate(unique_in_order(data["system"]))}
     return frame.sort_values(["system", "tool", "test"], key=lambda s: s.map(systems) if s.name == "system" else
                              s.map({"iolab": 0, "bonnie++": 1}) if s.name == "tool" else s.map(order),
                              kind="stable").reset_index(drop=True)
@@ -196,7 +199,7 @@ def _bonnie_figure(results: pd.DataFrame, lang: str) -> Figure | None:
     bars["value"] = bars["rate"]
     if not bars["value"].notna().any():
         return None
-    fig, ax = _pyplot().subplots(figsize=(10.0, 4.2))
+    fig, ax = optional.pyplot().subplots(figsize=(10.0, 4.2))
     originals = [h for h in bars["hue"] if h.endswith(" · bonnie++")]
     # each bar's label is the table's text for it (bonnie++'s K/sec, whole numbers)
     bars["shown"] = [_bonnie_rate(t, v) if np.isfinite(v) else "" for t, v in zip(bars["test"], bars["value"])]
@@ -222,20 +225,20 @@ def _winners_and_untimed(results: pd.DataFrame, lang: str) -> list[str]:
                             "direction": "", "metric": "rate",
                             "unit": ["seeks/s" if t == "seeks" else "K/sec" for t in summary["test"]],
                             "value": summary["rate"], "n": summary["n"]})
-    sentences = _winner_lines(summary, lang)
+    sentences = winner_lines(summary, lang)
     plus = results[results["plus"]]
     for (system, test), rows in plus.groupby(["system", "test"], sort=False):
-        tools = _join([_tool_name(t, v, lang) for t, v in zip(rows["tool"], rows["version"])], lang)
+        tools = i18n.join([_tool_name(t, v, lang) for t, v in zip(rows["tool"], rows["version"])], lang)
         measured = rows[rows["tool"] == "iolab"]["mbps"].dropna()
         name = _t(f"bonnie.short_{test}", lang)
         if len(measured):
             sentences.append(_t("bonnie.plus", lang, system=system, tool=tools, test=name,
-                                mbps=_about(float(measured.iloc[0]))))
+                                mbps=about(float(measured.iloc[0]))))
         else:
             sentences.append(_t("bonnie.plus_only", lang, system=system, tool=tools, test=name))
         others = equivalent[(equivalent["test"] == test) & ~equivalent["plus"]]
         for _, other in others.iterrows():
-            sentences[-1] += _t("bonnie.plus_other", lang, system=other["system"], rate=_fmt(other["rate"]),
+            sentences[-1] += _t("bonnie.plus_other", lang, system=other["system"], rate=number_or_dash(other["rate"]),
                                 unit=i18n.unit("seeks/s" if test == "seeks" else "K/sec", lang))
     # the per-char tests close while the block tests are far apart: CPU-bound (their %CP the evidence)
     timed = equivalent[~equivalent["plus"]]
@@ -250,7 +253,7 @@ def _winners_and_untimed(results: pd.DataFrame, lang: str) -> list[str]:
 def _versus_sentences(results: pd.DataFrame, present: list[str], lang: str) -> list[str]:
     """Per system that ran bonnie++ itself too: iolab's equivalent against the original, test by test."""
     sentences = []
-    for system in _order(results["system"]):
+    for system in unique_in_order(results["system"]):
         mine = results[(results["system"] == system)]
         eq = mine[mine["tool"] == "iolab"].set_index("test")
         orig = mine[mine["tool"] == "bonnie++"].set_index("test")
@@ -264,7 +267,7 @@ def _versus_sentences(results: pd.DataFrame, present: list[str], lang: str) -> l
                 if a["plus"] and b["plus"]:
                     items.append(_t("bonnie.both_plus", lang, test=name))
                 elif np.isfinite(a["rate"]) and np.isfinite(b["rate"]) and b["rate"] > 0:
-                    items.append(f"{name} {_pct(a['rate'] / b['rate'] - 1)}")
+                    items.append(f"{name} {signed_percent(a['rate'] / b['rate'] - 1)}")
         if items:
             sentences.append(_t("bonnie.versus", lang, system=system,
                                 items=", ".join(items) if lang == "en" else "、".join(items)))

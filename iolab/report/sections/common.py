@@ -106,41 +106,34 @@ class Section:
 
 
 # =========================================================================== helpers
+# Shared by every section module: column access, the order systems appear in, number formats for prose and
+# tables, winner sentences, a fleet's aggregate rows, and curves' names and legends. (Each section module
+# takes its words with ``i18n.scoped("sections")``, and matplotlib from :func:`iolab.core.optional.pyplot`.)
 
 
-_t = i18n.scoped("sections")
-
-
-def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - matplotlib is in the notebook extra
-        raise IolabError("matplotlib is needed to draw plots", context="sections",
-                         hint="pip install 'iolab[notebook]'") from exc
-    return plt
-
-
-def _labels(group: str, lang: str) -> dict:
+def plot_labels(group: str, lang: str) -> dict:
     """Axis and legend texts of a plotting function (``sections.plot.<group>``) in ``lang``."""
     return dict(i18n.catalog(lang)["sections"]["plot"][group])
 
 
-def _num(series) -> pd.Series:
+def as_numbers(series) -> pd.Series:
+    """``series`` as numbers, NaN where a value is not one."""
     return pd.to_numeric(series, errors="coerce")
 
 
-def _col(frame: pd.DataFrame, name: str) -> pd.Series:
+def numeric(frame: pd.DataFrame, name: str) -> pd.Series:
     """A numeric column, NaN where the frame lacks it."""
     if name not in frame.columns:
         return pd.Series(math.nan, index=frame.index, dtype=float)
-    return _num(frame[name])
+    return as_numbers(frame[name])
 
 
-def _usable(data: pd.DataFrame) -> pd.DataFrame:
+def usable_rows(data: pd.DataFrame) -> pd.DataFrame:
+    """The rows a section may show (:func:`iolab.analysis.stats.valid_rows`: no error, a value)."""
     return data[valid_rows(data)] if len(data) else data
 
 
-def _system(data: pd.DataFrame) -> pd.DataFrame:
+def with_system(data: pd.DataFrame) -> pd.DataFrame:
     """``data`` with a ``system`` column (the label where :func:`iolab.report.notebooks.select` did not name one)."""
     if "system" in data.columns:
         return data
@@ -150,15 +143,17 @@ def _system(data: pd.DataFrame) -> pd.DataFrame:
     return data.assign(system=data["label"].astype(str))
 
 
-def _systems(data: pd.DataFrame) -> list[str]:
+def system_names(data: pd.DataFrame) -> list[str]:
+    """The ``system`` column's names, each once, in order of appearance."""
     return list(dict.fromkeys(data["system"].astype(str)))
 
 
-def _order(values) -> list:
+def unique_in_order(values) -> list:
+    """``values`` each once, in order of appearance."""
     return list(dict.fromkeys(values))
 
 
-def _about(value: float) -> str:
+def about(value: float) -> str:
     """A rounded figure for prose: three significant digits (``39,412`` -> ``39,400``)."""
     if value is None or not np.isfinite(value) or value == 0:
         return i18n.number(value)
@@ -166,40 +161,33 @@ def _about(value: float) -> str:
     return i18n.number(round(value, digits), digits=max(0, digits))
 
 
-def _pct(fraction: float) -> str:
+def signed_percent(fraction: float) -> str:
     """A relative change as a signed percentage: ``0.018`` -> ``+1.8%``, ``-0.62`` -> ``-62%``."""
     pct = fraction * 100
     text = f"{abs(pct):.1f}" if abs(pct) < 10 else f"{abs(pct):.0f}"
     return ("-" if pct < 0 and text.strip("0.") else "+") + text + "%"
 
 
-def _small_pct(value: float) -> str:
+def small_percent(value: float) -> str:
     """A small share in percent for prose: ``0.31``, ``0.012``, ``0.0008``, ``12.5``."""
     if value >= 1:
         return i18n.number(value, digits=1)
     return f"{value:.2g}"
 
 
-def _ms(us: float) -> str:
+def us_as_ms(us: float) -> str:
+    """Microseconds written as milliseconds for prose and tables, a dash where unknown."""
     return i18n.number(us / 1000.0) if us is not None and np.isfinite(us) else DASH
 
 
-def _fmt(value, digits: int | None = None) -> str:
+def number_or_dash(value, digits: int | None = None) -> str:
+    """:func:`iolab.report.i18n.number`, a dash where the value is unknown."""
     if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return DASH
     return i18n.number(value, digits=digits)
 
 
-def _join(items: Sequence[str], lang: str) -> str:
-    return i18n.join(list(items), lang)
-
-
-def _bullets_join(parts: Sequence[str], lang: str) -> str:
-    """Sentences of one bullet: a space between them in English, none in Japanese."""
-    return ("" if lang == "ja" else " ").join(p for p in parts if p)
-
-
-def _winner_lines(summary: pd.DataFrame, lang: str) -> list[str]:
+def winner_lines(summary: pd.DataFrame, lang: str) -> list[str]:
     """iolab.report.commentary's winner sentences for a summary (system, test, direction, metric, unit, value...)."""
     if summary.empty:
         return []
@@ -229,7 +217,7 @@ def without_aggregates(data: pd.DataFrame) -> pd.DataFrame:
 def measured_systems(results: pd.DataFrame) -> list[str]:
     """The systems a selection measured: fleet aggregates left out, a fleet host counted once (by its label)
     however many fleet runs it took part in (``web1`` in the 1-, 2- and 3-host runs is one system)."""
-    data = without_aggregates(_system(results)) if len(results) else results
+    data = without_aggregates(with_system(results)) if len(results) else results
     if data.empty:
         return []
     names = data["system"].astype(str)
@@ -245,18 +233,20 @@ def without_aggregate_runs(manifests: pd.DataFrame) -> pd.DataFrame:
     return manifests[manifests["host"].astype(str) != ALL_HOSTS].reset_index(drop=True)
 
 
-def _is_aggregate(data: pd.DataFrame) -> pd.Series:
+def is_aggregate(data: pd.DataFrame) -> pd.Series:
+    """True for a fleet's aggregate rows (:func:`without_aggregates` leaves them out)."""
     return ~data.index.isin(without_aggregates(data).index)
 
 
-def _curve_name(key: dict, lang: str) -> str:
+def curve_name(key: dict, lang: str) -> str:
+    """A curve's legend name from its group key: the sweep or test, and the direction in ``lang``."""
     parts = [str(key.get("sweep") or key.get("test") or "")]
     if key.get("direction"):
         parts.append(i18n.label(key["direction"], lang, section="directions"))
     return " ".join(p for p in parts if p)
 
 
-def _merge_legends(ax, twin, *, below: bool = False) -> None:
+def merge_legends(ax, twin, *, below: bool = False) -> None:
     """One legend for an Axes and its twin: right of the plot, or ``below`` it (figures with several panels)."""
     handles, texts = [], []
     for axes in (ax, twin):
@@ -276,14 +266,14 @@ def _merge_legends(ax, twin, *, below: bool = False) -> None:
         ax.legend(handles, texts, loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize="small", frameon=False)
 
 
-def _matching(frame: pd.DataFrame, key: dict) -> pd.DataFrame:
+def rows_matching(frame: pd.DataFrame, key: dict) -> pd.DataFrame:
     """The rows of ``frame`` whose columns hold ``key``'s values (all rows for an empty key)."""
     if not key:
         return frame
     return frame[np.logical_and.reduce([frame[k] == v for k, v in key.items()])]
 
 
-def _groups(frame: pd.DataFrame, keys: Sequence[str]) -> Iterator[tuple[dict, pd.DataFrame]]:
+def groups_by(frame: pd.DataFrame, keys: Sequence[str]) -> Iterator[tuple[dict, pd.DataFrame]]:
     """``frame``'s groups by ``keys`` in order of appearance (NaN a value too), each key as a dict column -> value."""
     if not keys:
         yield {}, frame

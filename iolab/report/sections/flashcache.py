@@ -11,8 +11,8 @@ Computation: :func:`cache_state` (on/off per row), :func:`flashcache_reps`
 (tidy: experiment, state, test, direction, rep, MB/s, IOPS) and
 :func:`flashcache_summary` (per experiment x test x direction: cache off, cache
 on at its first and last repetition, the ratios). Presentation:
-:func:`flashcache_section`. Its words live here in English and Japanese
-(:data:`TEXT`), numbers through :mod:`iolab.report.i18n`.
+:func:`flashcache_section`. Its words are the locale files' ``flashcache`` keys
+(``iolab/report/locale/{en,ja}.yaml``), numbers through :mod:`iolab.report.i18n`.
 """
 from __future__ import annotations
 
@@ -22,13 +22,14 @@ import re
 import numpy as np
 import pandas as pd
 
+from iolab.core import optional
 from iolab.report import i18n
-from iolab.report.sections.common import Figure, Section, _col, _fmt, _order, _pyplot, _usable
+from iolab.report.sections.common import Figure, Section, numeric, number_or_dash, unique_in_order, usable_rows
 from iolab.report.tables import Table
 
 STATE_RE = re.compile(r"(?i)(?:^|[\s(\[,;/_-])cache\s*[=: ]\s*(on|off)\b")
 
-_t = i18n.scoped("flashcache")  # its words are in the locale files, as every section's
+_t = i18n.scoped("flashcache")
 
 
 def cache_state(data: pd.DataFrame) -> pd.Series:
@@ -49,11 +50,11 @@ def flashcache_reps(data: pd.DataFrame) -> pd.DataFrame:
     """Tidy rows of the experiment: ``experiment, state, test, direction, rep, bw_mbps, iops``."""
     columns = ["experiment", "state", "test", "direction", "rep", "bw_mbps", "iops"]
     state = cache_state(data)
-    rows = _usable(data[state.notna()])
+    rows = usable_rows(data[state.notna()])
     if rows.empty:
         return pd.DataFrame(columns=columns)
     rows = rows.assign(state=cache_state(rows), experiment=rows["label"].astype(str).map(_experiment),
-                       rep=_col(rows, "rep"), bw_mbps=_col(rows, "bw_mbps"), iops=_col(rows, "iops"))
+                       rep=numeric(rows, "rep"), bw_mbps=numeric(rows, "bw_mbps"), iops=numeric(rows, "iops"))
     keys = ["experiment", "state", "test", "direction", "rep"]
     return rows.groupby(keys, sort=False, dropna=False)[["bw_mbps", "iops"]].mean().reset_index()[columns]
 
@@ -87,7 +88,7 @@ def _table(experiment: str, reps: pd.DataFrame, summary: pd.DataFrame, lang: str
         by_rep = dict(zip(part["rep"].astype(int), part["bw_mbps"]))
         values = [row["off"]] + [by_rep.get(r, math.nan) for r in on_reps] + [row["ratio_first"], row["ratio_last"]]
         numbers.append(values)
-        shown.append([_fmt(v) for v in values[:-2]] + [i18n.factor(v) or "-" for v in values[-2:]])
+        shown.append([number_or_dash(v) for v in values[:-2]] + [i18n.factor(v) or "-" for v in values[-2:]])
     heads = ([_t("off", lang)] + [_t("rep", lang, rep=r) for r in on_reps]
              + [_t("ratio_first", lang), _t("ratio_last", lang)])
     index = pd.Index(labels, name=_t("test", lang))
@@ -96,7 +97,7 @@ def _table(experiment: str, reps: pd.DataFrame, summary: pd.DataFrame, lang: str
 
 
 def _figure(reps: pd.DataFrame, lang: str) -> Figure:
-    plt = _pyplot()
+    plt = optional.pyplot()
     panels = list(dict.fromkeys(zip(reps["experiment"], reps["test"], reps["direction"])))
     fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.2), squeeze=False)
     for ax, (experiment, test, direction) in zip(axes[0], panels):
@@ -117,7 +118,7 @@ def _figure(reps: pd.DataFrame, lang: str) -> Figure:
 def _sentence(row, lang: str) -> str:
     test = i18n.test_label(row["test"], row["direction"], lang)
     fields = dict(test=test, ratio=i18n.factor(row["ratio_last"]), first=i18n.factor(row["ratio_first"]),
-                  rep=row["last_rep"], on=_fmt(row["on_last"]), off=_fmt(row["off"]))
+                  rep=row["last_rep"], on=number_or_dash(row["on_last"]), off=number_or_dash(row["off"]))
     if row["reps_on"] < 2:
         return _t("one_rep", lang, test=test)
     return _t("helped" if row["ratio_last"] > 1 else "hurt", lang, **fields)
@@ -132,7 +133,7 @@ def flashcache_section(data: pd.DataFrame, *, lang: str = "en") -> Section | Non
         return None
     section = Section("flash-cache", _t("heading", lang), lang, intro=_t("intro", lang))
     summary = flashcache_summary(data)
-    for experiment in _order(summary["experiment"]):
+    for experiment in unique_in_order(summary["experiment"]):
         part = summary[summary["experiment"] == experiment]
         states = set(reps.loc[reps["experiment"] == experiment, "state"])
         missing = {"on", "off"} - states

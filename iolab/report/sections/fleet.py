@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from iolab.core import optional
 from iolab.report import i18n, plot, tables
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _labels, _num, _usable, _system, _order, _about, _ms, _fmt, without_aggregates,
-    _is_aggregate, ALL_HOSTS)
+    Figure, Section, plot_labels, as_numbers, usable_rows, with_system, unique_in_order, about, us_as_ms,
+    number_or_dash, without_aggregates, is_aggregate, ALL_HOSTS)
+
+_t = i18n.scoped("sections")
 
 
 def fleet_hosts(data: pd.DataFrame) -> pd.DataFrame:
@@ -27,15 +30,15 @@ def fleet_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     """
     from iolab.fleet import scaling as fleet
     i18n.check_lang(lang)
-    data = _system(data)
-    hosts = _usable(fleet_hosts(data))
+    data = with_system(data)
+    hosts = usable_rows(fleet_hosts(data))
     if hosts.empty:
         return None
-    aggregates = _usable(data[(data["fleet_id"].notna()) & _is_aggregate(data)])
+    aggregates = usable_rows(data[(data["fleet_id"].notna()) & is_aggregate(data)])
     section = Section("fleet", _t("fleet.heading", lang), lang, intro=_t("fleet.intro", lang))
     for base, rows in hosts.groupby("fleet_base", sort=False):
-        largest = int(_num(rows["n_hosts"]).max())
-        at_max = rows[_num(rows["n_hosts"]) == largest]
+        largest = int(as_numbers(rows["n_hosts"]).max())
+        at_max = rows[as_numbers(rows["n_hosts"]) == largest]
         agg = aggregates[aggregates["fleet_id"].isin(set(at_max["fleet_id"]))] if len(aggregates) else aggregates
         section.tables += _side_by_side(at_max, agg, largest, lang)
         scaling = fleet.scaling_table(rows, metric="bw_mbps")
@@ -70,7 +73,7 @@ def _add_scaling(section: Section, scaling: pd.DataFrame, lang: str) -> None:
     shown, numbers = [], []
     for _, r in scaling.iterrows():
         numbers.append([r["total"], r["per_host"], r["speedup"], r["efficiency"] * 100])
-        shown.append([_fmt(r["total"]), _fmt(r["per_host"]), i18n.factor(r["speedup"]),
+        shown.append([number_or_dash(r["total"]), number_or_dash(r["per_host"]), i18n.factor(r["speedup"]),
                       f"{r['efficiency'] * 100:.0f}"])
     index = pd.MultiIndex.from_arrays(
         [[i18n.label(t, lang, section="tests") for t in scaling["test"]],
@@ -82,11 +85,11 @@ def _add_scaling(section: Section, scaling: pd.DataFrame, lang: str) -> None:
     section.tables.append(Table(pd.DataFrame(shown, index=index, columns=heads),
                                 data=pd.DataFrame(numbers, index=index, columns=heads),
                                 caption=_t("fleet.scaling_caption", lang)))
-    directions = _order(scaling["direction"])
-    fig, axes = _pyplot().subplots(1, len(directions), figsize=(5.6 * len(directions), 4.0), squeeze=False)
+    directions = unique_in_order(scaling["direction"])
+    fig, axes = optional.pyplot().subplots(1, len(directions), figsize=(5.6 * len(directions), 4.0), squeeze=False)
     for ax, direction in zip(axes[0], directions):
         fleetplots.scaling_plot(scaling[scaling["direction"] == direction], hue="test", ax=ax,
-                                labels=_labels("fleet_scaling", lang))
+                                labels=plot_labels("fleet_scaling", lang))
         ax.set_title(i18n.label(direction, lang, section="directions"))
     fig.tight_layout()
     section.figures.append(Figure(fig, alt=_t("fleet.scaling_alt", lang)))
@@ -95,7 +98,7 @@ def _add_scaling(section: Section, scaling: pd.DataFrame, lang: str) -> None:
         last = sub.iloc[-1]
         section.sentences.append(_t(
             "fleet.scales", lang, test=i18n.test_label(test, direction, lang), n=int(last["n_hosts"]),
-            total=_about(last["total"]), speedup=i18n.factor(last["speedup"]),
+            total=about(last["total"]), speedup=i18n.factor(last["speedup"]),
             n0=int(sub.iloc[0]["n_hosts"]), eff=f"{last['efficiency'] * 100:.0f}"))
 
 
@@ -110,9 +113,9 @@ def _add_tails(section: Section, tails: pd.DataFrame, largest: int, lang: str) -
     one = tails[(tails["n_hosts"] == largest) & (tails["test"] == worst["test"])
                 & (tails["direction"] == worst["direction"])]
     one = one.assign(latency_ms=one["latency_us"] / 1000.0)
-    fig, ax = _pyplot().subplots(figsize=(7.0, 3.8))
+    fig, ax = optional.pyplot().subplots(figsize=(7.0, 3.8))
     # a log axis only where the tail spans more than 100x, as every other chart
-    fleetplots.tail_latency_plot(one, y="latency_ms", ax=ax, labels=_labels("fleet_tail", lang),
+    fleetplots.tail_latency_plot(one, y="latency_ms", ax=ax, labels=plot_labels("fleet_tail", lang),
                                  log=plot.wants_log(one["latency_ms"]))
     what = i18n.test_label(worst["test"], worst["direction"], lang)
     ax.set_title(_t("fleet.tail_title", lang, test=what, n=largest))
@@ -125,6 +128,6 @@ def _add_tails(section: Section, tails: pd.DataFrame, largest: int, lang: str) -
         lo, hi = now.iloc[0], now.iloc[-1]
         section.sentences.append(_t(
             "fleet.tail", lang, test=i18n.test_label(test, direction, lang), n=largest,
-            lo=_ms(lo["latency_us"]), lo_host=lo["host"], hi=_ms(hi["latency_us"]), hi_host=hi["host"],
+            lo=us_as_ms(lo["latency_us"]), lo_host=lo["host"], hi=us_as_ms(hi["latency_us"]), hi_host=hi["host"],
             n0=int(alone["n_hosts"].min()) if len(alone) else largest,
-            alone=_ms(float(alone["latency_us"].median())) if len(alone) else DASH))
+            alone=us_as_ms(float(alone["latency_us"].median())) if len(alone) else DASH))

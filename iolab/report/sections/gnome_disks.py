@@ -6,12 +6,15 @@ import math
 import numpy as np
 import pandas as pd
 
+from iolab.core import optional
 from iolab.report import i18n
 from iolab.analysis import curves
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _labels, _col, _usable, _system, _systems, _about, _fmt, _join, _bullets_join,
-    _winner_lines)
+    Figure, Section, plot_labels, numeric, usable_rows, with_system, system_names, about,
+    number_or_dash, winner_lines)
+
+_t = i18n.scoped("sections")
 
 GNOME_TESTS = ("read-rate", "write-rate", "access-time")
 
@@ -29,12 +32,12 @@ def gnome_summary(data: pd.DataFrame) -> pd.DataFrame:
     first sample dropped), ``access_median_ms, access_p95_ms, access_corr``
     (Spearman correlation of seek distance and time). MB/s and ms.
     """
-    data = _system(data)
-    out = {s: {"system": s} for s in _systems(data)}
+    data = with_system(data)
+    out = {s: {"system": s} for s in system_names(data)}
     rates = data[data["test"].isin(["read-rate", "write-rate"])] if "test" in data.columns else data.iloc[0:0]
     if len(rates) and "position" in rates.columns:
         profile = curves.position_profile(rates, by=["system", "test"])
-        usable = _usable(rates)
+        usable = usable_rows(rates)
         totals = usable.groupby(["system", "test"])[["io_bytes", "runtime_s"]].sum()
         for _, row in profile.iterrows():
             prefix = "read" if row["test"] == "read-rate" else "write"
@@ -46,7 +49,8 @@ def gnome_summary(data: pd.DataFrame) -> pd.DataFrame:
             key = (row["system"], row["test"])
             if key in totals.index and totals.loc[key, "runtime_s"] > 0:
                 record[f"{prefix}_overall"] = totals.loc[key, "io_bytes"] / totals.loc[key, "runtime_s"] / 1e6
-            sizes = _col(usable[(usable["system"] == row["system"]) & (usable["test"] == row["test"])], "bs").dropna()
+            mine = usable[(usable["system"] == row["system"]) & (usable["test"] == row["test"])]
+            sizes = numeric(mine, "bs").dropna()
             if len(sizes):
                 record["sample_bytes"] = float(sizes.iloc[0])
     access = data[data["test"] == "access-time"] if "test" in data.columns else data.iloc[0:0]
@@ -83,7 +87,7 @@ def gnome_disks_section(data: pd.DataFrame, *, lang: str = "en") -> Section | No
     from iolab.report import curveplots
     from iolab.core.units import human_size
     i18n.check_lang(lang)
-    data = _system(data)
+    data = with_system(data)
     if data.empty:
         return None
     summary = gnome_summary(data)
@@ -99,19 +103,18 @@ def gnome_disks_section(data: pd.DataFrame, *, lang: str = "en") -> Section | No
         if digits == "size":
             shown.append([human_size(v) if np.isfinite(v) else DASH for v in values])
         else:
-            shown.append([_fmt(v, digits) for v in values])
+            shown.append([number_or_dash(v, digits) for v in values])
     index = pd.Index(labels, name=_t("gnome.index", lang))
     section.tables.append(Table(pd.DataFrame(shown, index=index, columns=systems),
                                 data=pd.DataFrame(numbers, index=index, columns=systems),
                                 caption=_t("gnome.caption", lang)))
-    plt = _pyplot()
     ncols = min(len(systems), 2)
     nrows = math.ceil(len(systems) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(6.4 * ncols, 4.2 * nrows), squeeze=False)
+    fig, axes = optional.pyplot().subplots(nrows, ncols, figsize=(6.4 * ncols, 4.2 * nrows), squeeze=False)
     for ax, system in zip(axes.flat, systems):
         rows = data[data["system"] == system]
-        rates = _usable(rows[rows["test"].isin(["read-rate", "write-rate"])])
-        access = _usable(rows[rows["test"] == "access-time"])
+        rates = usable_rows(rows[rows["test"].isin(["read-rate", "write-rate"])])
+        access = usable_rows(rows[rows["test"] == "access-time"])
         if rates.empty:
             ax.set_visible(False)
             continue
@@ -119,35 +122,36 @@ def gnome_disks_section(data: pd.DataFrame, *, lang: str = "en") -> Section | No
         if hue:
             rates = rates.assign(direction=[i18n.label(d, lang, section="directions") for d in rates["direction"]])
         curveplots.position_plot(rates, hue=hue, access=access if len(access) else None, ax=ax,
-                                 labels=_labels("position", lang))
+                                 labels=plot_labels("position", lang))
         ax.set_title(system)
     for ax in list(axes.flat)[len(systems):]:
         ax.set_visible(False)
     fig.tight_layout()
-    section.figures.append(Figure(fig, alt=_t("gnome.alt", lang, systems=_join(systems, lang))))
+    section.figures.append(Figure(fig, alt=_t("gnome.alt", lang, systems=i18n.join(systems, lang))))
     for _, row in summary.iterrows():
         parts = []
         if np.isfinite(row.get("read_avg", math.nan)):
             if row.get("read_flat"):
                 parts.append(_t("gnome.flat", lang, system=row["system"], pct=i18n.percent(row["read_max_dev"]),
-                                avg=_about(row["read_avg"])))
+                                avg=about(row["read_avg"])))
             elif row["read_decline"] >= 1:
-                parts.append(_t("gnome.falls", lang, system=row["system"], first=_about(row["read_first"]),
-                                last=_about(row["read_last"]), fold=i18n.factor(row["read_decline"]),
-                                avg=_about(row["read_avg"])))
+                parts.append(_t("gnome.falls", lang, system=row["system"], first=about(row["read_first"]),
+                                last=about(row["read_last"]), fold=i18n.factor(row["read_decline"]),
+                                avg=about(row["read_avg"])))
             else:
-                parts.append(_t("gnome.rises", lang, system=row["system"], first=_about(row["read_first"]),
-                                last=_about(row["read_last"]), fold=i18n.factor(1 / row["read_decline"]),
-                                avg=_about(row["read_avg"])))
+                parts.append(_t("gnome.rises", lang, system=row["system"], first=about(row["read_first"]),
+                                last=about(row["read_last"]), fold=i18n.factor(1 / row["read_decline"]),
+                                avg=about(row["read_avg"])))
         if np.isfinite(row.get("access_ms", math.nan)):
             corr = row.get("access_corr", math.nan)
             key = "gnome.access_seek" if np.isfinite(corr) and corr >= 0.3 else "gnome.access_flat"
-            parts.append(_t(key, lang, system=row["system"], ms=_fmt(row["access_ms"]),
-                            median=_fmt(row["access_median_ms"]), r=f"{corr:.2f}" if np.isfinite(corr) else DASH))
+            r = f"{corr:.2f}" if np.isfinite(corr) else DASH
+            parts.append(_t(key, lang, system=row["system"], ms=number_or_dash(row["access_ms"]),
+                            median=number_or_dash(row["access_median_ms"]), r=r))
         if parts:
-            section.sentences.append(_bullets_join(parts, lang))
+            section.sentences.append(i18n.join_sentences(parts, lang))
     if len(systems) >= 2 and "read_avg" in summary.columns:
-        section.sentences += _winner_lines(pd.DataFrame({
+        section.sentences += winner_lines(pd.DataFrame({
             "system": summary["system"], "test": _t("gnome.test_avg", lang), "direction": "", "metric": "rate",
             "unit": "MB/s", "value": summary["read_avg"], "n": 1}), lang)
     return section

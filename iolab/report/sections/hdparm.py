@@ -6,11 +6,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from iolab.report import i18n, tables
+from iolab.core import optional
+from iolab.report import i18n
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _col, _usable, _system, _order, _about, _pct, _fmt, _bullets_join,
-    _winner_lines, MiB)
+    Figure, Section, numeric, usable_rows, with_system, unique_in_order, about, signed_percent,
+    number_or_dash, winner_lines, MiB)
+
+_t = i18n.scoped("sections")
 
 HDPARM_TESTS = ("cached-reads", "disk-reads")
 
@@ -24,16 +27,16 @@ def hdparm_results(data: pd.DataFrame) -> pd.DataFrame:
     ``mbps_sd`` (decimal MB/s: mean and standard deviation), ``mibps`` and
     ``mibps_sd`` (hdparm's "MB/sec", which is MiB/s), ``cov``.
     """
-    data = _usable(_system(data))
+    data = usable_rows(with_system(data))
     data = data[data["test"].isin(HDPARM_TESTS)]
     tools = data["tool"].map(lambda t: "hdparm" if str(t) == "hdparm" else "iolab") if "tool" in data.columns \
         else pd.Series("iolab", index=data.index)
     rows = []
     for (system, test, tool), sub in data.groupby([data["system"], data["test"], tools], sort=False):
-        mbps = _col(sub, "bw_mbps")
-        mibps = _col(sub, "hdparm_mb_sec")
+        mbps = numeric(sub, "bw_mbps")
+        mibps = numeric(sub, "hdparm_mb_sec")
         mibps = mibps.where(mibps.notna(), mbps * 1e6 / MiB)
-        direct = _col(sub, "direct")
+        direct = numeric(sub, "direct")
         rows.append({"system": system, "test": test, "tool": tool,
                      "direct": bool(direct.fillna(0).max() > 0), "n": int(mbps.notna().sum()),
                      "mbps": float(mbps.mean()), "mbps_sd": float(mbps.std()) if mbps.notna().sum() > 1 else math.nan,
@@ -43,7 +46,7 @@ def hdparm_results(data: pd.DataFrame) -> pd.DataFrame:
                                         "mibps_sd"])
     frame["cov"] = frame["mbps_sd"] / frame["mbps"]
     order = {t: i for i, t in enumerate(HDPARM_TESTS)}
-    systems = {s: i for i, s in enumerate(_order(data["system"]))}
+    systems = {s: i for i, s in enumerate(unique_in_order(data["system"]))}
     return frame.sort_values(["test", "tool", "system"], key=lambda s: s.map(order) if s.name == "test" else
                              s.map({"iolab": 0, "hdparm": 1}) if s.name == "tool" else s.map(systems),
                              kind="stable").reset_index(drop=True)
@@ -82,7 +85,7 @@ def _tool_name(tool: str, lang: str) -> str:
 
 def _hdparm_table(results: pd.DataFrame, lang: str) -> Table:
     """Rows = timing x tool, columns = per system the decimal MB/s (mean ± SD) beside hdparm's MiB/s."""
-    systems = _order(results["system"])
+    systems = unique_in_order(results["system"])
     keys = list(dict.fromkeys(zip(results["test"], results["tool"], results["direct"])))
     index = pd.MultiIndex.from_tuples([(_timing(t, d, lang), _tool_name(tool, lang)) for t, tool, d in keys],
                                       names=[_t("hdparm.timing", lang), _t("hdparm.tool", lang)])
@@ -98,9 +101,9 @@ def _hdparm_table(results: pd.DataFrame, lang: str) -> Table:
                 row_n += [math.nan, math.nan]
                 continue
             r = match.iloc[0]
-            sd = (f" ± {i18n.number(r['mbps_sd'], digits=tables._digits(r['mbps']))}"
+            sd = (f" ± {i18n.number(r['mbps_sd'], digits=i18n.default_digits(r['mbps']))}"
                   if np.isfinite(r["mbps_sd"]) else "")
-            row_s += [_fmt(r["mbps"]) + sd, _fmt(r["mibps"], 2)]
+            row_s += [number_or_dash(r["mbps"]) + sd, number_or_dash(r["mibps"], 2)]
             row_n += [r["mbps"], r["mibps"]]
         shown.append(row_s)
         numbers.append(row_n)
@@ -113,8 +116,8 @@ def _hdparm_table(results: pd.DataFrame, lang: str) -> Table:
 def _hdparm_figure(results: pd.DataFrame, lang: str) -> Figure:
     """A bar chart per timing, systems side by side, SD error bars, hdparm itself hatched."""
     from iolab.report import plot
-    tests = _order(results["test"])
-    fig, axes = _pyplot().subplots(1, len(tests), figsize=(5.2 * len(tests), 3.8), squeeze=False)
+    tests = unique_in_order(results["test"])
+    fig, axes = optional.pyplot().subplots(1, len(tests), figsize=(5.2 * len(tests), 3.8), squeeze=False)
     for ax, test in zip(axes[0], tests):
         part = results[results["test"] == test].assign(
             hue=lambda f: [_tool_name(t, lang) for t in f["tool"]],
@@ -129,21 +132,21 @@ def _hdparm_figure(results: pd.DataFrame, lang: str) -> Figure:
 def _disk_sentences(results: pd.DataFrame, ours: pd.DataFrame, lang: str) -> list[str]:
     """Each target's disk and cached reads (iolab's equivalent), and the fastest disk reads."""
     sentences = []
-    for system in _order(results["system"]):
+    for system in unique_in_order(results["system"]):
         mine = ours[ours["system"] == system].set_index("test")
         parts = []
         if "disk-reads" in mine.index:
             r = mine.loc["disk-reads"]
-            parts.append(_t("hdparm.disk", lang, system=system, mbps=_about(r["mbps"]), mibps=_about(r["mibps"]),
+            parts.append(_t("hdparm.disk", lang, system=system, mbps=about(r["mbps"]), mibps=about(r["mibps"]),
                             sd=i18n.percent(r["cov"]) if np.isfinite(r["cov"]) else DASH, n=int(r["n"])))
         if "cached-reads" in mine.index:
             r = mine.loc["cached-reads"]
-            parts.append(_t("hdparm.cached", lang, mbps=_about(r["mbps"]), mibps=_about(r["mibps"])))
+            parts.append(_t("hdparm.cached", lang, mbps=about(r["mbps"]), mibps=about(r["mibps"])))
         if parts:
-            sentences.append(_bullets_join(parts, lang))
+            sentences.append(i18n.join_sentences(parts, lang))
     disk = ours[ours["test"] == "disk-reads"]
     if len(disk) >= 2:
-        sentences += _winner_lines(pd.DataFrame({
+        sentences += winner_lines(pd.DataFrame({
             "system": disk["system"], "test": _timing("disk-reads", bool(disk["direct"].any()), lang),
             "direction": "", "metric": "bw_mbps", "unit": "MB/s", "value": disk["mbps"], "n": disk["n"],
             "ci_low": disk["mbps"] - disk["mbps_sd"], "ci_high": disk["mbps"] + disk["mbps_sd"]}).assign(n=1), lang)
@@ -154,7 +157,7 @@ def _versus_sentences(results: pd.DataFrame, ours: pd.DataFrame, lang: str) -> l
     """Per system that ran hdparm itself: its MB/sec against iolab's equivalent, timing by timing."""
     sentences = []
     originals = results[results["tool"] == "hdparm"]
-    for system in _order(originals["system"]):
+    for system in unique_in_order(originals["system"]):
         items = []
         for _, o in originals[originals["system"] == system].iterrows():
             e = ours[(ours["system"] == system) & (ours["test"] == o["test"])]
@@ -162,7 +165,8 @@ def _versus_sentences(results: pd.DataFrame, ours: pd.DataFrame, lang: str) -> l
                 continue
             e = e.iloc[0]
             items.append(_t("hdparm.versus_item", lang, test=_timing(o["test"], bool(o["direct"]), lang),
-                            orig=_about(o["mibps"]), ours=_about(e["mibps"]), diff=_pct(e["mibps"] / o["mibps"] - 1)))
+                            orig=about(o["mibps"]), ours=about(e["mibps"]),
+                            diff=signed_percent(e["mibps"] / o["mibps"] - 1)))
         if items:
             sentences.append(_t("hdparm.versus", lang, system=system,
                                 items="; ".join(items) if lang == "en" else "、".join(items)))

@@ -11,7 +11,7 @@ import pandas as pd
 
 from iolab.report import i18n, section_caveats
 from iolab.report.sections.bonnie import BONNIE_TESTS, bonnie_section
-from iolab.report.sections.common import Section, _col, _system, without_aggregates
+from iolab.report.sections.common import Section, numeric, with_system, without_aggregates
 from iolab.report.sections.concurrency import concurrency_section
 from iolab.report.sections.fleet import fleet_section
 from iolab.report.sections.flashcache import cache_state, flashcache_section
@@ -70,7 +70,7 @@ def _kind_rows(data: pd.DataFrame) -> dict[str, pd.Index]:
         data = data[data["fleet_id"].isna()]
     test = data["test"].astype(str) if "test" in data.columns else pd.Series("", index=data.index)
     tool = data["tool"].astype(str) if "tool" in data.columns else pd.Series("", index=data.index)
-    pg = (tool == "pgbench") | (_col(data, "tps").notna())
+    pg = (tool == "pgbench") | (numeric(data, "tps").notna())
     if pg.any():
         found["pgbench"] = data.index[pg]
     sql = is_sqlbench(data)
@@ -82,7 +82,7 @@ def _kind_rows(data: pd.DataFrame) -> dict[str, pd.Index]:
         "bonnie": test.isin(BONNIE_TESTS),
         "hdparm": test.isin(HDPARM_TESTS),
         "gnome-disks": test.isin(GNOME_TESTS) & ("position" in data.columns or "access_ms" in data.columns),
-        "tiobench": test.isin(TIOBENCH_TESTS) | _col(data, "over_2s_pct").notna(),
+        "tiobench": test.isin(TIOBENCH_TESTS) | numeric(data, "over_2s_pct").notna(),
         "sustained-write": is_sustained(data),
         # a steady-state run's rounds (they carry the verdict): a series in time, never repetitions in the
         # generic shape; its preconditioning row (no verdict) stays there, one measurement like any other
@@ -114,7 +114,7 @@ def build(data: pd.DataFrame, *, lang: str = "en", context: pd.DataFrame | None 
     looks there for the same systems' fio latency.
     """
     i18n.check_lang(lang)
-    data = _system(data)
+    data = with_system(data)
     rows = _kind_rows(data)
     sections = []
     covered = pd.Index([])

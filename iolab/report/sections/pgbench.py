@@ -6,33 +6,36 @@ import math
 
 import pandas as pd
 
+from iolab.core import optional
 from iolab.report import i18n
 from iolab.report.tables import Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _labels, _col, _usable, _system, _order, _about, _fmt, _winner_lines,
-    without_aggregates, _merge_legends)
+    Figure, Section, plot_labels, numeric, usable_rows, with_system, unique_in_order, about,
+    number_or_dash, winner_lines, without_aggregates, merge_legends)
+
+_t = i18n.scoped("sections")
 
 
 def pgbench_results(data: pd.DataFrame) -> pd.DataFrame:
     """pgbench per system, mode (test) and client count: ``n, tps`` (mean), ``lat_avg_ms``, ``p99_ms``,
     ``sync_commit``, ``fsync``, and ``host``/``label`` (to find the same system's fio runs)."""
-    data = _usable(_system(data))
+    data = usable_rows(with_system(data))
     rows = []
-    clients = _col(data, "clients").where(_col(data, "clients").notna(), _col(data, "numjobs"))
+    clients = numeric(data, "clients").where(numeric(data, "clients").notna(), numeric(data, "numjobs"))
     for (system, test, n), sub in data.groupby([data["system"], data["test"], clients], sort=False):
-        lat = _col(sub, "lat_avg_ms")
-        lat = lat.where(lat.notna(), _col(sub, "lat_mean_us") / 1000)
+        lat = numeric(sub, "lat_avg_ms")
+        lat = lat.where(lat.notna(), numeric(sub, "lat_mean_us") / 1000)
         rows.append({"system": system, "test": test, "clients": int(n), "n": len(sub),
-                     "tps": float(_col(sub, "tps").mean()), "lat_avg_ms": float(lat.mean()),
-                     "p99_ms": float(_col(sub, "lat_p99_us").mean()) / 1000,
+                     "tps": float(numeric(sub, "tps").mean()), "lat_avg_ms": float(lat.mean()),
+                     "p99_ms": float(numeric(sub, "lat_p99_us").mean()) / 1000,
                      "sync_commit": str(sub["sync_commit"].iloc[0]) if "sync_commit" in sub.columns else None,
                      "fsync": str(sub["fsync"].iloc[0]) if "fsync" in sub.columns else None,
                      "host": str(sub["host"].iloc[0]) if "host" in sub.columns else None,
                      "label": str(sub["label"].iloc[0]) if "label" in sub.columns else None})
     frame = pd.DataFrame(rows, columns=["system", "test", "clients", "n", "tps", "lat_avg_ms", "p99_ms",
                                         "sync_commit", "fsync", "host", "label"])
-    tests = {t: i for i, t in enumerate(_order(frame["test"]))}
-    systems = {s: i for i, s in enumerate(_order(frame["system"]))}
+    tests = {t: i for i, t in enumerate(unique_in_order(frame["test"]))}
+    systems = {s: i for i, s in enumerate(unique_in_order(frame["system"]))}
     return frame.sort_values(["test", "clients", "system"], key=lambda s: s.map(tests) if s.name == "test" else
                              s.map(systems) if s.name == "system" else s, kind="stable").reset_index(drop=True)
 
@@ -41,7 +44,8 @@ def _is_random_4k_qd1_write(data: pd.DataFrame) -> pd.Series:
     test = data["test"].astype(str) if "test" in data.columns else pd.Series("", index=data.index)
     sequential = test.str.match(r"(?i)^(seq|mix)")
     return ((data.get("direction", pd.Series("", index=data.index)).astype(str) == "write")
-            & (_col(data, "bs") == 4096) & (_col(data, "iodepth") == 1) & (_col(data, "numjobs").fillna(1) == 1)
+            & (numeric(data, "bs") == 4096) & (numeric(data, "iodepth") == 1)
+            & (numeric(data, "numjobs").fillna(1) == 1)
             & ~sequential)
 
 
@@ -55,7 +59,7 @@ def fio_write_latency(data: pd.DataFrame) -> pd.DataFrame:
     columns = ["host", "label", "system", "recipe", "test", "n", "lat_ms"]
     if data is None or data.empty:
         return pd.DataFrame(columns=columns)
-    data = _usable(_system(without_aggregates(data)))
+    data = usable_rows(with_system(without_aggregates(data)))
     if "tool" in data.columns:
         data = data[data["tool"].isna() | (data["tool"].astype(str) == "fio")]
     if "isolation" in data.columns:
@@ -63,7 +67,7 @@ def fio_write_latency(data: pd.DataFrame) -> pd.DataFrame:
     data = data[_is_random_4k_qd1_write(data)]
     rows = []
     for key, sub in data.groupby(["host", "label", "system", "recipe", "test"], sort=False):
-        lat = _col(sub, "lat_mean_us").dropna()
+        lat = numeric(sub, "lat_mean_us").dropna()
         if len(lat):
             rows.append(dict(zip(["host", "label", "system", "recipe", "test"], key), n=len(lat),
                              lat_ms=float(lat.mean()) / 1000))
@@ -91,12 +95,12 @@ def pgbench_section(data: pd.DataFrame, *, lang: str = "en", fio: pd.DataFrame |
     """
     from iolab.report import curveplots
     i18n.check_lang(lang)
-    data = _usable(_system(data))
+    data = usable_rows(with_system(data))
     results = pgbench_results(data)
     if results.empty:
         return None
     section = Section("pgbench", _t("pg.heading", lang), lang, intro=_t("pg.intro", lang))
-    systems = _order(results["system"])
+    systems = unique_in_order(results["system"])
     levels = results[["test", "clients"]].drop_duplicates()
     index = pd.MultiIndex.from_frame(levels.rename(columns={"test": _t("pg.mode", lang),
                                                             "clients": _t("pg.clients", lang)}))
@@ -106,27 +110,28 @@ def pgbench_section(data: pd.DataFrame, *, lang: str = "en", fio: pd.DataFrame |
             mine = results[results["system"] == system].set_index(["test", "clients"])[column]
             values = [float(mine.get((t, c), math.nan)) for t, c in levels.itertuples(index=False)]
             numbers[(head, system)] = values
-            shown[(head, system)] = [_fmt(v) for v in values]
+            shown[(head, system)] = [number_or_dash(v) for v in values]
     section.tables.append(Table(pd.DataFrame(shown, index=index), data=pd.DataFrame(numbers, index=index),
                                 caption=_t("pg.caption", lang), notes=[_t("pg.note", lang)]))
-    plt = _pyplot()
-    modes = _order(results["test"])
+    plt = optional.pyplot()
+    modes = unique_in_order(results["test"])
     fig, axes = plt.subplots(1, len(modes), figsize=(5.4 * len(modes), 4.0), squeeze=False)
-    labels = _labels("scaling", lang)
+    labels = plot_labels("scaling", lang)
     labels.update(x=_t("pg.clients", lang), y=_t("pg.col_tps", lang))
     # numjobs is the client count (curves.scaling names its own count of rows "clients")
-    chart = data.assign(numjobs=_col(data, "clients").where(_col(data, "clients").notna(), _col(data, "numjobs")))
+    clients = numeric(data, "clients")
+    chart = data.assign(numjobs=clients.where(clients.notna(), numeric(data, "numjobs")))
     for ax, mode in zip(axes[0], modes):
         curveplots.scaling_plot(chart[chart["test"] == mode], x="numjobs", y="tps", hue="system", ax=ax,
                                 labels=labels)
         ax.set_title(mode)
-        _merge_legends(ax, curveplots.twin_of(ax), below=True)
+        merge_legends(ax, curveplots.twin_of(ax), below=True)
     fig.tight_layout()
     section.figures.append(Figure(fig, alt=_t("pg.alt", lang)))
     if len(systems) >= 2:
         top = results.groupby("test")["clients"].transform("max") == results["clients"]
         best = results[top]
-        section.sentences += _winner_lines(pd.DataFrame({
+        section.sentences += winner_lines(pd.DataFrame({
             "system": best["system"],
             "test": [_t("pg.test_at", lang, mode=m, clients=c) for m, c in zip(best["test"], best["clients"])],
             "direction": "", "metric": "tps", "unit": "tps", "value": best["tps"], "n": 1}), lang)
@@ -154,7 +159,7 @@ def pgbench_section(data: pd.DataFrame, *, lang: str = "en", fio: pd.DataFrame |
         ceiling = 1000.0 / lat
         writes = ceiling / row["tps"]
         key = "pg.fio_consistent" if 0.8 <= writes <= 4 else "pg.fio_below" if writes > 4 else "pg.fio_above"
-        section.sentences.append(_t(key, lang, system=system, tps=_about(row["tps"]), lat=_fmt(lat),
-                                    ceiling=_about(ceiling), writes=i18n.factor(writes),
+        section.sentences.append(_t(key, lang, system=system, tps=about(row["tps"]), lat=number_or_dash(lat),
+                                    ceiling=about(ceiling), writes=i18n.factor(writes),
                                     source=f"{match['recipe'].iloc[0]}, {match['test'].iloc[0]}"))
     return section

@@ -7,12 +7,15 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from iolab.core import optional
 from iolab.report import i18n
 from iolab.analysis import curves
 from iolab.report.tables import Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _pyplot, _labels, _usable, _system, _order, _about, _pct, _fmt, _winner_lines,
-    _curve_name, _merge_legends, _groups, _matching)
+    Figure, Section, plot_labels, usable_rows, with_system, unique_in_order, about, signed_percent,
+    number_or_dash, winner_lines, curve_name, merge_legends, groups_by, rows_matching)
+
+_t = i18n.scoped("sections")
 
 
 def _curve_keys(data: pd.DataFrame) -> list[str]:
@@ -21,7 +24,7 @@ def _curve_keys(data: pd.DataFrame) -> list[str]:
 
 def _sweep_rows(data: pd.DataFrame) -> pd.DataFrame:
     """The rows of a sweep (a ``sweep`` name), with a ``system`` column."""
-    data = _system(data)
+    data = with_system(data)
     return data[data["sweep"].notna()] if "sweep" in data.columns else data
 
 
@@ -32,7 +35,7 @@ def sweep_curves(data: pd.DataFrame) -> Iterator[tuple[dict, pd.DataFrame]]:
     table, the chart and the knee sentences) share.
     """
     data = _sweep_rows(data)
-    yield from _groups(data, _curve_keys(data) + ["system"])
+    yield from groups_by(data, _curve_keys(data) + ["system"])
 
 
 def qd_points(data: pd.DataFrame) -> pd.DataFrame:
@@ -103,24 +106,24 @@ def qd_sweep_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     "IOPS saturate at about N at OIO k; beyond it p99 latency grows x%".
     """
     i18n.check_lang(lang)
-    data = _usable(_sweep_rows(data))
+    data = usable_rows(_sweep_rows(data))
     if data.empty:
         return None
     points = qd_points(data)
     knees = qd_knees(data)
     section = Section("qd-sweep", _t("qd.heading", lang), lang, intro=_t("qd.intro", lang))
-    for key, sub in _groups(data, _curve_keys(data)):
-        name = _curve_name(key, lang)
-        pts = _matching(points, key)
+    for key, sub in groups_by(data, _curve_keys(data)):
+        name = curve_name(key, lang)
+        pts = rows_matching(points, key)
         section.tables.append(_qd_table(pts, name, lang))
         section.figures.append(_qd_figure(sub, pts, name, lang))
-        section.sentences += _qd_sentences(_matching(knees, key), _order(pts["system"]), name, lang)
+        section.sentences += _qd_sentences(rows_matching(knees, key), unique_in_order(pts["system"]), name, lang)
     return section
 
 
 def _qd_table(pts: pd.DataFrame, name: str, lang: str) -> Table:
     """One curve's table: rows = outstanding I/O, columns = IOPS, p50 and p99 (ms) per system."""
-    systems = _order(pts["system"])
+    systems = unique_in_order(pts["system"])
     oios = sorted(pts["oio"].unique())
     blocks = {"iops": _t("qd.col_iops", lang), "p50_us": _t("qd.col_p50", lang), "p99_us": _t("qd.col_p99", lang)}
     shown, numbers = {}, {}
@@ -129,7 +132,7 @@ def _qd_table(pts: pd.DataFrame, name: str, lang: str) -> Table:
             series = pts[pts["system"] == system].set_index("oio")[column].reindex(oios)
             values = series / 1000.0 if column != "iops" else series
             numbers[(head, system)] = values.to_numpy()
-            shown[(head, system)] = [_fmt(v) for v in values]
+            shown[(head, system)] = [number_or_dash(v) for v in values]
     index = pd.Index([int(x) if float(x).is_integer() else x for x in oios], name=_t("qd.index", lang))
     return Table(pd.DataFrame(shown, index=index), data=pd.DataFrame(numbers, index=index),
                  caption=_t("qd.caption", lang, curve=name), notes=[_t("qd.note", lang)])
@@ -138,16 +141,16 @@ def _qd_table(pts: pd.DataFrame, name: str, lang: str) -> Table:
 def _qd_figure(sub: pd.DataFrame, pts: pd.DataFrame, name: str, lang: str) -> Figure:
     """One curve's chart: :func:`iolab.report.curveplots.qd_plot`, the p50 curves dotted on the latency axis."""
     from iolab.report import curveplots
-    fig, ax = _pyplot().subplots(figsize=(9.0, 4.6))
-    curveplots.qd_plot(sub, hue="system", ax=ax, labels=_labels("qd", lang))
+    fig, ax = optional.pyplot().subplots(figsize=(9.0, 4.6))
+    curveplots.qd_plot(sub, hue="system", ax=ax, labels=plot_labels("qd", lang))
     twin = curveplots.twin_of(ax)
     colors = {line.get_label(): line.get_color() for line in ax.get_lines()}
-    for system in _order(pts["system"]):
+    for system in unique_in_order(pts["system"]):
         part = pts[pts["system"] == system]
         if twin is not None and part["p50_us"].notna().any():
             twin.plot(part["oio"], part["p50_us"], linestyle=":", marker=".", color=colors.get(system),
                       label=f"{system} p50", gid="p50")
-    _merge_legends(ax, twin)
+    merge_legends(ax, twin)
     ax.set_title(name)
     return Figure(fig, alt=_t("qd.alt", lang, curve=name))
 
@@ -162,14 +165,14 @@ def _qd_sentences(knees: pd.DataFrame, systems: list, name: str, lang: str) -> l
         k = found.iloc[0]
         if k["found"]:
             sentences.append(_t(
-                "qd.knee", lang, system=system, iops=_about(k["iops"]), oio=f"{k['oio']:g}",
-                growth=i18n.percent(k["p99_growth"]), next=f"{k['next_oio']:g}", gain=_pct(k["iops_gain"])))
+                "qd.knee", lang, system=system, iops=about(k["iops"]), oio=f"{k['oio']:g}",
+                growth=i18n.percent(k["p99_growth"]), next=f"{k['next_oio']:g}", gain=signed_percent(k["iops_gain"])))
         else:
             sentences.append(_t("qd.no_knee", lang, system=system, oio=f"{k['last_oio']:g}",
-                                iops=_about(k["last_iops"])))
+                                iops=about(k["last_iops"])))
     if len(systems) >= 2:
         summary = pd.DataFrame({"system": knees["system"], "test": _t("qd.peak_test", lang, curve=name),
                                 "direction": "", "metric": "iops", "unit": "IOPS",
                                 "value": knees["peak_iops"], "n": 1})
-        sentences += _winner_lines(summary, lang)
+        sentences += winner_lines(summary, lang)
     return sentences

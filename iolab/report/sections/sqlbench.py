@@ -11,10 +11,14 @@ import math
 import pandas as pd
 
 from iolab.classic.sqlbench_tests import TESTS as SQLBENCH_TESTS
+from iolab.core import optional
 from iolab.report import i18n, reasons
 from iolab.report.tables import Table
 from iolab.report.sections.common import (
-    Figure, Section, _about, _col, _fmt, _order, _pyplot, _system, _t, _usable, _winner_lines)
+    Figure, Section, about, numeric, number_or_dash, unique_in_order, with_system, usable_rows,
+    winner_lines)
+
+_t = i18n.scoped("sections")
 
 #: The ``tool`` of the engine's rows.
 SQLBENCH_TOOL = "sql-bench"
@@ -34,20 +38,20 @@ def sqlbench_results(data: pd.DataFrame) -> pd.DataFrame:
     ``elapsed_s`` (their mean), ``scale`` and ``storage_engine`` (as the run
     recorded them: a scale under 1 runs smaller loops than sql-bench's own).
     """
-    data = _usable(_system(data))
+    data = usable_rows(with_system(data))
     data = data[is_sqlbench(data)]
     rows = []
     for (system, test), sub in data.groupby(["system", "test"], sort=False):
-        elapsed = _col(sub, "runtime_s").dropna()
+        elapsed = numeric(sub, "runtime_s").dropna()
         rows.append({"system": system, "test": str(test), "n": len(elapsed),
                      "elapsed_s": float(elapsed.mean()) if len(elapsed) else math.nan,
-                     "scale": float(_col(sub, "scale").max()),
+                     "scale": float(numeric(sub, "scale").max()),
                      "storage_engine": (str(sub["storage_engine"].dropna().iloc[0])
                                         if "storage_engine" in sub.columns and sub["storage_engine"].notna().any()
                                         else None)})
     frame = pd.DataFrame(rows, columns=["system", "test", "n", "elapsed_s", "scale", "storage_engine"])
     known = {t: i for i, t in enumerate(SQLBENCH_TESTS)}
-    order = {t: known.get(t, len(known) + i) for i, t in enumerate(_order(frame["test"]))}
+    order = {t: known.get(t, len(known) + i) for i, t in enumerate(unique_in_order(frame["test"]))}
     return frame.sort_values("test", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
@@ -73,9 +77,9 @@ def sqlbench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
 def _sqlbench_reasons(data: pd.DataFrame, results: pd.DataFrame, lang: str) -> list[str]:
     """Why a test waits on the device: the cache flushes the kernel counted (``dev_flushes``); for runs without the
     counter, on MyISAM only, create far apart while insert ties (:func:`iolab.report.reasons.flushes_published`)."""
-    rows = _usable(_system(data))
+    rows = usable_rows(with_system(data))
     rows = rows[is_sqlbench(rows)]
-    if "dev_flushes" in rows.columns and _col(rows, "dev_flushes").notna().any():
+    if "dev_flushes" in rows.columns and numeric(rows, "dev_flushes").notna().any():
         return reasons.sentences(reasons.flushes(rows), lang=lang)
     if set(results["storage_engine"].dropna()) != {"MyISAM"}:
         return []  # InnoDB flushes at every commit: insert ties on no evidence of ours
@@ -85,8 +89,8 @@ def _sqlbench_reasons(data: pd.DataFrame, results: pd.DataFrame, lang: str) -> l
 
 
 def _sqlbench_table(results: pd.DataFrame, lang: str) -> Table:
-    systems = _order(results["system"])
-    tests = _order(results["test"])
+    systems = unique_in_order(results["system"])
+    tests = unique_in_order(results["test"])
     seconds = results.pivot_table(index="test", columns="system", values="elapsed_s", aggfunc="first", sort=False)
     seconds = seconds.reindex(index=tests, columns=systems)
     complete = seconds.notna().all(axis=0)
@@ -94,14 +98,14 @@ def _sqlbench_table(results: pd.DataFrame, lang: str) -> Table:
     numbers = pd.concat([seconds, total.to_frame(_t("sql.total", lang)).T])
     numbers.index = pd.Index(list(tests) + [_t("sql.total", lang)], name=_t("sql.index", lang))
     numbers.columns = pd.Index(systems, name=i18n.text("labels.system", lang))
-    shown = numbers.map(lambda v: _fmt(v, 1))
+    shown = numbers.map(lambda v: number_or_dash(v, 1))
     return Table(shown, data=numbers, caption=_t("sql.caption", lang), notes=[_t("sql.note", lang)])
 
 
 def _sqlbench_figure(results: pd.DataFrame, lang: str, table: Table) -> Figure:
     """Seconds per test and system; each bar labelled with the table's text for that cell (one rounding rule)."""
     from iolab.report import plot
-    fig, ax = _pyplot().subplots(figsize=(9.0, 4.0))
+    fig, ax = optional.pyplot().subplots(figsize=(9.0, 4.0))
     shown = [table.frame.loc[t, s] if pd.notna(v) else "" for t, s, v
              in zip(results["test"], results["system"], results["elapsed_s"])]
     plot.bars(results.assign(shown=shown), x="test", y="elapsed_s", hue="system", ax=ax, xlabel="",
@@ -116,7 +120,7 @@ def _sqlbench_sentences(results: pd.DataFrame, lang: str) -> list[str]:
     summary = pd.DataFrame({"system": results["system"], "test": results["test"], "direction": "",
                             "metric": "elapsed", "unit": "s", "value": results["elapsed_s"],
                             "n": results["n"].clip(lower=1)})
-    sentences = _winner_lines(summary, lang)
+    sentences = winner_lines(summary, lang)
     spread = results.groupby("test", sort=False)["elapsed_s"].agg(["min", "max"])
     spread = spread[(spread["min"] > 0) & spread["max"].notna()]
     if len(spread):
@@ -124,8 +128,8 @@ def _sqlbench_sentences(results: pd.DataFrame, lang: str) -> list[str]:
         test = ratio.idxmax()
         mine = results[results["test"] == test].set_index("system")["elapsed_s"]
         sentences.append(_t("sql.widest", lang, test=test, factor=i18n.factor(float(ratio[test])),
-                            fast=mine.idxmin(), fast_s=_about(float(mine.min())),
-                            slow=mine.idxmax(), slow_s=_about(float(mine.max()))))
+                            fast=mine.idxmin(), fast_s=about(float(mine.min())),
+                            slow=mine.idxmax(), slow_s=about(float(mine.max()))))
     return sentences
 
 

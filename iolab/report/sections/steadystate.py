@@ -23,9 +23,12 @@ import pandas as pd
 from iolab.analysis.steadystate import MAX_RANGE, decode, slope
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size
+from iolab.core import optional
 from iolab.report import i18n
-from iolab.report.sections.common import Figure, Section, _col, _fmt, _order, _pyplot, _system, _t
+from iolab.report.sections.common import Figure, Section, numeric, number_or_dash, unique_in_order, with_system
 from iolab.report.tables import DASH, Table
+
+_t = i18n.scoped("sections")
 
 #: the figures a steady-state run can judge, as result columns, with their unit
 FIGURES = {"iops": "IOPS", "bw_mbps": "MB/s"}
@@ -56,7 +59,7 @@ def _last_run(rows: pd.DataFrame) -> pd.DataFrame:
     """A system's rounds of its last run (a system measured twice is shown as last measured)."""
     if "run_id" not in rows.columns or rows["run_id"].nunique() <= 1:
         return rows
-    return rows[rows["run_id"] == _order(rows["run_id"])[-1]]
+    return rows[rows["run_id"] == unique_in_order(rows["run_id"])[-1]]
 
 
 def _judged(rows: pd.DataFrame, per_round: dict[str, pd.Series], window: list[int]) -> str:
@@ -65,7 +68,7 @@ def _judged(rows: pd.DataFrame, per_round: dict[str, pd.Series], window: list[in
     metric = rows["steady_metric"].dropna().astype(str) if "steady_metric" in rows.columns else pd.Series(dtype=str)
     if len(metric) and metric.iloc[0] in FIGURES:
         return metric.iloc[0]
-    mean = _col(rows, "steady_mean").dropna()
+    mean = numeric(rows, "steady_mean").dropna()
     if mean.empty or not window:
         return "iops"
     target = float(mean.iloc[0])
@@ -80,17 +83,17 @@ def _judged(rows: pd.DataFrame, per_round: dict[str, pd.Series], window: list[in
 def steady_rounds(data: pd.DataFrame) -> pd.DataFrame:
     """One row per system and round: ``system``, ``round``, ``figure`` (the judged one), ``column``
     (``iops`` or ``bw_mbps``), ``in_window`` (a round of the measurement window)."""
-    data = _system(data)
+    data = with_system(data)
     rows = data[is_steadystate(data)]
     out = []
-    for system in _order(rows["system"].astype(str)):
+    for system in unique_in_order(rows["system"].astype(str)):
         part = _last_run(rows[rows["system"].astype(str) == system])
-        number = _col(part, "round").fillna(_col(part, "rep"))
+        number = numeric(part, "round").fillna(numeric(part, "rep"))
         if number.isna().all():
             raise IolabError("steady-state rows without a round number", context=f"system {system}",
                              hint="the rows should come from the steady-state recipe (columns round or rep)")
         part = part.assign(_round=number.astype(int))
-        per_round = {c: _col(part, c).groupby(part["_round"]).sum(min_count=1) for c in FIGURES if c in part.columns}
+        per_round = {c: numeric(part, c).groupby(part["_round"]).sum(min_count=1) for c in FIGURES if c in part.columns}
         window_of = part["steady_window"].map(_truth) if "steady_window" in part.columns else pd.Series(
             False, index=part.index)
         window = sorted(int(r) for r in part.loc[window_of, "_round"].unique())
@@ -109,7 +112,7 @@ def steady_summary(data: pd.DataFrame) -> pd.DataFrame:
     fitted line (``fit_slope`` per round and ``fit_at_first`` at the window's first round), and the fresh
     drive's burst: ``burst_rounds`` (how many of the first rounds ran more than 20% above the window's
     mean) and ``burst_peak``."""
-    data = _system(data)
+    data = with_system(data)
     rows = data[is_steadystate(data)]
     rounds = steady_rounds(data)
     out = []
@@ -197,7 +200,7 @@ def _sentences(summary: pd.DataFrame, lang: str) -> list[str]:
         unit = _unit(s["column"], lang)
         if s["reached"]:
             line = _t("steadystate.reached", lang, system=s["system"], round=int(s["round"]),
-                      window=_window_text(s["first"], s["last"]), figure=_fmt(s["figure"]), unit=unit,
+                      window=_window_text(s["first"], s["last"]), figure=number_or_dash(s["figure"]), unit=unit,
                       range=i18n.number(s["range_pct"], digits=1), slope=f"{s['slope_pct']:+.1f}")
         else:
             why = ("、" if lang == "ja" else "; ").join(worded(s["why_not"], "why", lang)) or DASH
@@ -205,7 +208,7 @@ def _sentences(summary: pd.DataFrame, lang: str) -> list[str]:
         parts = [line]
         if s["burst_rounds"]:
             parts.append(_t("steadystate.burst", lang, system=s["system"], n=s["burst_rounds"],
-                            peak=_fmt(s["burst_peak"]), unit=unit, mean=_fmt(s["mean"])))
+                            peak=number_or_dash(s["burst_peak"]), unit=unit, mean=number_or_dash(s["mean"])))
         parts += worded(s.get("cut"), "cut", lang) + worded(s.get("purge"), "purge", lang)
         said.append(("" if lang == "ja" else " ").join(parts))
     return said
@@ -217,8 +220,9 @@ def _table(summary: pd.DataFrame, lang: str) -> Table:
     for _, s in summary.iterrows():
         numbers.append([s["rounds"], s["first"], s["figure"], s["range_pct"], s["slope_pct"], s["reached"]])
         shown.append([str(s["rounds"]), _window_text(s["first"], s["last"]),
-                      i18n.with_unit(_fmt(s["figure"]), _unit(s["column"], lang)) if pd.notna(s["figure"]) else DASH,
-                      _fmt(s["range_pct"], 1), DASH if pd.isna(s["slope_pct"]) else f"{s['slope_pct']:+.1f}",
+                      (i18n.with_unit(number_or_dash(s["figure"]), _unit(s["column"], lang))
+                       if pd.notna(s["figure"]) else DASH),
+                      number_or_dash(s["range_pct"], 1), DASH if pd.isna(s["slope_pct"]) else f"{s['slope_pct']:+.1f}",
                       _t("steadystate.yes" if s["reached"] else "steadystate.no", lang)])
     index = list(summary["system"])
     return Table(pd.DataFrame(shown, index=index, columns=columns),
@@ -228,7 +232,7 @@ def _table(summary: pd.DataFrame, lang: str) -> Table:
 
 def _figure(system: str, series: pd.DataFrame, s, lang: str) -> Figure:
     """The PTS plot of one system: the figure per round, the window shaded, mean ±10/±20%, the fitted line."""
-    fig, ax = _pyplot().subplots(figsize=(7.2, 3.8))
+    fig, ax = optional.pyplot().subplots(figsize=(7.2, 3.8))
     ax.plot(series["round"], series["figure"], marker="o", label=system)
     mean = s["mean"]
     if s["first"] is not None and pd.notna(s["first"]):
@@ -259,7 +263,7 @@ def _figure(system: str, series: pd.DataFrame, s, lang: str) -> Figure:
 def steadystate_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     """The section, or None when no row carries a steady-state verdict."""
     i18n.check_lang(lang)
-    data = _system(data)
+    data = with_system(data)
     if not is_steadystate(data).any():
         return None
     rounds, summary = steady_rounds(data), steady_summary(data)

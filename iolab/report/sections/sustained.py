@@ -14,9 +14,12 @@ import pandas as pd
 
 from iolab.analysis.cliff import series_values
 from iolab.core.units import human_size
+from iolab.core import optional
 from iolab.report import cliff_text, i18n
 from iolab.report.tables import DASH, Table
-from iolab.report.sections.common import Figure, Section, _fmt, _join, _order, _pyplot, _system, _t
+from iolab.report.sections.common import Figure, Section, number_or_dash, unique_in_order, with_system
+
+_t = i18n.scoped("sections")
 
 #: the tests of the sustained-write recipe (the ``sustained`` row carries the finding)
 SUSTAINED_TESTS = ("sustained", "recovery")
@@ -38,19 +41,19 @@ def _shown(column: str, value) -> str:
         return human_size(float(value))
     if column == "cliff_drop":
         return f"{float(value) * 100:.0f}%"
-    return _fmt(float(value), 1 if column == "idle_s" else None)
+    return number_or_dash(float(value), 1 if column == "idle_s" else None)
 
 
 def sustained_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     """The section, or None when no row carries a finding."""
     i18n.check_lang(lang)
-    data = _system(data)
+    data = with_system(data)
     rows = data[data["test"].astype(str).eq("sustained")]
     if rows.empty:
         return None
     columns = [_t(f"sustained.col_{c}", lang) for c in _COLUMNS]
     shown, numbers, index = [], [], []
-    for system in _order(rows["system"].astype(str)):
+    for system in unique_in_order(rows["system"].astype(str)):
         row = rows[rows["system"].astype(str) == system].iloc[-1]
         index.append(system)
         values = [pd.to_numeric(row.get(c), errors="coerce") for c in _COLUMNS]
@@ -69,7 +72,7 @@ def _series_figure(rows: pd.DataFrame, systems: list[str], lang: str) -> Figure 
     """The per-second write rate of each system over time, the cliff marked (dashed) where it was found."""
     if "series_mbps" not in rows.columns:
         return None
-    fig, ax = _pyplot().subplots(figsize=(7.2, 3.8))
+    fig, ax = optional.pyplot().subplots(figsize=(7.2, 3.8))
     drawn = []
     for system in systems:
         row = rows[rows["system"].astype(str) == system].iloc[-1]
@@ -83,11 +86,11 @@ def _series_figure(rows: pd.DataFrame, systems: list[str], lang: str) -> Figure 
             ax.axvline(float(cliff_s), color=line.get_color(), linestyle="--", linewidth=1)
         drawn.append(system)
     if not drawn:
-        _pyplot().close(fig)
+        optional.pyplot().close(fig)
         return None
     ax.set_xlabel(_t("sustained.x", lang))
     ax.set_ylabel(_t("sustained.y", lang))
     ax.set_ylim(bottom=0)
     ax.legend()
     fig.tight_layout()
-    return Figure(fig, alt=_t("sustained.alt", lang, systems=_join(drawn, lang)))
+    return Figure(fig, alt=_t("sustained.alt", lang, systems=i18n.join(drawn, lang)))

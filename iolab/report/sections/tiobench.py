@@ -9,7 +9,10 @@ import pandas as pd
 from iolab.report import figures, i18n, reasons
 from iolab.report.tables import DASH, Table
 from iolab.report.sections.common import (
-    Figure, Section, _t, _col, _usable, _system, _order, _small_pct, _fmt, _winner_lines)
+    Figure, Section, numeric, usable_rows, with_system, unique_in_order, small_percent, number_or_dash,
+    winner_lines)
+
+_t = i18n.scoped("sections")
 
 TIOBENCH_TESTS = ("SeqWrite", "RandWrite", "SeqRead", "RandRead")
 
@@ -24,29 +27,30 @@ def tiobench_results(data: pd.DataFrame) -> pd.DataFrame:
     operations slower than 2 s and 10 s, means), ``cpu_eff`` (rate / CPU
     share, tiobench's "CPU Eff").
     """
-    data = _usable(_system(data))
+    data = usable_rows(with_system(data))
     rows = []
     for (system, test), sub in data.groupby(["system", "test"], sort=False):
-        rate = float(_col(sub, "bw_mbps").mean())
-        cpu = float((_col(sub, "cpu_usr_pct") + _col(sub, "cpu_sys_pct")).mean())
+        rate = float(numeric(sub, "bw_mbps").mean())
+        cpu = float((numeric(sub, "cpu_usr_pct") + numeric(sub, "cpu_sys_pct")).mean())
         rows.append({"system": system, "test": test, "n": len(sub),
-                     "threads": int(_col(sub, "numjobs").max()) if _col(sub, "numjobs").notna().any() else math.nan,
-                     "rate": rate, "cpu": cpu, "lat_avg_ms": float(_col(sub, "lat_mean_us").mean()) / 1000,
-                     "lat_max_ms": float(_col(sub, "lat_max_us").max()) / 1000,
-                     "over_2s": float(_col(sub, "over_2s_pct").mean()),
-                     "over_10s": float(_col(sub, "over_10s_pct").mean()),
+                     "threads": (int(numeric(sub, "numjobs").max()) if numeric(sub, "numjobs").notna().any()
+                                 else math.nan),
+                     "rate": rate, "cpu": cpu, "lat_avg_ms": float(numeric(sub, "lat_mean_us").mean()) / 1000,
+                     "lat_max_ms": float(numeric(sub, "lat_max_us").max()) / 1000,
+                     "over_2s": float(numeric(sub, "over_2s_pct").mean()),
+                     "over_10s": float(numeric(sub, "over_10s_pct").mean()),
                      "cpu_eff": rate / (cpu / 100) if cpu and np.isfinite(cpu) and cpu > 0 else math.nan})
     frame = pd.DataFrame(rows, columns=["system", "test", "n", "threads", "rate", "cpu", "lat_avg_ms", "lat_max_ms",
                                         "over_2s", "over_10s", "cpu_eff"])
     known = {t: i for i, t in enumerate(TIOBENCH_TESTS)}
-    tests = {t: known.get(t, len(known) + i) for i, t in enumerate(_order(frame["test"]))}
+    tests = {t: known.get(t, len(known) + i) for i, t in enumerate(unique_in_order(frame["test"]))}
     return frame.sort_values("test", key=lambda s: s.map(tests), kind="stable").reset_index(drop=True)
 
 
 def _chart_rows(data: pd.DataFrame, results: pd.DataFrame, test_name) -> pd.DataFrame:
     """The rates as :func:`iolab.report.figures.summary_chart` draws them: system, test, x, value, and the rows'
     flags (a page cache's inflated rates go on their own axis)."""
-    rows = _usable(_system(data))
+    rows = usable_rows(with_system(data))
     flags = rows.groupby(["system", "test"], sort=False)["flags"].agg(
         lambda f: ";".join(str(v) for v in f.dropna())) if "flags" in rows.columns else pd.Series(dtype=str)
     return pd.DataFrame({"system": results["system"], "test": results["test"], "direction": "",
@@ -79,13 +83,13 @@ def tiobench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
         key = f"sections.tio.test_{test}"
         return i18n.text(key, lang) if i18n.has(key, lang) else test
 
-    for test in _order(results["test"]):
+    for test in unique_in_order(results["test"]):
         part = results[results["test"] == test].set_index("system")
         shown, numbers = {}, {}
         for column, key, digits in heads:
             values = part[column].astype(float)
             numbers[_t(key, lang)] = values.to_numpy()
-            shown[_t(key, lang)] = [_tio_pct(v) if digits == "pct" else _fmt(v, digits) for v in values]
+            shown[_t(key, lang)] = [_tio_pct(v) if digits == "pct" else number_or_dash(v, digits) for v in values]
         index = pd.Index(part.index, name=i18n.text("labels.system", lang))
         section.tables.append(Table(pd.DataFrame(shown, index=index), data=pd.DataFrame(numbers, index=index),
                                     caption=test_name(test)))
@@ -98,12 +102,12 @@ def tiobench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
     summary = pd.DataFrame({"system": results["system"], "test": [test_name(t) for t in results["test"]],
                             "direction": "", "metric": "rate", "unit": "MB/s", "value": results["rate"],
                             "n": results["n"]})
-    section.sentences += _winner_lines(summary, lang)
+    section.sentences += winner_lines(summary, lang)
     slow = results[results["over_2s"].fillna(0) > 0]
     for _, row in slow.iterrows():
         key = "tio.slow_10s" if row["over_10s"] > 0 else "tio.slow_2s"
         section.sentences.append(_t(key, lang, system=row["system"], test=test_name(row["test"]),
-                                    pct2=_small_pct(row["over_2s"]), pct10=_small_pct(row["over_10s"]),
+                                    pct2=small_percent(row["over_2s"]), pct10=small_percent(row["over_10s"]),
                                     worst=i18n.number(row["lat_max_ms"] / 1000, digits=1)))
     # the maximum latency column: one operation each, an anecdote (named once, with the widest factor)
     section.sentences += reasons.sentences(reasons.single_max(pd.DataFrame({
@@ -111,6 +115,6 @@ def tiobench_section(data: pd.DataFrame, *, lang: str = "en") -> Section | None:
         "value": results["lat_max_ms"], "n": results["n"]})), lang=lang)
     if slow.empty and results["over_2s"].notna().any():
         worst = results.loc[results["lat_max_ms"].idxmax()]
-        section.sentences.append(_t("tio.none_slow", lang, ms=_fmt(worst["lat_max_ms"]), system=worst["system"],
-                                    test=test_name(worst["test"])))
+        section.sentences.append(_t("tio.none_slow", lang, ms=number_or_dash(worst["lat_max_ms"]),
+                                    system=worst["system"], test=test_name(worst["test"])))
     return section
