@@ -52,8 +52,8 @@ def _text(value) -> str:
 
 
 def run(args) -> int:
-    from iolab.devices import inventory as devices
-    rows = devices.inventory_records()
+    from iolab.devices import listing
+    rows = listing.records()
     _mark_stale(rows)
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -1,4 +1,4 @@
-"""Block devices and what may be done to them: the inventory and its safety verdicts,
+"""Block devices and what may be done to them: the device listing and its safety verdicts,
 loop devices, emulated devices with known limits, and setup plans (partition, mkfs, RAID, mount)
 with their size limits.
 

@@ -3,7 +3,7 @@ partitions, holders and slaves, sizes and queues, model and serial, mounts, swap
 devices over a file.
 
 Nothing here judges whether a device may be written: :mod:`iolab.devices.safety`
-does, from these facts; :mod:`iolab.devices.inventory` lists them for every device.
+does, from these facts; :mod:`iolab.devices.listing` lists them for every device.
 """
 from __future__ import annotations
 

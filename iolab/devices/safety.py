@@ -181,7 +181,7 @@ def assess(device: str | os.PathLike, *, mount_table: list[Mount] | None = None,
            swaps: dict[int, str] | None = None, chain: set[str] | None = None) -> Verdict:
     """Every reason iolab would refuse to write ``device`` (none: writable).
 
-    The optional arguments let :func:`inventory` share one snapshot of the
+    The optional arguments let :func:`iolab.devices.listing.table` share one snapshot of the
     mount table, swap list and root chain across devices.
     """
     real, name, devno = resolve(device)

@@ -1,4 +1,4 @@
-"""iolab.devices.safety and inventory: the refusal rules on real loop devices, inventory, provenance."""
+"""iolab.devices.safety and listing: the refusal rules on real loop devices, the device listing, provenance."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import pytest
 
 from device_fixtures import (  # noqa: F401 - fixtures
     iolab, make_loop, partition, requires, requires_root, scratch, sh)
-from iolab.devices import blockdev, inventory, provenance, safety
+from iolab.devices import blockdev, listing, provenance, safety
 from iolab.core.errors import IolabError
 
 pytestmark = [requires_root, requires("losetup", "wipefs", "mkfs.ext4", "sgdisk", "partx", "mkswap")]
@@ -85,7 +85,7 @@ def test_mounted_through_a_symlink(make_loop, scratch):
         message = refusal(name, confirm=name)
         assert "mounted at" in message
     assert refusal(link).startswith(f"{link} ({dev}): refusing to write")
-    row = inventory.inventory().set_index("device").loc[dev]
+    row = listing.table().set_index("device").loc[dev]
     assert not row["writable"] and str(scratch / "mnt") in row["mountpoints"]
 
 
@@ -105,7 +105,7 @@ def test_signature_refused_unless_that_exact_device_is_confirmed(make_loop, scra
     assert safety.check_writable(dev, confirm=dev).confirmed
     assert safety.check_writable(dev, confirm=str(link)).confirmed
     assert safety.check_writable(link, confirm=[other, dev]).confirmed
-    row = inventory.inventory().set_index("device").loc[dev]
+    row = listing.table().set_index("device").loc[dev]
     assert not row["writable"] and row["confirmable"] and row["signatures"] == ["ext4"]
 
 
@@ -123,7 +123,7 @@ def test_swap_refused_even_when_confirmed(make_loop):
     try:
         message = refusal(dev, confirm=dev)
         assert f"in use as swap ({dev})" in message and "--confirm does not change that" in message
-        assert inventory.inventory().set_index("device").loc[dev]["swap"]
+        assert listing.table().set_index("device").loc[dev]["swap"]
     finally:
         sh("swapoff", dev, check=False)
     # once off, only the swap signature stands in the way
@@ -187,7 +187,7 @@ def test_root_chain_refused():
         if os.path.exists(path):
             message = refusal(path, confirm=path)
             assert "backs the root file system (/)" in message
-    rows = inventory.inventory()
+    rows = listing.table()
     assert rows[rows["root_chain"]]["writable"].eq(False).all()
 
 
@@ -202,12 +202,12 @@ def test_root_chain_follows_partitions_and_loop_backing(make_loop, scratch):
     assert Path(dev).name in seen and Path(p1).name in seen and root_dev in seen
 
 
-# ------------------------------------------------------------------ inventory
+# ------------------------------------------------------------------ listing
 
-def test_inventory_and_cli(make_loop):
+def test_listing_and_cli(make_loop):
     dev = make_loop("48M")
-    frame = inventory.inventory()
-    assert list(frame.columns) == inventory.INVENTORY_COLUMNS
+    frame = listing.table()
+    assert list(frame.columns) == listing.COLUMNS
     row = frame.set_index("device").loc[dev]
     assert row["writable"] and row["size_bytes"] == 48 * 1024**2 and row["type"] == "loop"
     assert row["logical_sector"] == 512 and row["why_not"] == ""

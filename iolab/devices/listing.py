@@ -1,5 +1,7 @@
-"""The inventory of block devices: one row per disk, partition and attached loop device,
-with its properties and iolab's verdict on writing it (:mod:`iolab.devices.safety`).
+"""The listing of block devices (``iolab devices``): one row per disk, partition and attached loop
+device, with its properties and iolab's verdict on writing it (:mod:`iolab.devices.safety`).
+
+(Called "the inventory" until issue 22: a fleet's inventory is :mod:`iolab.fleet.inventory`.)
 
 The facts come from :mod:`iolab.devices.blockdev`; what serves a path, for a run
 manifest, from :mod:`iolab.devices.provenance`.
@@ -16,27 +18,27 @@ from iolab.devices.blockdev import (
 from iolab.devices.safety import UNREADABLE, Reason, Verdict, assess, root_chain
 
 
-INVENTORY_COLUMNS = [
+COLUMNS = [
     "device", "name", "type", "parent", "size_bytes", "size", "model", "serial", "firmware",
     "rotational", "logical_sector", "physical_sector", "scheduler", "mountpoints", "holders",
     "swap", "root_chain", "signatures", "writable", "why_not", "confirmable",
 ]
 
 
-def inventory() -> "pandas.DataFrame":  # noqa: F821 - imported lazily
+def table() -> "pandas.DataFrame":  # noqa: F821 - imported lazily
     """One row per block device (disks, partitions, attached loop devices).
 
     ``writable`` is iolab's verdict without confirmation; ``why_not`` lists the
     reasons; ``confirmable`` says whether ``--confirm DEVICE`` would allow a
-    write (only signatures stand in the way). Columns: :data:`INVENTORY_COLUMNS`.
+    write (only signatures stand in the way). Columns: :data:`COLUMNS`.
     """
     import pandas as pd
 
-    return pd.DataFrame(inventory_records(), columns=INVENTORY_COLUMNS)
+    return pd.DataFrame(records(), columns=COLUMNS)
 
 
-def inventory_records() -> list[dict]:
-    """:func:`inventory` as plain dicts (JSON-ready)."""
+def records() -> list[dict]:
+    """:func:`table` as plain dicts (JSON-ready)."""
     table, swaps, chain = mounts(), swap_devnos(), root_chain()
     rows = []
     for name in listed_names():
