@@ -39,6 +39,45 @@ def test_smartctl_reads_the_qemu_nvme_drives_identity_and_health():
     assert reading.health["warning_temp_minutes"] == 0 and reading.health["smart_passed"] is True
 
 
+def _ata_document(attributes: dict | None = None) -> dict:
+    """smartctl -x --json=c of a SATA SSD, written by hand in smartctl's JSON format (this machine has no SATA
+    drive to capture one from): its attribute table (raw values packed as the drive does: 194's low byte the
+    current temperature, higher bytes its minimum and maximum), device statistics and SCT temperature limits."""
+    table = {5: 2, 9: 4321, 187: 1, 190: 35 | 30 << 16 | 48 << 24, 194: 36 | 20 << 16 | 65 << 32, 199: 7, 241: 123456}
+    table.update(attributes or {})
+    return {
+        "smartctl": {"exit_status": 0}, "device": {"name": "/dev/sda", "type": "sat", "protocol": "ATA"},
+        "model_name": "Example SSD 1TB", "serial_number": "EX123", "firmware_version": "FW01",
+        "user_capacity": {"blocks": 1953525168, "bytes": 1000204886016},
+        "logical_block_size": 512, "physical_block_size": 4096, "rotation_rate": 0,
+        "form_factor": {"ata_value": 3, "name": "2.5 inches"}, "sata_version": {"string": "SATA 3.3", "value": 511},
+        "interface_speed": {"max": {"sata_value": 14, "string": "6.0 Gb/s"},
+                            "current": {"sata_value": 2, "string": "3.0 Gb/s"}},
+        "smart_status": {"passed": True}, "power_on_time": {"hours": 4321},
+        "temperature": {"current": 36, "lifetime_max": 65, "op_limit_max": 70, "limit_max": 75},
+        "ata_smart_attributes": {"revision": 1, "table": [
+            {"id": key, "raw": {"value": value}} for key, value in table.items() if value is not None]},
+        "ata_device_statistics": {"pages": [
+            {"number": 1, "name": "General Statistics", "table": [{"name": "Logical Sectors Written", "value": 2_000_000}]},
+            {"number": 7, "name": "Solid State Device Statistics",
+             "table": [{"name": "Percentage Used Endurance Indicator", "value": 3}]}]},
+    }
+
+
+def test_a_sata_drives_identity_link_and_health():
+    reading = smart.from_smartctl(_ata_document(), "/dev/sda")
+    assert reading.ok
+    assert reading.identity == {"protocol": "ATA", "type": "sat", "model": "Example SSD 1TB", "firmware": "FW01",
+                                "serial": "EX123", "capacity_bytes": 1000204886016, "logical_block_size": 512,
+                                "physical_block_size": 4096, "rotation_rate_rpm": 0, "form_factor": "2.5 inches",
+                                "interface": "SATA 3.3", "sata_link": {"current": "3.0 Gb/s", "max": "6.0 Gb/s"}}
+    assert reading.health == {"temperature_c": 36, "power_on_hours": 4321, "smart_passed": True, "crc_errors": 7,
+                              "media_errors": 3, "attribute_241_raw": 123456, "percentage_used": 3,
+                              "data_written_bytes": 2_000_000 * 512, "warning_temp_c": 70, "critical_temp_c": 75}
+    # attribute 194 first; a drive with only 190 (Airflow_Temperature_Cel) gives that one's low byte
+    assert smart.from_smartctl(_ata_document({194: None}), "/dev/sda").health["temperature_c"] == 35
+
+
 def test_nvme_data_units_count_what_was_written():
     """64 MiB written by dd: the drive counts it in units of 512,000 bytes, rounded up."""
     written = smart.from_smartctl(fixture("smartctl-a-qemu-nvme-after-64MiB.json"), "/dev/nvme0").health
