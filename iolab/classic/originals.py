@@ -35,7 +35,7 @@ from collections import defaultdict
 import pandas as pd
 
 from iolab.core import commands
-from iolab.engine import directio, fio
+from iolab.engine import directio, fio, jobrules
 from iolab.core.errors import IolabError
 from iolab.engine.recipes import Step
 from iolab.engine.fiooutcome import empty_frame
@@ -315,8 +315,8 @@ class ClassicEngine(FioEngine):
         """Repetition numbers: ``repeat`` passes, more while a headline value's CoV is high."""
         from iolab.analysis.stats import needs_more
         min_n = self.recipe.repeat
-        max_n = max(min_n, self.recipe.defaults.get("max_repeat", min_n))
-        cov_target = self.recipe.defaults.get("cov_target", 0.03)
+        max_n = max(min_n, self.recipe.max_repeat)
+        cov_target = self.recipe.cov_target
         rep = 0
         while rep < max_n:
             watched = [v for (_, test), v in self.values.items() if test in headline_tests]
@@ -360,8 +360,7 @@ class ClassicEngine(FioEngine):
         """The recipe's step for ``test`` (a made-up one for tests the engine adds)."""
         base = self.steps.get(test) or Step(id=test, test=test, rw=options.get("rw", ""), options={})
         merged = {**base.options, **options}
-        direct = str(merged.get("direct", 0)).lower() not in ("0", "false", "")
-        return dataclasses.replace(base, options=merged, direct=direct)
+        return dataclasses.replace(base, options=merged, direct=jobrules.is_direct(merged, source=f"test {test}"))
 
     def fio_step(self, step: Step, target, rep: int, options: dict) -> pd.DataFrame:
         """Run one fio job (written to ``jobs/`` and checked with ``fio --parse-only`` once) by :meth:`measure_step`."""

@@ -32,7 +32,7 @@ import pandas as pd
 from iolab.analysis.stats import split_flags
 from iolab.core import commands
 from iolab.core.errors import IolabError
-from iolab.engine import jobreader
+from iolab.engine import jobreader, jobrules
 from iolab.isolation import confine
 
 log = logging.getLogger(__name__)
@@ -253,17 +253,15 @@ class JobEngine:
     iodepth: int
 
 
-def _truthy(value) -> bool:
-    return str(value).strip().lower() not in ("0", "false", "", "none")
-
-
-def _job_engine(options: dict) -> JobEngine:
-    direct = _truthy(options.get("direct", 0)) or not _truthy(options.get("buffered", 1))
+def _job_engine(options: list, source: str) -> JobEngine:
+    """A job's engine from its options, ``(canonical name, value)`` in the order fio applies them."""
+    last = dict(options)  # fio keeps the last value of an option
     try:
-        iodepth = int(str(options.get("iodepth", 1)).strip())
+        iodepth = int(str(last.get("iodepth", 1)).strip())
     except ValueError:
         iodepth = 1
-    return JobEngine(engine=str(options.get("ioengine") or FIO_DEFAULT).strip(), direct=direct, iodepth=iodepth)
+    return JobEngine(engine=str(last.get("ioengine") or FIO_DEFAULT).strip(),
+                     direct=jobrules.is_direct(options, source=source), iodepth=iodepth)
 
 
 @functools.lru_cache(maxsize=256)
@@ -274,27 +272,17 @@ def of_job_text(text: str, source: str = "job file") -> dict:
     without fio (fio would load the engine to read it).
     """
     if jobreader.code_loading(jobreader.lines(text, source)) is not None:
-        sections = _written_sections(text, source)
+        sections = jobreader.written_sections(text, source)
     else:
-        sections = [(s.name, s.is_global, {jobreader.canonical(o.name): "1" if o.value is None else o.value
-                                           for o in s.options}) for s in jobreader.sections(text, source)]
-    jobs, globals_ = {}, {}
-    for name, is_global, options in sections:
-        if is_global:
-            globals_.update(options)
+        sections = jobreader.sections(text, source)
+    jobs, globals_ = {}, []
+    for section in sections:
+        options = [(jobreader.canonical(o.name), o.value) for o in section.options]
+        if section.is_global:
+            globals_ += options
         else:
-            jobs[name] = _job_engine({**globals_, **options})
+            jobs[section.name] = _job_engine(globals_ + options, source)
     return jobs
-
-
-def _written_sections(text: str, source: str) -> list:
-    found: dict = {}
-    for line in jobreader.lines(text, source):
-        if line.kind == "section":
-            found.setdefault(line.section, {})
-        elif line.kind == "option" and line.section is not None:
-            found.setdefault(line.section, {})[jobreader.canonical(line.key)] = (line.value or "1").strip()
-    return [(name, name.startswith("global"), options) for name, options in found.items()]
 
 
 def _read(path) -> dict:

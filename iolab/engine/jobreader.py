@@ -20,7 +20,8 @@ go). The lines say how many options each section holds and where they are
 they are. Where the two cannot be matched the reader refuses with the reason,
 naming the file, the section and the line.
 
-Also from fio: canonical option names and aliases (``fio --cmdhelp``).
+Also from fio: canonical option names and aliases (``fio --cmdhelp``). The rules that need no fio (a
+section's kind, whether a job opens its files with O_DIRECT) are in :mod:`iolab.engine.jobrules`.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ import re
 import subprocess
 
 from iolab.core.errors import IolabError
+from iolab.engine.jobrules import is_global
 from iolab.isolation import confine
 
 log = logging.getLogger(__name__)
@@ -79,7 +81,7 @@ class Option:
 
 @dataclasses.dataclass
 class Section:
-    """A ``[section]`` of a job file in fio's view; ``is_global`` as fio decides it (name starts "global")."""
+    """A ``[section]`` of a job file in fio's view; ``is_global`` as fio decides it (:func:`is_global`)."""
 
     name: str
     line: int
@@ -87,7 +89,7 @@ class Section:
 
     @property
     def is_global(self) -> bool:
-        return self.name.startswith("global")
+        return is_global(self.name)
 
 
 def decode(data, source: str) -> str:
@@ -234,6 +236,20 @@ def code_loading(file_lines: list[Line]) -> Line | None:
     return None
 
 
+def written_sections(text: str, source: str = "job file") -> list[Section]:
+    """The sections of job file ``text`` as written, without fio: values as in the file (no expansion; a bare
+    option's value None), canonical names, in the file's order. For a job fio must not read (it would load
+    an external engine while reading it); :func:`sections` is fio's own view."""
+    found: list[Section] = []
+    for line in lines(text, source):
+        if line.kind == "section":
+            found.append(Section(line.section, line.number, []))
+        elif line.kind == "option" and found:
+            value = None if line.value is None else line.value.strip()
+            found[-1].options.append(Option(canonical(line.key), value, line.number))
+    return found
+
+
 def _env_key() -> str:
     return hashlib.sha256(repr(sorted(os.environ.items())).encode()).hexdigest()
 
@@ -259,8 +275,8 @@ def _sections(text: str, source: str, env_key: str) -> tuple:
     result, index, globals_so_far = [], 0, []
     for position, header in enumerate(headers):
         own = options_of.get(position, [])
-        is_global = header.section.startswith("global")
-        if not is_global:
+        global_section = is_global(header.section)
+        if not global_section:
             if index >= len(tokens) or tokens[index] != ("name", header.section):
                 where = own[0].number if own else header.number
                 raise _ambiguous(header.section, where, source,
@@ -274,7 +290,7 @@ def _sections(text: str, source: str, env_key: str) -> tuple:
         index += expected
         if len(dump) != expected:
             raise _ambiguous(header.section, header.number, source, "fio's view holds fewer options than the lines")
-        if is_global:
+        if global_section:
             if dump[:len(globals_so_far)] != globals_so_far:
                 raise _ambiguous(header.section, header.number, source,
                                  "a value contains ' --' (fio's view of the global options shifted)")
