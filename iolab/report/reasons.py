@@ -3,7 +3,8 @@
 The commentary (:mod:`iolab.report.commentary`, :mod:`iolab.report.narrative`) says who wins and by how much; these
 rules say *why*, where the data shows it, from what storage engineers know:
 
-* ``flushes``: a test bound by cache flushes: the ``dev_flushes`` the sqlbench and pgbench engines record; published
+* ``flushes``: a test bound by cache flushes: the ``dev_flushes`` the sqlbench and pgbench engines record
+  (``commit_flushes``: a pgbench mode flushing at every commit, per transaction); published
   (``flushes_published``): sql-bench's create far apart while insert ties (MyISAM syncs a table's files at CREATE
   TABLE and flushes nothing at commit, ``recipes/sqlbench.yaml``).
 * ``interface``: a throughput above the link (:mod:`iolab.report.interfaces`); ``rated``: above the
@@ -35,6 +36,8 @@ COLUMNS = ("rule", "system", "test", "direction", "value", "unit", "against", "r
 
 #: A test with at least this many cache flushes (``dev_flushes``, per run) waits on them.
 MIN_FLUSHES = 50
+#: A pgbench mode with at least this many cache flushes per transaction flushes at (nearly) every commit.
+COMMIT_FLUSH_SHARE = 0.5
 #: The deepest queue giving at least this many times the QD1 figure is explained as parallelism.
 QD_GAIN = 2.0
 #: Bonnie++'s per-character tests and its block tests, by the names the reference and the sections use.
@@ -101,6 +104,37 @@ def flushes(rows: pd.DataFrame) -> pd.DataFrame:
             continue
         out.append({"rule": "flushes", "system": system, "test": test, "direction": "", "value": seconds,
                     "unit": "s", "against": count, "ratio": 1000 * seconds / count})
+    return _frame(out)
+
+
+def commit_flushes(rows: pd.DataFrame) -> pd.DataFrame:
+    """pgbench modes whose commits wait on a cache flush each, from the ``dev_flushes`` the engine records.
+
+    ``rows``: one row per mode x client count x repetition with ``system, test, runtime_s, dev_flushes`` and
+    ``transactions`` (else ``tps`` x ``runtime_s``), the client count in ``clients`` (else ``numjobs``). A mode
+    counts at its fewest clients, where a commit has no other to share its flush with: when its mean flushes per
+    run reach :data:`MIN_FLUSHES` and :data:`COMMIT_FLUSH_SHARE` per transaction, a row: ``value`` its mean
+    seconds, ``against`` its mean flushes, ``ratio`` the milliseconds per flush at most, ``extra`` the flushes
+    per transaction, ``detail`` the client count."""
+    if rows.empty or "dev_flushes" not in rows.columns:
+        return _empty()
+    _need(rows, ("system", "test", "runtime_s"), "commit_flushes")
+    seconds = _num(rows, "runtime_s")
+    done = _num(rows, "transactions")
+    clients = _num(rows, "clients")
+    data = rows.assign(_s=seconds, _f=_num(rows, "dev_flushes"),
+                       _x=done.where(done.notna(), _num(rows, "tps") * seconds),
+                       _c=clients.where(clients.notna(), _num(rows, "numjobs")).fillna(1))
+    out = []
+    for (system, test), part in data.groupby(["system", "test"], sort=False):
+        part = part[part["_c"] == part["_c"].min()]
+        count, seconds, done = part["_f"].mean(), part["_s"].mean(), part["_x"].mean()
+        if pd.isna(count) or pd.isna(seconds) or not done > 0 or count < MIN_FLUSHES:
+            continue
+        if count / done >= COMMIT_FLUSH_SHARE:
+            out.append({"rule": "commit_flushes", "system": system, "test": test, "direction": "", "value": seconds,
+                        "unit": "s", "against": count, "ratio": 1000 * seconds / count, "extra": count / done,
+                        "detail": int(part["_c"].iloc[0])})
     return _frame(out)
 
 
@@ -370,6 +404,17 @@ def _flushes(rows: pd.DataFrame, lang: str) -> list[str]:
     return out
 
 
+def _commit_flushes(rows: pd.DataFrame, lang: str) -> list[str]:
+    out = []
+    for (test, clients), part in rows.groupby(["test", "detail"], sort=False):
+        items = [_t("commit_flushes_item", lang, system=r["system"], per=i18n.number(r["extra"], digits=2),
+                    flushes=i18n.number(r["against"], digits=0), seconds=_seconds(r["value"], lang),
+                    ms=i18n.number(r["ratio"])) for _, r in part.iterrows()]
+        out.append(_t("commit_flushes", lang, test=i18n.label(test, lang, section="tests"), n=int(clients),
+                      items=i18n.join(items, lang)))
+    return out
+
+
 def _one(row, lang: str) -> str:
     rule = row["rule"]
     if rule == "flushes_published":
@@ -449,6 +494,8 @@ def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[str]:
         rows = found[found["rule"] == rule]
         if rule == "flushes":
             out += _flushes(rows, lang)
+        elif rule == "commit_flushes":
+            out += _commit_flushes(rows, lang)
         elif rule == "flushes_published":
             out += _grouped(rows, lang)
         elif rule == "queue_depth":

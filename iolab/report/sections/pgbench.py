@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from iolab.core import optional
-from iolab.report import i18n
+from iolab.report import i18n, reasons
 from iolab.report.tables import Table
 from iolab.report.sections.common import (
     Figure, Section, plot_labels, numeric, usable_rows, with_system, unique_in_order, about,
@@ -91,7 +91,8 @@ def pgbench_section(data: pd.DataFrame, *, lang: str = "en", fio: pd.DataFrame |
     Findings: the fastest system per mode at the most clients; what skipping
     the flush buys; and, where ``fio`` (every selected result) holds a random
     4 KiB QD1 write latency of the same system (same host and label), whether
-    the commit rate at 1 client is what that latency allows.
+    the commit rate at 1 client is what that latency allows; and why, where the
+    kernel counted a cache flush per commit (:func:`iolab.report.reasons.commit_flushes`).
     """
     from iolab.report import curveplots
     i18n.check_lang(lang)
@@ -146,7 +147,15 @@ def pgbench_section(data: pd.DataFrame, *, lang: str = "en", fio: pd.DataFrame |
             section.sentences.append(_t(key, lang, system=system, mode=off["test"].iloc[0], factor=i18n.factor(ratio),
                                         pct=f"{(ratio - 1) * 100:.0f}",
                                         clients=_clients(int(mine["clients"].iloc[0]), lang)))
-    latency = fio_write_latency(fio if fio is not None else data.iloc[0:0])
+    section.sentences += reasons.sentences(reasons.commit_flushes(data), lang=lang)
+    section.sentences += _fio_sentences(one, systems, fio if fio is not None else data.iloc[0:0], lang)
+    return section
+
+
+def _fio_sentences(one: pd.DataFrame, systems: list, fio: pd.DataFrame, lang: str) -> list[str]:
+    """Whether each system's commit rate at 1 client is what its fio random 4 KiB QD1 write latency allows."""
+    said = []
+    latency = fio_write_latency(fio)
     for system in systems:
         mine = one[(one["system"] == system) & _sync_on(one)]
         if mine.empty or mine["clients"].iloc[0] != 1:
@@ -159,7 +168,7 @@ def pgbench_section(data: pd.DataFrame, *, lang: str = "en", fio: pd.DataFrame |
         ceiling = 1000.0 / lat
         writes = ceiling / row["tps"]
         key = "pg.fio_consistent" if 0.8 <= writes <= 4 else "pg.fio_below" if writes > 4 else "pg.fio_above"
-        section.sentences.append(_t(key, lang, system=system, tps=about(row["tps"]), lat=number_or_dash(lat),
-                                    ceiling=about(ceiling), writes=i18n.factor(writes),
-                                    source=f"{match['recipe'].iloc[0]}, {match['test'].iloc[0]}"))
-    return section
+        said.append(_t(key, lang, system=system, tps=about(row["tps"]), lat=number_or_dash(lat),
+                       ceiling=about(ceiling), writes=i18n.factor(writes),
+                       source=f"{match['recipe'].iloc[0]}, {match['test'].iloc[0]}"))
+    return said
