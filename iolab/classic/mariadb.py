@@ -26,13 +26,13 @@ import logging
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-from iolab.core import ownership, procstat
+from iolab.core import ownership, processes, procstat
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
 from iolab.classic import dbserver
 from iolab.classic import mariadb_pristine as pristine
@@ -97,11 +97,6 @@ def free_port(preferred: int | None = None) -> int:
         return sock.getsockname()[1]
 
 
-def _gone(pid: int) -> bool:
-    """The process has exited (a zombie waiting for its parent counts as gone)."""
-    return procstat.ended(pid)
-
-
 def _run_group(argv, *, cwd) -> subprocess.CompletedProcess:
     """Run ``argv`` in a process group of its own; interrupted: the whole group is killed.
 
@@ -114,9 +109,7 @@ def _run_group(argv, *, cwd) -> subprocess.CompletedProcess:
     try:
         out, err = proc.communicate()
     except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        processes.end(proc, first=[], group=True)
         raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
@@ -241,24 +234,28 @@ class Server(ServerLifecycle):
         raise IolabError(f"no free TCP port after {PORT_TRIES} tries ({self.ports_tried})", context="sqlbench")
 
     def _wait_ready(self, offset: int) -> bool:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            code = self.proc.poll()
-            if code is not None:
+        """True once mariadbd answers, False when its port was taken (it exited saying so)."""
+        error = None
+
+        def answers() -> str | None:
+            nonlocal error
+            if self.proc.poll() is not None:
                 text = self._log_since(offset)
                 if "Address already in use" in text or "Do you already have another" in text:
-                    return False
-                raise IolabError(f"mariadbd exited with {code} while starting: {self.last_words()}",
+                    return "port taken"
+                raise IolabError(f"mariadbd exited with {self.proc.returncode} while starting: {self.last_words()}",
                                  context=str(self.data), hint=f"its log is kept as {self.log_dir / 'mariadb.log'}")
             try:
                 self.connect(connect_timeout=2).close()
-                return True
+                return "up"
             except Exception as exc:  # pymysql.err.OperationalError while it starts
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise IolabError(f"mariadbd did not accept connections within {START_TIMEOUT_S} s ({exc}): "
-                                     f"{self.last_words()}", context=f"127.0.0.1:{self.port}") from None
-            time.sleep(0.1)
+                error = exc
+        try:
+            return wait_until(answers, START_TIMEOUT_S, interval=0.1, context=f"127.0.0.1:{self.port}",
+                              what=lambda: f"mariadbd to accept connections ({error}): {self.last_words()}") == "up"
+        except IolabError:
+            self.stop()  # (nothing to do when it has exited)
+            raise
 
     def _log_since(self, offset: int) -> str:
         try:
@@ -302,36 +299,18 @@ class Server(ServerLifecycle):
         """The server's PID from its pid file when we lost its handle (interrupted inside popen), if it is ours."""
         try:
             pid = int((self.root / "mariadbd.pid").read_text().split()[0])
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             return None
-        return pid if os.fsencode(f"--datadir={self.data}") in cmdline.split(b"\0") else None
+        return pid if f"--datadir={self.data}" in (procstat.argv_of(pid) or []) else None
 
     def stop(self) -> list[str]:
-        steps = []
+        """SIGTERM (mariadbd's normal shutdown), SIGKILL after :data:`STOP_TIMEOUT_S`; the steps taken."""
         if self.proc is None and self.created:
             pid = self._orphan()
             if pid is not None:
                 log.warning("stopping mariadbd (PID %d) found by its pid file", pid)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                steps.append("SIGKILL (pid file)")
-                deadline = time.monotonic() + STOP_TIMEOUT_S
-                while not _gone(pid) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-        if self.proc is None or self.proc.poll() is not None:
-            return steps
-        steps.append("SIGTERM")
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signal.SIGTERM)  # mariadbd: normal shutdown
-        try:
-            self.proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            log.warning("mariadbd (PID %d) did not stop in %d s; killing it", self.proc.pid, STOP_TIMEOUT_S)
-            steps.append("SIGKILL")
-            self.proc.kill()
-            self.proc.wait()
-        return steps
+                return [f"{step} (pid file)" for step in processes.end(pid, first=[], kill_wait=STOP_TIMEOUT_S)]
+        return processes.end(self.proc, grace=STOP_TIMEOUT_S) if self.proc is not None else []
 
     def remove(self) -> None:
         if self.created and self.error_log.exists():
@@ -379,10 +358,6 @@ def undo_stale(root: str, details: dict, *, dry_run: bool) -> str | None:
     if dry_run:
         return f"would {'kill mariadbd (PID %d) and ' % pid if pid else ''}remove server directory {root}"
     if pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while not _gone(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        processes.end(pid, first=[], kill_wait=STOP_TIMEOUT_S)
     shutil.rmtree(root_path)
     return f"{'killed mariadbd (PID %d) and ' % pid if pid else ''}removed server directory {root}"

@@ -76,7 +76,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from iolab.core import progress as progress_
+from iolab.core import processes, progress as progress_
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
 from iolab.classic.dbengine import DatabaseEngine
 from iolab.classic.pgbench_options import Mode, Options, parse_options
@@ -317,11 +318,8 @@ class Engine(DatabaseEngine):
     def _server_stats(self, cluster: Cluster, *, wait_idle: bool = False) -> dict:
         """PostgreSQL's cumulative I/O counters: WAL bytes/writes/syncs, blocks read, buffers written."""
         if wait_idle:  # backends publish their counters when they exit: wait for pgbench's to go
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and cluster.sql(
-                    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-                    "AND pid <> pg_backend_pid()") != "0":
-                time.sleep(0.05)
+            wait_until(lambda: cluster.sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
+                                           "'client backend' AND pid <> pg_backend_pid()") == "0", 10)
         columns = ["blks_read", "buffers_written"]
         query = ("SELECT (SELECT sum(blks_read) FROM pg_stat_database), "
                  "(SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter)")
@@ -339,27 +337,14 @@ class Engine(DatabaseEngine):
         try:
             outcome = progress_.wait(proc, label, expected, progress=self.progress, limit=timeout,
                                     alive=cluster.running)
-            if outcome == progress_.LIMIT:
-                proc.kill()
-                proc.wait()
-                return True
-            if outcome == progress_.GONE:
-                # the server is gone: pgbench may wait for it forever
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(10)
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+            if outcome == progress_.GONE:  # the server is gone: pgbench may wait for it forever
+                processes.end(proc, first=None, grace=10)
+            elif outcome == progress_.LIMIT:
+                processes.end(proc, first=[])
         except KeyboardInterrupt:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            processes.end(proc, grace=5)
             raise
-        return False
+        return outcome == progress_.LIMIT
 
 
 def _errors(measured: dict, text: str, summary: dict, server_error, cluster: Cluster, limit: float) -> list:

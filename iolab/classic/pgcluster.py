@@ -39,22 +39,22 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import glob
 import logging
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-from iolab.core import ownership
+from iolab.core import ownership, processes, procstat
 from iolab.core.errors import IolabError
 from iolab.classic import dbserver
 from iolab.classic.dbserver import Account, ServerLifecycle, tail
-from iolab.core.procstat import children
+from iolab.core.deadline import wait_until
 
 log = logging.getLogger(__name__)
 
@@ -269,15 +269,14 @@ class Cluster(ServerLifecycle):
         mode_file.write_text(text)
         os.chown(mode_file, self.account.uid, self.account.gid)
         self.sql("SELECT pg_reload_conf()")
-        deadline = time.monotonic() + 10
-        while True:  # the reload is asynchronous: wait until a new session sees it
-            seen = {name: self.sql(f"SHOW {name}") for name in settings}
-            if all(seen[name] == str(value) for name, value in settings.items()):
-                return seen
-            if time.monotonic() > deadline:
-                raise IolabError(f"PostgreSQL did not take the settings {settings} (it shows {seen}): "
-                                 f"{tail(self.server_log)}", context=str(self.data / MODE_FILE))
-            time.sleep(0.1)
+        seen = {}
+
+        def taken():  # the reload is asynchronous: until a new session sees it
+            seen.update({name: self.sql(f"SHOW {name}") for name in settings})
+            return all(seen[name] == str(value) for name, value in settings.items())
+        wait_until(taken, 10, interval=0.1, context=str(self.data / MODE_FILE),
+                   what=lambda: f"PostgreSQL to take {settings} (it shows {seen}): {tail(self.server_log)}")
+        return seen
 
     def start(self, *, popen=subprocess.Popen) -> None:
         """Start ``postgres`` in the foreground through ``popen`` and wait until it accepts connections."""
@@ -287,20 +286,18 @@ class Cluster(ServerLifecycle):
             self.proc = popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                               env=self.env, start_new_session=True)
         log.info("postgres started (PID %d), data directory %s", self.proc.pid, self.data)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            code = self.proc.poll()
-            if code is not None:
-                raise IolabError(f"postgres exited with {code} while starting: {tail(self.server_log)}",
+        probe = None
+
+        def accepts() -> bool:
+            nonlocal probe
+            if self.proc.poll() is not None:
+                raise IolabError(f"postgres exited with {self.proc.returncode} while starting: {tail(self.server_log)}",
                                  context=str(self.data), hint=f"its log is {self.server_log}")
             probe = subprocess.run([self.binaries.psql, "-X", "-A", "-t", "-c", "SELECT 1"],
                                    capture_output=True, text=True, env=self.env)
-            if probe.returncode == 0:
-                return
-            if time.monotonic() > deadline:
-                raise IolabError(f"postgres did not accept connections within {START_TIMEOUT_S} s: "
-                                 f"{probe.stderr.strip() or tail(self.server_log)}", context=str(self.socket))
-            time.sleep(0.1)
+            return probe.returncode == 0
+        wait_until(accepts, START_TIMEOUT_S, interval=0.1, context=str(self.socket),
+                   what=lambda: f"postgres to accept connections ({probe.stderr.strip() or tail(self.server_log)})")
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -341,35 +338,23 @@ class Cluster(ServerLifecycle):
 
     # ---- clean-up
     def stop(self) -> list[str]:
-        """Stop the server: ``pg_ctl stop -m fast``, then ``-m immediate``, then SIGKILL. Returns the steps taken."""
-        steps = []
+        """Stop the server: ``pg_ctl stop -m fast``, then ``-m immediate``, then SIGKILL of the postmaster and
+        its backends (each in a session of its own). Returns the steps taken."""
         if self.proc is None:
-            return steps
-        for mode, timeout in STOP_TIMEOUTS_S.items():
-            if self.proc.poll() is not None:
-                break
-            argv = self.account.wrap([self.binaries.pg_ctl, "stop", "-D", str(self.data), "-m", mode,
-                                      "-w", "-t", str(timeout)])
-            steps.append(f"pg_ctl stop -m {mode}")
-            try:
-                proc = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout + 5)
-                if proc.returncode != 0:
-                    log.warning("pg_ctl stop -m %s: %s", mode, (proc.stderr or proc.stdout).strip())
-            except subprocess.TimeoutExpired:
-                log.warning("pg_ctl stop -m %s did not return within %d s", mode, timeout)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(5)
-        if self.proc.poll() is None:
-            # still alive (and so not reaped: its PID cannot have been reused): the postmaster and its
-            # backends, which each run in a session of their own
-            victims = [self.proc.pid, *children(self.proc.pid)]
-            log.warning("postgres (PID %d) did not stop; killing it and its processes %s", self.proc.pid, victims)
-            steps.append("SIGKILL")
-            for pid in victims:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            self.proc.wait()
-        return steps
+            return []
+        return processes.end(self.proc, grace=5, family=True, first=[
+            (f"pg_ctl stop -m {mode}", functools.partial(self._pg_ctl_stop, mode, timeout))
+            for mode, timeout in STOP_TIMEOUTS_S.items()])
+
+    def _pg_ctl_stop(self, mode: str, timeout: int) -> None:
+        argv = self.account.wrap([self.binaries.pg_ctl, "stop", "-D", str(self.data), "-m", mode, "-w", "-t",
+                                  str(timeout)])
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout + 5)
+            if proc.returncode != 0:
+                log.warning("pg_ctl stop -m %s: %s", mode, (proc.stderr or proc.stdout).strip())
+        except subprocess.TimeoutExpired:
+            log.warning("pg_ctl stop -m %s did not return within %d s", mode, timeout)
 
     def remove(self) -> None:
         if self.created and self.root.exists():
@@ -386,10 +371,7 @@ class Cluster(ServerLifecycle):
 
 
 def _is_postgres(pid: int) -> bool:
-    try:
-        return b"postgres" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
+    return any("postgres" in arg for arg in procstat.argv_of(pid) or [])
 
 
 def undo_stale(root: str, details: dict, *, dry_run: bool) -> str | None:
@@ -420,9 +402,6 @@ def undo_stale(root: str, details: dict, *, dry_run: bool) -> str | None:
         except (OSError, subprocess.TimeoutExpired) as exc:
             log.warning("pg_ctl stop of %s: %s", data, exc)
         if ownership.pid_alive(pid) and _is_postgres(pid):
-            for victim in [pid, *children(pid)]:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(victim, signal.SIGKILL)
-            steps.append("SIGKILL")
+            steps += processes.end(pid, first=[], family=True)
     shutil.rmtree(root_path)
     return f"{'stopped postgres (PID %d: %s) and ' % (pid, ', '.join(steps)) if running else ''}removed cluster {root}"

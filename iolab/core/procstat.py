@@ -1,5 +1,5 @@
-"""Processes as /proc shows them: pid, state, parent, process group, name and start of each (no third-party
-tool). The one reader of ``/proc/PID/stat``."""
+"""Processes as /proc shows them: pid, state, parent, process group, name, start and command line of each (no
+third-party tool). The one reader of ``/proc/PID/stat`` and ``/proc/PID/cmdline``."""
 from __future__ import annotations
 
 import os
@@ -31,6 +31,15 @@ def stat_of(pid: int | str) -> ProcStat | None:
     if len(rest) < 20:
         return None
     return ProcStat(int(pid), rest[0], int(rest[1]), int(rest[2]), head.partition("(")[2], int(rest[19]))
+
+
+def argv_of(pid: int | str) -> list[str] | None:
+    """``/proc/PID/cmdline`` as a list (empty for a kernel thread or a zombie); None when there is no such process."""
+    try:
+        raw = Path(f"/proc/{int(pid)}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return [os.fsdecode(arg) for arg in raw.rstrip(b"\0").split(b"\0")] if raw else []
 
 
 def state_of(pid: int | str) -> str | None:

@@ -23,6 +23,7 @@ def test_a_process_named_with_parentheses_and_spaces_reads_right_until_it_is_rea
         found = procstat.stat_of(child.pid)
         assert found is not None and found.comm == NAME and found.ppid == os.getpid()
         assert found.state in ("S", "R") and not procstat.ended(child.pid)
+        assert procstat.argv_of(child.pid)[:2] == [sys.executable, "-c"]  # the command line, not the new name
         assert found.start == owner.start_ticks(child.pid) > procstat.stat_of(os.getpid()).start - 1
         assert child.pid in procstat.descendants(os.getpid())
         assert any(p.pid == child.pid and p.comm == NAME for p in procstat.processes())
@@ -39,3 +40,4 @@ def test_a_process_named_with_parentheses_and_spaces_reads_right_until_it_is_rea
 
 def test_no_such_process_and_a_name_that_is_no_pid():
     assert procstat.stat_of("self-ish") is None and procstat.state_of(2**22 + 1) is None
+    assert procstat.argv_of(2**22 + 1) is None and procstat.argv_of("self-ish") is None
