@@ -11,18 +11,19 @@ and :mod:`iolab.isolation.cgroup_v2`, the group built on them in
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import logging
 import os
 import re
 import signal
-import time
 from pathlib import Path
 from typing import Iterable
 
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
-from iolab.core.mountinfo import mount_of, mounts
+from iolab.core.mountinfo import MOUNTINFO, mount_of, mounts
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class Layout:
                 "v2_controllers": sorted(self.v2_controllers)}
 
 
-def detect(mountinfo: str | os.PathLike = "/proc/self/mountinfo") -> Layout:
+def detect(mountinfo: str | os.PathLike = MOUNTINFO) -> Layout:
     """Read the cgroup mounts of this machine (v1, v2 or hybrid)."""
     v1: dict[str, str] = {}
     v2 = None
@@ -225,22 +226,18 @@ def kill_tasks(dirs: Iterable[str | os.PathLike], *, timeout: float = 10.0) -> l
     """
     dirs = [Path(d) for d in dirs]
     killed: list[int] = []
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def emptied() -> bool:
         left = [p for p in tasks_in(dirs) if p != os.getpid()]
-        if not left:
-            return killed
-        if time.monotonic() > deadline:
-            raise IolabError(f"tasks {left} are still in the group {timeout:.0f} s after SIGKILL",
-                             context=", ".join(map(str, dirs)), hint="a task in D state: look at /proc/PID/stack")
         for pid in left:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                continue
-            if pid not in killed:
-                killed.append(pid)
-        time.sleep(0.05)
+                if pid not in killed:
+                    killed.append(pid)
+        return not left
+    wait_until(emptied, timeout, context=", ".join(map(str, dirs)), hint="a task in D state: look at /proc/PID/stack",
+               what=lambda: f"tasks {tasks_in(dirs)} to leave the group after SIGKILL")
+    return killed
 
 
 # --------------------------------------------------------------------------- iolab's groups

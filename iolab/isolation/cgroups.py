@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Iterable
 
 from iolab.core import ownership
+from iolab.core.deadline import Deadline
 from iolab.core.errors import IolabError
 from iolab.isolation import cgroup_v1, cgroup_v2
 from iolab.isolation.cgroupfs import (  # noqa: F401  (the interface callers have always used)
@@ -398,7 +399,7 @@ class Group:
             if self.fake:
                 shutil.rmtree(d, ignore_errors=True)
                 continue
-            deadline = time.monotonic() + timeout
+            deadline = Deadline(timeout)
             while True:
                 for pid in read_pids(d / "cgroup.procs"):
                     try:
@@ -412,7 +413,7 @@ class Group:
                 except FileNotFoundError:
                     break
                 except OSError as exc:
-                    if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                    if exc.errno != errno.EBUSY or deadline.expired():
                         errors.append(f"{d}: {exc.strerror}")
                         break
                     time.sleep(0.05)

@@ -19,6 +19,8 @@ import contextlib
 import logging
 import subprocess
 
+from iolab.core import processes
+
 log = logging.getLogger(__name__)
 
 #: the modes a keeper runs in: O_DIRECT runs, whose evidence (device bytes) never counts fio's own
@@ -49,16 +51,5 @@ def kept_resident(argv: list[str], *, mode: str):
     log.debug("keeping %s resident across cache drops (pid %d)", argv[0], keeper.pid)
     try:
         yield keeper
-    finally:
-        _stop(keeper)
-
-
-def _stop(keeper: subprocess.Popen) -> None:
-    with contextlib.suppress(OSError):
-        keeper.stdin.close()  # end of its job file: it exits by itself
-    try:
-        keeper.wait(timeout=STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
-        log.warning("%s (pid %d) kept running after its stdin closed: killed", keeper.args[0], keeper.pid)
-        keeper.kill()
-        keeper.wait()
+    finally:  # the end of its job file: it exits by itself
+        processes.end(keeper, first=("close stdin", keeper.stdin.close), grace=STOP_WAIT_S)

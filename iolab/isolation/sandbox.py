@@ -331,8 +331,7 @@ class Sandbox:
         # check the side effect (a child that already exited has nothing left to check)
         for group in groups:
             if proc.poll() is None and not group.contains(proc.pid) and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+                processes.end(proc, first=[])
                 raise IolabError(f"the process did not land in cgroup {group.name}", context=argv[0])
         log.debug("started %s (pid %d) in %s", argv[0], proc.pid, [g.name for g in groups])
         return proc

@@ -51,16 +51,17 @@ import dataclasses
 import logging
 import os
 import secrets
+import signal
 import stat
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Iterable
 
 from iolab.isolation import cgroupfs, cgroups
-from iolab.core import ownership, processes
+from iolab.core import ownership, processes, procstat
 from iolab.isolation.cgroups import Group, Throttle
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
 from iolab.isolation.systemctl import ENV, stop_unit, which as _which  # noqa: F401  (stop_unit: part of this module's interface)
 
@@ -244,25 +245,13 @@ class Scope:
 
     def _wait_for_placeholder(self) -> None:
         """Until systemd-run has put itself in the scope and exec'd the placeholder."""
-        want = b"\0".join(os.fsencode(a) for a in self.placeholder) + b"\0"
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            code = self.proc.poll()
-            if code is not None:
-                lines = [ln for ln in self._output().splitlines() if ln.strip()]
-                detail = lines[-1] if lines else "no output"
-                raise IolabError(f"systemd-run exited with {code}: {detail}", context=self.unit,
+        def started() -> bool:
+            if self.proc.poll() is not None:
+                last = ([ln for ln in self._output().splitlines() if ln.strip()] or ["no output"])[-1]
+                raise IolabError(f"systemd-run exited with {self.proc.returncode}: {last}", context=self.unit,
                                  hint=f"set {ENV}=cgroupfs to write cgroupfs directly")
-            try:
-                cmdline = Path(f"/proc/{self.proc.pid}/cmdline").read_bytes()
-            except OSError:
-                cmdline = b""
-            if cmdline == want:
-                return
-            if time.monotonic() > deadline:
-                raise IolabError(f"systemd-run did not start the scope within {START_TIMEOUT:.0f} s",
-                                 context=self.unit)
-            time.sleep(0.01)
+            return procstat.argv_of(self.proc.pid) == [str(a) for a in self.placeholder]
+        wait_until(started, START_TIMEOUT, interval=0.01, what="systemd-run to start the scope", context=self.unit)
 
     def _check_limits(self, group: Group) -> None:
         """Read back what systemd was asked for; do what it cannot (v1 swap and IOPS)."""
@@ -331,12 +320,7 @@ class Scope:
         return [d for _, d in dict.fromkeys(self.dirs.values()) if d.name == self.unit and d.exists()]
 
     def _wait_gone(self, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while self._left():
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
-        return True
+        return wait_until(lambda: not self._left(), seconds, interval=0.02)
 
     def stop(self, timeout: float = 10.0) -> None:
         """End the placeholder, wait until the scope's cgroup is gone (``systemctl stop`` if needed).
@@ -344,16 +328,9 @@ class Scope:
         Idempotent. Raises :class:`IolabError` when the cgroup stays.
         """
         proc = self.proc
-        if proc is not None and proc.returncode is None:
-            if proc.stdin is not None:
-                try:
-                    proc.stdin.close()  # cat sees end of file and exits
-                except OSError:
-                    pass
-            try:
-                proc.wait(2)
-            except subprocess.TimeoutExpired:
-                processes.end(proc, grace=2)
+        if proc is not None and proc.returncode is None:  # cat sees the end of its input and exits
+            processes.end(proc, first=[("close stdin", proc.stdin.close) if proc.stdin else None, signal.SIGTERM],
+                          grace=2)
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
@@ -392,10 +369,7 @@ def undo_stale(unit: str, dirs: Iterable[str], *, dry_run: bool) -> str | None:
     if dry_run:
         return f"would stop scope {unit} (systemctl stop)"
     stop_unit(unit)
-    deadline = time.monotonic() + STOP_GRACE + 10
-    while [d for d in present if Path(d).exists()] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [d for d in present if Path(d).exists()]
-    if left:
-        raise IolabError(f"scope still there after systemctl stop: {', '.join(left)}", context=unit)
+    left = lambda: [d for d in present if Path(d).exists()]  # noqa: E731
+    wait_until(lambda: not left(), STOP_GRACE + 10, context=unit,
+               what=lambda: f"the scope to go after systemctl stop ({', '.join(left())})")
     return f"stopped scope {unit}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from iolab.core import mountinfo
+from iolab.core import mountinfo, processes
 from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
 from iolab.core.units import parse_size
@@ -275,12 +274,12 @@ def _boot(argv: list[str], timeout: float | None, guard: Guard | None = None) ->
         rc = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         with held_signals():
-            _kill_group(process)
+            processes.end(process, group=True)  # SIGTERM, 5 s, SIGKILL; reaped
         raise IolabError(f"did not finish within {timeout:g} s and was killed", context="lab VM") from None
     except BaseException:
         if process is not None:
             with held_signals():
-                _kill_group(process)
+                processes.end(process, group=True)  # SIGTERM, 5 s, SIGKILL; reaped
         raise
     finally:
         for relay in relays:
@@ -301,27 +300,3 @@ def _relay(stream, sink) -> threading.Thread:
     thread = threading.Thread(target=copy, name="lab-console", daemon=True)
     thread.start()
     return thread
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    """SIGTERM the VM's whole process group, SIGKILL what is left after 5 s, reap."""
-    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _group_alive(process.pid):
-            process.poll()
-            time.sleep(0.1)
-        if not _group_alive(process.pid):
-            break
-    process.wait()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
