@@ -2,15 +2,12 @@
 and, where no bar is shown because stderr is a log (CI, ``2> file``), one line per finished test."""
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
-import subprocess
 import sys
 import time
 from typing import Callable
 
-from iolab.core.procstat import descendants
+from iolab.core import processes
 
 #: Outcomes of :func:`wait` other than the process ending by itself.
 LIMIT, GONE = "limit", "gone"
@@ -101,47 +98,12 @@ ENDED, BY_SIGINT, BY_SIGKILL = None, "SIGINT", "SIGKILL"
 
 
 def stop(proc, grace: float = 10.0) -> str | None:
-    """SIGINT (fio stops its jobs and writes what it has, also as a client), then SIGKILL after ``grace``.
+    """SIGINT (fio stops its jobs and writes what it has, also as a client), then SIGKILL after ``grace``
+    to it and its descendants (fio's job processes would outlive it).
 
     Returns :data:`ENDED`, :data:`BY_SIGINT` or :data:`BY_SIGKILL`. A process
     that outlives SIGKILL by ``grace`` seconds (stuck in the kernel, D state)
     raises :class:`~iolab.core.errors.IolabError` naming it, rather than waiting forever.
     """
-    if proc.poll() is not None:
-        return ENDED
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(grace)
-        return BY_SIGINT
-    except subprocess.TimeoutExpired:
-        family = descendants(proc.pid)  # fio's job processes would outlive their parent
-        proc.kill()
-        for pid in family:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        from iolab.core.errors import IolabError
-        raise IolabError(f"process {proc.pid} still runs {grace:.0f} s after SIGKILL (stuck in the kernel?)",
-                         context=str(proc.args[0] if isinstance(proc.args, (list, tuple)) else proc.args),
-                         hint="see its state in /proc/<pid>/status; a reboot may be needed") from None
-    _wait_gone(family, grace)
-    return BY_SIGKILL
-
-
-def _wait_gone(pids: list[int], timeout: float) -> None:
-    """Wait (bounded) until ``pids`` are dead or zombies: killed job processes take a moment to go."""
-    deadline = time.monotonic() + timeout
-    while pids and time.monotonic() < deadline:
-        pids = [p for p in pids if _state(p) not in (None, "Z", "X")]
-        if pids:
-            time.sleep(0.05)
-
-
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
+    steps = processes.end(proc, first=signal.SIGINT, grace=grace, family=True, kill_wait=grace)
+    return steps[-1] if steps else ENDED

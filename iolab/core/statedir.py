@@ -31,9 +31,9 @@ import fcntl
 import os
 import secrets
 import stat
-import time
 from pathlib import Path
 
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
 
 ROOT_DIR = "/run/iolab"
@@ -277,15 +277,13 @@ def lock(dir_fd: int, name: str, *, timeout: float | None = None, what: str = "a
         if timeout is None:
             fcntl.flock(fd, fcntl.LOCK_EX)
         else:
-            deadline = time.monotonic() + timeout
-            while True:
+            def taken() -> bool:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
+                    return True
                 except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise IolabError("another iolab process keeps it locked", context=what) from None
-                    time.sleep(0.1)
+                    return False
+            wait_until(taken, timeout, interval=0.1, what="the lock another iolab process holds", context=what)
         yield
     finally:
         os.close(fd)

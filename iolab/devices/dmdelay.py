@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 from iolab.core import commands, ownership
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -173,11 +174,7 @@ def create(lower: str, *, read_ms: int, write_ms: int, flush_ms: int | None = No
 
 def _wait_for_node(device: str, timeout: float = 10.0) -> None:
     """dmsetup makes the node itself (or udev does): wait until it is there."""
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(device):
-        if time.monotonic() > deadline:
-            raise IolabError("the device-mapper node did not appear", context=device)
-        time.sleep(0.05)
+    wait_until(lambda: os.path.exists(device), timeout, what="the device-mapper node to appear", context=device)
 
 
 def exists(name: str) -> bool:

@@ -15,12 +15,11 @@ import contextlib
 import logging
 import os
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
 
-from iolab.core import commands, procstat
+from iolab.core import commands, processes, procstat
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -80,16 +79,18 @@ def start_daemon(timeout: float = 20.0, log_file: Path | None = None) -> subproc
     finally:
         if sink:
             sink.close()
-    deadline = time.monotonic() + timeout
-    while not _daemon_answers():
+
+    def answers() -> bool:
         if proc.poll() is not None:
             text = proc.stderr.read() if proc.stderr else Path(log_file).read_text()
             err = (text.strip().splitlines() or ["no output"])[-1]
             raise IolabError(f"iscsid exited with {proc.returncode}: {err}", context=binary)
-        if time.monotonic() > deadline:
-            stop_daemon(proc)
-            raise IolabError(f"iscsid did not answer within {timeout:.0f} s", context=binary)
-        time.sleep(0.2)
+        return _daemon_answers()
+    try:
+        wait_until(answers, timeout, interval=0.2, what="iscsid to answer", context=binary)
+    except IolabError:
+        stop_daemon(proc)  # (nothing to do when it has exited)
+        raise
     log.info("started iscsid (PID %d)", proc.pid)
     return proc
 
@@ -98,12 +99,7 @@ def stop_daemon(proc: subprocess.Popen | None) -> None:
     """Stop an iscsid that :func:`start_daemon` started (SIGTERM, then SIGKILL after 10 s)."""
     if proc is None or proc.poll() is not None:
         return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    processes.end(proc, grace=10, kill_wait=10)
     if proc.stderr:
         proc.stderr.close()
     log.info("stopped iscsid (PID %d)", proc.pid)
@@ -111,13 +107,7 @@ def stop_daemon(proc: subprocess.Popen | None) -> None:
 
 def stop_pid(pid: int) -> None:
     """Stop an iscsid by PID (one an owner that is gone had started)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
-            if pid not in daemon_pids():
-                return
-            time.sleep(0.2)
-        os.kill(pid, signal.SIGKILL)
+    processes.end(pid, grace=10)
 
 
 def session_of(iqn: str) -> Path | None:
@@ -152,17 +142,15 @@ def login(iqn: str, portal: str) -> str:
     _iscsiadm("-m", "node", "-o", "new", "-T", iqn, "-p", portal)
     _iscsiadm("-m", "node", "-T", iqn, "-p", portal, "-o", "update", "-n", "node.startup", "-v", "manual")
     _iscsiadm("-m", "node", "-T", iqn, "-p", portal, "--login")
-    deadline = time.monotonic() + DEVICE_WAIT_S
-    while True:
+
+    def disk() -> str | None:
         session = session_of(iqn)
-        disk = disk_of(session) if session else None
-        if disk and Path(disk).exists():
-            log.info("logged in to %s at %s: %s", iqn, portal, disk)
-            return disk
-        if time.monotonic() > deadline:
-            raise IolabError(f"logged in, but no disk appeared within {DEVICE_WAIT_S:.0f} s",
-                             context=f"iSCSI target {iqn}", hint=f"session {session}")
-        time.sleep(0.2)
+        found = disk_of(session) if session else None
+        return found if found and Path(found).exists() else None
+    found = wait_until(disk, DEVICE_WAIT_S, interval=0.2, context=f"iSCSI target {iqn}",
+                       what=lambda: f"its disk after the login (session {session_of(iqn)})")
+    log.info("logged in to %s at %s: %s", iqn, portal, found)
+    return found
 
 
 def logout(iqn: str, portal: str) -> list[str]:

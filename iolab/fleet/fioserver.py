@@ -48,6 +48,7 @@ import tempfile
 import time
 
 from iolab.engine import fio
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
 from iolab.core.procstat import group_members  # noqa: F401 - tests and callers use it from here
 from iolab.fleet import privatedir
@@ -403,10 +404,9 @@ def _member_sockets(server: FioServer) -> set[int]:
 
 
 def _wait_listening(server: FioServer, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
+    def up() -> bool:
         if listening(server.pid, server.endpoint):
-            return
+            return True
         text = server.output()
         problems = [line.strip() for line in text.splitlines() if line.startswith("fio:")]
         if server._proc.poll() is not None or problems:
@@ -414,10 +414,8 @@ def _wait_listening(server: FioServer, timeout: float) -> None:
             if "Address already in use" in detail:
                 detail += " (port in use)"
             raise IolabError(f"the fio server did not start: {detail}", context=f"fio server {server.endpoint}")
-        if time.monotonic() > deadline:
-            raise IolabError(f"the fio server did not listen within {timeout:g} s",
-                             context=f"fio server {server.endpoint}")
-        time.sleep(0.05)
+        return False
+    wait_until(up, timeout, what="the fio server to listen", context=f"fio server {server.endpoint}")
 
 
 def stop(server: FioServer, grace: float = STOP_GRACE_S) -> None:

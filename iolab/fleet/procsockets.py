@@ -9,17 +9,12 @@ the command in a session of its own) is found and stopped whole.
 """
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
-from iolab.core.procstat import group_members, processes
-
-log = logging.getLogger(__name__)
+from iolab.core import processes, procstat
 
 #: Seconds a stopping process group gets after its first signal before SIGKILL.
 STOP_GRACE_S = 5.0
@@ -81,14 +76,7 @@ def _unix_listening(path: str, inodes: set[int], pid: int | None = None) -> bool
 
 def tree(pid: int) -> list[int]:
     """``pid`` and its live descendants (a confined server's fio runs below bubblewrap, in its own session)."""
-    parents = {p.pid: p.ppid for p in processes() if p.state not in ("Z", "X")}
-    if pid not in parents:
-        return []
-    found, index = [pid], 0
-    while index < len(found):
-        found += [child for child, parent in parents.items() if parent == found[index]]
-        index += 1
-    return found
+    return [p for p in [pid, *procstat.descendants(pid)] if not procstat.ended(p)] if not procstat.ended(pid) else []
 
 
 def listening(pid: int, endpoint) -> bool:
@@ -106,32 +94,7 @@ def listening(pid: int, endpoint) -> bool:
     return False
 
 
-def _alive(pids) -> list[int]:
-    live = {p.pid for p in processes() if p.state not in ("Z", "X")}
-    return [pid for pid in pids if pid in live]
-
-
-def stop_group(proc: subprocess.Popen, *, grace: float = STOP_GRACE_S, first=signal.SIGTERM) -> None:
-    """Stop a child started with ``start_new_session=True``, every process of its group and every descendant."""
-    pgid = proc.pid
-    members = set(tree(pgid)) if proc.poll() is None else set()
-    for sig in (first, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
-        for pid in _alive(members | set(tree(pgid))):  # descendants in other sessions (bwrap --new-session)
-            members.add(pid)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + (grace if sig != signal.SIGKILL else 5.0)
-        while time.monotonic() < deadline:
-            if proc.poll() is not None and not group_members(pgid) and not _alive(members - {pgid}):
-                break
-            time.sleep(0.05)
-        else:
-            if sig == signal.SIGKILL:
-                log.warning("process group %d still has members after SIGKILL: %s", pgid,
-                            group_members(pgid) + _alive(members - {pgid}))
-            continue
-        break
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(5)
+def stop_group(proc: subprocess.Popen, *, grace: float = STOP_GRACE_S, first=signal.SIGTERM) -> list[str]:
+    """Stop a child started with ``start_new_session=True``, every process of its group and every descendant
+    (also in other sessions: bwrap --new-session); the steps taken."""
+    return processes.end(proc, grace=grace, first=first, group=True)

@@ -21,6 +21,7 @@ import time
 
 from iolab.fleet import fioserver, privatedir
 from iolab.fleet.inventory import Host
+from iolab.core.deadline import Deadline
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -68,9 +69,9 @@ class Tunnel:
         log.info("opening SSH tunnel: %s", " ".join(argv))
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=self._err, start_new_session=True)
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         while not fioserver.listening(self._proc.pid, self.endpoint):
-            if self._proc.poll() is not None or time.monotonic() > deadline:
+            if self._proc.poll() is not None or deadline.expired():
                 detail = self._stderr() or (f"ssh exited with {self._proc.returncode}" if self._proc.poll() is not None
                                             else f"no tunnel within {timeout:g} s")
                 self.close()

@@ -41,3 +41,25 @@ def test_no_line_on_a_terminal_or_when_progress_is_off(monkeypatch):
     progress.StepLines(1, True, stream=out).done(1, "a")  # bars asked for explicitly
     assert out.getvalue() == ""
     assert progress.log_lines(None) and not progress.log_lines(False)
+
+
+def test_stop_says_whether_sigint_was_enough_and_kills_the_job_processes_with_the_parent():
+    import signal
+    import subprocess
+    import sys
+
+    from iolab.core import procstat
+    from iolab.core.deadline import wait_until
+
+    done = subprocess.Popen(["true"])
+    done.wait()
+    assert progress.stop(done) == progress.ENDED
+    obeys = subprocess.Popen(["sleep", "60"])
+    assert progress.stop(obeys, grace=10) == progress.BY_SIGINT and obeys.returncode == -signal.SIGINT
+    # a parent that ignores SIGINT (as fio would if stuck) with a child of its own (a fio job process)
+    code = ("import signal, subprocess, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            "subprocess.Popen(['sleep', '60']); time.sleep(60)")  # (the child inherits the ignored SIGINT)
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    job = wait_until(lambda: next(iter(procstat.descendants(parent.pid)), None), 20, what="the job process")
+    assert progress.stop(parent, grace=0.5) == progress.BY_SIGKILL and parent.returncode == -signal.SIGKILL
+    assert procstat.ended(job)

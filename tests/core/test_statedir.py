@@ -92,6 +92,16 @@ def test_entries_never_follow_a_link(tmp_path):
     assert victim.read_text() == "precious\n"
 
 
+def test_a_lock_held_elsewhere_is_waited_for_then_refused_naming_it(tmp_path):
+    with statedir.opened(tmp_path / "state") as fd:
+        with statedir.lock(fd, "held.lock", timeout=5, what="the huge-page pool"):
+            with pytest.raises(IolabError, match=r"^the huge-page pool: timed out after 0.2 s waiting for the lock "):
+                with statedir.lock(fd, "held.lock", timeout=0.2, what="the huge-page pool"):  # its own open file
+                    pass
+        with statedir.lock(fd, "held.lock", timeout=0.2):  # free again
+            pass
+
+
 def test_ledger_under_a_refused_directory_is_not_used(tmp_path, monkeypatch, caplog):
     bad = tmp_path / "owned"
     bad.mkdir()
