@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from iolab.core import procstat
+from iolab.core.deadline import wait_until
 from iolab.engine import fio
 from iolab.isolation import cache
 from iolab.isolation.resident import kept_resident
@@ -33,15 +35,9 @@ def mapped_files(pid: int) -> set[Path]:
 
 def loaded(keeper, timeout: float = 60.0) -> set[Path]:
     """fio's mapped files once it waits on stdin (its libraries are all mapped by then)."""
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        stat = Path(f"/proc/{keeper.pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] == "S" and Path(f"/proc/{keeper.pid}/exe").resolve() \
-                == Path(fio.fio_binary()).resolve():
-            return mapped_files(keeper.pid)
-        time.sleep(0.05)
-    raise AssertionError(f"fio keeper (pid {keeper.pid}) never waited on its stdin")
+    wait_until(lambda: procstat.state_of(keeper.pid) == "S" and Path(f"/proc/{keeper.pid}/exe").resolve()
+               == Path(fio.fio_binary()).resolve(), timeout, what=f"fio keeper (pid {keeper.pid}) to wait on its stdin")
+    return mapped_files(keeper.pid)
 
 
 @needs_root
