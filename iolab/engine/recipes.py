@@ -31,7 +31,7 @@ from iolab.core import paths
 from iolab.core import schema, yamlfile
 from iolab.core.errors import IolabError
 from iolab.core.units import fio_size, parse_seconds, parse_size
-from iolab.engine import recipe_schema
+from iolab.engine import jobrules, recipe_schema
 from iolab.engine.recipe_schema import ISOLATION_MODES
 from iolab.engine.recipemix import MIX_RATIOS, MIXED_RW, direction_rank, parse_mix, with_mixes  # noqa: F401
 
@@ -246,10 +246,9 @@ class Recipe:
                             options["size"] = fio_size(test.size)
                         options.update(test.fio)
                         step_id = name if len(test.rw) == 1 else f"{name}-{rw}"
-                        direct = str(options.get("direct", self.fio.get("direct", 0))).lower()
                         steps.append(Step(id=step_id, test=name, rw=rw, options=options,
                                           sweep=test.name if swept else None, cache=test.cache,
-                                          direct=direct not in ("0", "false", "")))
+                                          direct=jobrules.is_direct(self.fio, options, source=f"{self.name}: {name}")))
         if self.order == "directions":  # all reads, then all writes, then the mixes (stable within each)
             steps.sort(key=direction_rank)
         return steps
