@@ -22,6 +22,7 @@ from iolab.core.errors import IolabError
 
 from cli_helpers import IOLAB, ROOT, cli_main, live_processes, needs_fio, needs_root
 from device_fixtures import make_loop, scratch, sh  # noqa: F401  (fixtures)
+from kernel_fixtures import mounted
 
 pytestmark = needs_fio
 
@@ -242,14 +243,9 @@ def test_a_job_file_run_removes_the_files_fio_made(tmp_path):
 
 @needs_root
 def test_a_ram_backed_target_is_flagged(tmp_path):
-    mnt = tmp_path / "ram"
-    mnt.mkdir()
-    sh("mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", mnt)
-    try:
+    with mounted(tmp_path / "ram", "tmpfs", "32m") as mnt:
         result = runner.run(_recipe(tmp_path, REFUSED), [str(mnt)], data_dir=tmp_path / "data", progress=False,
                             tests=["FINE"])
-    finally:
-        sh("umount", mnt)
     table = iolab.load(result.path)
     assert table["flags"].str.contains("ram_backed").all()
 

@@ -23,7 +23,7 @@ from iolab.isolation import confine
 from iolab.report import commentary, i18n
 
 from cli_helpers import ROOT, cli_main, needs_fio, needs_root
-from device_fixtures import sh
+from kernel_fixtures import mounted
 
 OFFERED = UringFacts(listed=True, disabled=0, seccomp=0, setup_errno=0, confined=True, fio="fio-3.33")
 
@@ -225,10 +225,7 @@ def _job_engines(run_dir) -> set:
 @needs_fio
 @needs_root
 def test_libaio_on_tmpfs_is_flagged_and_io_uring_is_not(tmp_path):
-    ram = tmp_path / "ram"
-    ram.mkdir()
-    sh("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", ram)
-    try:
+    with mounted(tmp_path / "ram", "tmpfs", "64m") as ram:
         libaio, manifest, run_dir = _run(tmp_path, ram)
         assert set(libaio["ioengine"]) == {"libaio"} and _job_engines(run_dir) == {"libaio"}
         assert _flagged(libaio, "RND4K-Q8T1") and _flagged(libaio, "RND4K-Q1T1")
@@ -237,8 +234,6 @@ def test_libaio_on_tmpfs_is_flagged_and_io_uring_is_not(tmp_path):
         if not ioengines.uring_verdict(ioengines.uring_facts())[0]:
             pytest.skip("io_uring is not offered here: " + ioengines.uring_verdict(ioengines.uring_facts())[2])
         uring, manifest, run_dir = _run(tmp_path, ram, ioengine="io_uring")
-    finally:
-        sh("umount", ram)
     assert set(uring["ioengine"]) == {"io_uring"} and _job_engines(run_dir) == {"io_uring"}
     assert not _flagged(uring, "RND4K-Q8T1") and "ram_backed" in uring["flags"].iloc[0]
     assert manifest["ioengine"]["by"] == "--ioengine" and manifest["ioengine"]["chosen"] == "io_uring"
