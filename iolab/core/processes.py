@@ -68,9 +68,9 @@ def end(proc: subprocess.Popen | int, *, grace: float = 5.0, first: Step | list[
             return steps
     name = ("the group of " if group else "") + _name(proc, pid)
     if gentle:
-        log.warning("%s still runs %g s after %s: SIGKILL", name, grace, ", ".join(steps) or "waiting")
+        log.warning("%s still runs %g s after %s: SIGKILL", name, grace, steps[-1] if steps else "waiting")
     send(signal.SIGKILL)
-    wait_until(ended, kill_wait, what=f"{name} to end after SIGKILL", context=name,
+    wait_until(ended, kill_wait, what="it to end after SIGKILL", context=name,
                hint="stuck in the kernel (D state)? see /proc/PID/stack; a reboot may be needed")
     return [*steps, "SIGKILL"]
 
