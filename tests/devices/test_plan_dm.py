@@ -136,6 +136,22 @@ def test_cache_counters_parse_dmsetup_status(monkeypatch):
                                            "demotions": 0, "promotions": 480, "dirty": 3}
 
 
+def test_a_writeback_cache_waits_for_its_dirty_blocks_and_says_how_many_remain(monkeypatch):
+    """Before a writeback cache is removed the cleaner policy must have written every dirty block back;
+    a cache that never gets there is refused with the count still dirty (the counters as dmsetup reports
+    them, read through dmtable.status as in the test above)."""
+    lines = iter([3, 1, 0])
+    status = ("0 131072 cache 8 27/1280 64 512/1024 3301 1523 0 12 0 480 {} 1 writeback 2 "
+              "migration_threshold 2048 cleaner 0 rw -")
+    monkeypatch.setattr(dmtable, "status", lambda name: status.format(next(lines)))
+    plan_dm._wait_clean("fc-on")
+    assert next(lines, None) is None, "read until no block was dirty, then no more"
+    monkeypatch.setattr(dmtable, "status", lambda name: status.format(5))
+    monkeypatch.setattr(plan_dm, "FLUSH_TIMEOUT", 0.3)
+    with pytest.raises(IolabError, match="5 dirty cache blocks still not written back after 0 s"):
+        plan_dm._wait_clean("fc-on")
+
+
 def test_teardown_leaves_a_dm_device_that_is_not_the_plans(tmp_path, monkeypatch):
     """A state record whose dm name now belongs to another device (other uuid) is not removed; a gone
     one is skipped; either way the state file goes."""

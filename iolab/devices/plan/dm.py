@@ -33,12 +33,12 @@ import hashlib
 import logging
 import os
 import shlex
-import time
 
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
 from iolab.devices import blockdev, dmtable, safety
 from iolab.devices.plan.model import CacheSpec, Plan
-from iolab.devices.plan.state import run_command, wait_for
+from iolab.devices.plan.state import DEVICE_WAIT, run_command
 
 log = logging.getLogger("iolab.devices.plan")
 FLUSH_TIMEOUT = 600.0
@@ -204,7 +204,7 @@ def execute(run, piece: DmPiece, argvs: list, record: dict) -> None:
     for argv in argvs:
         run_command(argv, run.progress)
     path = dmtable.mapper_path(piece.dm_name)
-    wait_for(lambda: os.path.exists(path) and dmtable.find(piece.dm_name) is not None, path)
+    wait_until(lambda: os.path.exists(path) and dmtable.find(piece.dm_name) is not None, DEVICE_WAIT, what=path)
     kname = dmtable.find(piece.dm_name)
     run.devmap[piece.key] = path
     run.state.done(rec, device=path, kname=kname)
@@ -253,9 +253,12 @@ def undo(record: dict, progress) -> list[list[str]]:
 
 def _wait_clean(name: str) -> None:
     """Wait until the cleaner policy has written every dirty block back to the origin."""
-    deadline = time.monotonic() + FLUSH_TIMEOUT
-    while (dirty := dmtable.cache_counters(name)["dirty"]) > 0:
-        if time.monotonic() > deadline:
-            raise IolabError(f"{dirty} dirty cache blocks still not written back after {FLUSH_TIMEOUT:.0f} s",
-                             context=name, hint="run iolab teardown again once the origin keeps up")
-        time.sleep(0.2)
+    dirty = {}
+
+    def clean() -> bool:
+        dirty["blocks"] = dmtable.cache_counters(name)["dirty"]
+        return dirty["blocks"] == 0
+
+    if not wait_until(clean, FLUSH_TIMEOUT, interval=0.2):
+        raise IolabError(f"{dirty['blocks']} dirty cache blocks still not written back after {FLUSH_TIMEOUT:.0f} s",
+                         context=name, hint="run iolab teardown again once the origin keeps up")

@@ -1,6 +1,5 @@
 """A plan's state file (:class:`State`, :func:`status`) and what setup and teardown share: running a
-command, waiting for the kernel, holding signals off, whether the process that set up still runs (see
-:mod:`iolab.devices.plan`)."""
+command, holding signals off, whether the process that set up still runs (see :mod:`iolab.devices.plan`)."""
 from __future__ import annotations
 
 import contextlib
@@ -12,9 +11,7 @@ import shlex
 import signal
 import tempfile
 import threading
-import time
 from pathlib import Path
-from typing import Callable
 
 from iolab.core import commands
 from iolab.core.errors import IolabError
@@ -22,6 +19,8 @@ from iolab.core.files import atomic_write
 from iolab.devices.plan.model import STATE_VERSION, Plan, state_path
 
 log = logging.getLogger("iolab.devices.plan")
+#: how long the kernel may take to make a device a step created appear (partitions, an array, a dm device)
+DEVICE_WAIT = 10.0
 
 
 # ------------------------------------------------------------------- state
@@ -142,15 +141,6 @@ def _error_line(text: str) -> str:
         if line.strip():
             lines.append(line.strip())
     return lines[-1] if lines else "no output"
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    """Wait until ``predicate()`` holds (a device the kernel makes appearing), at most ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise IolabError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def _boot_id() -> str | None:

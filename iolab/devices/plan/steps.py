@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Callable
 
 from iolab.core import commands
+from iolab.core.deadline import wait_until
 from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
 from iolab.devices import blockdev, loopdev, safety
 from iolab.devices.plan import dm, iscsi, limits
 from iolab.devices.plan.load import build_order, load_plan
 from iolab.devices.plan.model import MiB, FsSpec, LoopSpec, Plan, RaidSpec, TableSpec
-from iolab.devices.plan.state import State, run_command, status, wait_for
+from iolab.devices.plan.state import DEVICE_WAIT, State, run_command, status
 from iolab.devices.plan.undo import teardown
 
 log = logging.getLogger("iolab.devices.plan")
@@ -334,9 +335,9 @@ def _step_partition(run: SetupRun, step: Step, argvs: list, record: dict) -> Non
         run_command(argv, run.progress)
     _, kname, _ = blockdev.resolve(disk)
     want = len(table.parts)
-    wait_for(lambda: len(blockdev.partitions(kname)) >= want and
-             all(os.path.exists(f"/dev/{p}") for p in blockdev.partitions(kname)),
-             f"the partitions of {disk} to appear")
+    wait_until(lambda: len(blockdev.partitions(kname)) >= want and
+               all(os.path.exists(f"/dev/{p}") for p in blockdev.partitions(kname)),
+               DEVICE_WAIT, what=f"the partitions of {disk} to appear")
     parts = {blockdev.partition_number(p): p for p in blockdev.partitions(kname)}
     for number, part in enumerate(table.parts, start=1):
         pname = parts.get(number)
@@ -363,7 +364,7 @@ def _step_raid(run: SetupRun, step: Step, argvs: list, record: dict) -> None:
         run.claim(name)
     rec = run.state.begin({**record, "path": raid.path, "members": members})
     run_command(argvs[0], run.progress)
-    wait_for(lambda: os.path.exists(raid.path), raid.path)
+    wait_until(lambda: os.path.exists(raid.path), DEVICE_WAIT, what=raid.path)
     real, kname, _ = blockdev.resolve(raid.path)
     level = blockdev.sysfs_text(blockdev.SYS_BLOCK / kname / "md" / "level")
     chunk = blockdev.sysfs_int(blockdev.SYS_BLOCK / kname / "md" / "chunk_size")
