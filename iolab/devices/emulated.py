@@ -60,7 +60,7 @@ import yaml
 
 from iolab.isolation import blockstat
 from iolab.core import commands, mountinfo, ownership
-from iolab.devices import latency, loopdev
+from iolab.devices import ceilingprobe, latency, loopdev
 from iolab.devices.cliffwatch import CliffSpec, CliffWatch, parse_cliff
 from iolab.isolation.cgroups import Throttle
 from iolab.core.errors import IolabError
@@ -198,6 +198,8 @@ class EmulatedDevice:
     emulation: latency.Emulation | None = None
     #: the thread that moves the write ceiling of a profile with a cliff (None: no cliff)
     cliff_watch: CliffWatch | None = None
+    #: what the host delivered under the declared limits when the device was made (:mod:`iolab.devices.ceilingprobe`)
+    ceiling_probe: dict | None = None
 
     @property
     def target(self) -> str:
@@ -228,6 +230,9 @@ class EmulatedDevice:
             "profile": self.profile.name,
             "description": self.profile.description,
             "declared": self.profile.limits,
+            # beside the declared limits: the figure the host reached for each limit out of its reach ({}: none)
+            "reachable": (self.ceiling_probe or {}).get("reachable"),
+            "ceiling_probe": self.ceiling_probe,
             "notes": list(self.profile.notes),
             "fio_options": self.fio_options,
             "device": self.device,
@@ -286,19 +291,26 @@ def _set_queue(device: str, attribute: str, value: str) -> None:
 
 
 @contextlib.contextmanager
-def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLike | None = None,
-                    filesystem: str | None = None, mount_options: str | None = None) -> Iterator[EmulatedDevice]:
-    """Create the emulated device ``name`` (a profile) of ``size`` bytes; remove it on exit.
+def emulated_device(name: str | Profile, *, size: int | str, scratch_dir: str | os.PathLike | None = None,
+                    filesystem: str | None = None, mount_options: str | None = None,
+                    probe: bool = True) -> Iterator[EmulatedDevice]:
+    """Create the emulated device ``name`` (a profile's name, or a :class:`Profile`) of ``size`` bytes;
+    remove it on exit.
 
     ``scratch_dir`` holds the sparse backing file (default ``/var/tmp``); its
     file system must support O_DIRECT (tmpfs does not on kernels before 6.6:
     refused, naming the directory). A profile with a per-I/O delay gets a
     dm-delay device over its loop device where the kernel has one
     (:mod:`iolab.devices.latency`; ``emulation`` in :meth:`EmulatedDevice.describe`
-    says which ran). ``filesystem`` (``ext4``/``xfs``) formats and mounts the
-    device on a temporary directory. Needs root.
+    says which ran). Before anything else is written to it, a throttled device is
+    probed (:mod:`iolab.devices.ceilingprobe`, a few seconds under its own limits):
+    each declared limit this host cannot reach is recorded with the figure it did
+    reach (``reachable`` in :meth:`EmulatedDevice.describe`); ``probe=False``
+    skips that, for speed only, and the record says it was skipped.
+    ``filesystem`` (``ext4``/``xfs``) formats and mounts the device on a
+    temporary directory. Needs root.
     """
-    profile = get_profile(name)
+    profile = name if isinstance(name, Profile) else get_profile(name)
     nbytes, scratch = _check_request(profile, size, scratch_dir, filesystem)
     with contextlib.ExitStack() as undo:
         backing = _backing_file(undo, scratch, nbytes, profile)
@@ -314,6 +326,8 @@ def emulated_device(name: str, *, size: int | str, scratch_dir: str | os.PathLik
             _set_queue(os.path.realpath(device), "rotational", "1" if profile.rotational else "0")
         emulated = EmulatedDevice(profile=profile, device=device, devnum=blockstat.device_for(device).devnum,
                                   backing_file=backing, size=nbytes, loop_device=loop, emulation=emulation)
+        # on the raw device, before the file system and the cliff's counter: the probe writes to it
+        emulated.ceiling_probe = ceilingprobe.probe(emulated) if probe else ceilingprobe.not_probed(ceilingprobe.SKIPPED)
         if filesystem:
             _make_filesystem(undo, emulated, scratch, filesystem, mount_options)
         if profile.cliff is not None:  # started after mkfs: the file system's own writes do not fill the cache

@@ -41,6 +41,8 @@ class Target:
     emulated: object = None      # the open emulated device (iolab.devices.emulated)
     writes: bool = False         # the recipe writes to it
     confirm: str | None = None   # --confirm given for a block device
+    #: probe an emulated device's declared limits when it is made (iolab.devices.ceilingprobe); False skips it
+    probe_ceiling: bool = True
 
     @property
     def filename(self) -> str:
@@ -172,7 +174,7 @@ def opened(target: Target, *, run_id: str, size: int, filesystem: str | None, sc
             # room for the file system's own metadata around the test file
             device_size = size + max(size // 4, 128 * 1024**2) if filesystem else size
             device = stack.enter_context(emulated_device(profile, size=device_size, scratch_dir=scratch_dir,
-                                                         filesystem=filesystem))
+                                                         filesystem=filesystem, probe=target.probe_ceiling))
             target.emulated = device
             target.path = device.target
             if device.mountpoint:

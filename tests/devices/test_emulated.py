@@ -70,7 +70,7 @@ def test_needs_root(monkeypatch):
 
 @needs_root
 def test_raw_device_lifecycle(scratch):
-    with emulated_device("hdd", size="256M", scratch_dir=scratch) as dev:
+    with emulated_device("hdd", size="256M", scratch_dir=scratch, probe=False) as dev:  # probe: writes its span
         assert dev.target == dev.device and dev.mountpoint is None
         assert loopdev.dio_enabled(dev.device) is True
         backing = Path(dev.backing_file)
@@ -84,6 +84,9 @@ def test_raw_device_lifecycle(scratch):
         assert info["declared"] == {"read_bps": 100_000_000, "write_bps": 100_000_000,
                                     "read_iops": 150, "write_iops": 150}
         assert info["fio_options"] == {"iomem": "mmaphuge"}
+        # skipped on request, and said so: nothing claims the host reaches the limits
+        assert info["ceiling_probe"]["ran"] is False and "skipped on request" in info["ceiling_probe"]["reason"]
+        assert info["reachable"] is None
         device = dev.device
     assert loopdev.backing_file(device) != str(backing)
     assert not backing.exists()
