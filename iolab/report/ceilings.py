@@ -15,6 +15,14 @@ Computation (:func:`against_ceilings`, a tidy frame) is separate from the
 sentences (:func:`sentences`, :func:`markdown`). The limits come from the
 run's manifest (``targets[].emulated.declared``, recorded by every run since
 the profiles carried them), else from the shipped profile of that name.
+
+A throttle is only a ceiling: whether this host can reach it at all is measured
+when the device is made (:mod:`iolab.devices.ceilingprobe`, recorded as
+``targets[].emulated.ceiling_probe``, and ``reachable`` beside ``declared``).
+Where the probe fell short of a limit the text says "ceiling not reached on
+this host (loop device / CPU)" with the figure the host reached, and a test
+held there is blamed on the host (reason ``host``), never said to follow its
+declared limits; a probe skipped on request is said to be skipped.
 """
 from __future__ import annotations
 
@@ -32,7 +40,8 @@ log = logging.getLogger(__name__)
 NEAR = 0.10
 
 COLUMNS = ("system", "test", "direction", "bs", "outstanding", "iops", "bw_mbps", "lat_mean_us", "ceiling_iops",
-           "ceiling_mbps", "binding", "ratio", "verdict", "reason", "delay_ms", "profile", "limits")
+           "ceiling_mbps", "binding", "ratio", "verdict", "reason", "delay_ms", "profile", "limits", "probe",
+           "unreached")
 
 
 def _number(value) -> float | None:
@@ -89,7 +98,23 @@ def _verdict(row: dict, ratio: float, flags: set[str]) -> tuple[str, str]:
         return "reached", ""
     if "cpu_bound" in flags:
         return "short", "cpu"
-    return "short", "latency" if row["outstanding"] <= 1 else "loop"
+    if row["outstanding"] <= 1:
+        return "short", "latency"
+    return "short", "host" if row["unreached"] is not None else "loop"
+
+
+def probe_of(emulated: dict | None) -> dict | None:
+    """The ceiling probe a run recorded for its emulated target (None: a run from before iolab probed)."""
+    probe = emulated.get("ceiling_probe") if isinstance(emulated, dict) else None
+    return probe if isinstance(probe, dict) else None
+
+
+def _unreached(probe: dict | None, field: str) -> dict | None:
+    """The probe's job for the declared ``field`` when the host did not reach it, else None."""
+    for job in (probe or {}).get("jobs") or []:
+        if isinstance(job, dict) and job.get("limit") == field and job.get("reached") is False:
+            return job
+    return None
 
 
 def against_ceilings(results: pd.DataFrame, manifests: pd.DataFrame, *, statistic: str = "mean") -> pd.DataFrame:
@@ -133,7 +158,8 @@ def against_ceilings(results: pd.DataFrame, manifests: pd.DataFrame, *, statisti
                "iops": measured, "bw_mbps": _number(agg["bw_mbps"]), "lat_mean_us": _number(agg["lat_mean_us"]),
                "ceiling_iops": ceiling, "ceiling_mbps": ceiling * bs / 1e6, "binding": binding,
                "ratio": measured / ceiling, "delay_ms": _delay_ms(info, direction), "profile": info.get("profile"),
-               "limits": limits}
+               "limits": limits, "probe": probe_of(info),
+               "unreached": _unreached(probe_of(info), f"{direction}_{'bps' if binding == 'bw' else 'iops'}")}
         row["verdict"], row["reason"] = _verdict(row, row["ratio"], flags)
         out.append(row)
     return pd.DataFrame(out, columns=columns)
@@ -180,6 +206,8 @@ def _reason(rows: pd.DataFrame, lang: str) -> str:
         return _t(key, lang, delay=f"{first['delay_ms'] or 0:g}", **fields)
     if first["reason"] == "loop":
         return _t("why_loop", lang, **fields)
+    if first["reason"] == "host":
+        return _t("why_host", lang, held=_held([j.get("held_by") for j in rows["unreached"] if j], lang))
     return _t(f"why_{first['reason']}", lang)
 
 
@@ -211,8 +239,8 @@ def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[list[str]]:
         parts = [_t("intro", lang, systems=i18n.join(systems, lang), n=len(systems), profile=profile,
                     limits=_limits_text(of_profile["limits"].iloc[0], lang))]
         for system in systems:
-            said = []
             rows = of_profile[of_profile["system"] == system]
+            said = _probe_sentences(system, rows["probe"].iloc[0], lang)  # what the host can reach, first
             label = lambda r: i18n.test_label(r["test"], r["direction"], lang)
             reached = [label(r) for _, r in rows[rows["verdict"] == "reached"].iterrows()]
             if reached:
@@ -227,6 +255,36 @@ def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[list[str]]:
             parts.append(gap.join(said))
         out.append(parts)
     return out
+
+
+def _held(causes, lang: str) -> str:
+    """"loop device", "CPU" or "loop device / CPU": what held the probe's jobs below their ceilings."""
+    keys = [k for k in ("loop device", "cpu") if k in set(causes)] or ["loop device"]
+    return " / ".join(_t("held_cpu" if k == "cpu" else "held_loop", lang) for k in keys)
+
+
+def _probe_figure(job: dict, lang: str) -> str:
+    """"sequential read (1 MiB, QD8) 1,234 MB/s of the declared 50,000 MB/s"."""
+    what = _t(f"probe_{job['limit']}", lang)
+    if str(job["limit"]).endswith("_bps"):
+        return _t("probe_item_bw", lang, what=what, value=i18n.number((job.get("measured") or 0) / 1e6),
+                  declared=i18n.number((job.get("declared") or 0) / 1e6), unit=i18n.unit("MB/s", lang))
+    return _t("probe_item_iops", lang, what=what, value=i18n.number(job.get("measured") or 0),
+              declared=i18n.number(job.get("declared") or 0))
+
+
+def _probe_sentences(system: str, probe: dict | None, lang: str) -> list[str]:
+    """What the probe made with the device found: limits out of this host's reach, all reached, or skipped."""
+    if not probe:
+        return []  # a run from before emulated devices were probed: nothing measured, nothing said
+    if not probe.get("ran"):
+        return [_t("probe_skipped", lang, system=system)] if probe.get("reason") != "no declared limits" else []
+    short = [j for j in probe.get("jobs") or [] if isinstance(j, dict) and j.get("reached") is False]
+    if not short:
+        return [_t("probe_reached", lang, system=system)]
+    return [_t("probe_short", lang, system=system, held=_held([j.get("held_by") for j in short], lang),
+               seconds=f"{float(probe.get('seconds') or 0):g}", figures=i18n.join([_probe_figure(j, lang) for j in short],
+                                                                             lang))]
 
 
 def unknown_limits(results: pd.DataFrame, manifests: pd.DataFrame) -> dict[str, str]:

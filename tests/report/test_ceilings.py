@@ -13,6 +13,7 @@ import re
 import pandas as pd
 import pytest
 
+from iolab.devices import ceilingprobe, emulated
 from iolab.report import ceilings, commentary, i18n, notebooks as report
 from cli_helpers import FIXTURES, ROOT
 
@@ -165,3 +166,68 @@ def test_an_emulated_device_of_unknown_limits_is_said_so_not_guessed():
     unthrottled, manifests = _run({"profile": "unthrottled", "declared": {"read_bps": None}},
                                   [("T", "read", 4096, 1, 10.0, 100.0, None)])
     assert ceilings.markdown(unthrottled, manifests, lang="en") == ""  # a control with no limits: nothing to say
+
+
+# --------------------------------------------------------------------------- the probe made with the device (issue 26, item 4)
+
+def _fio_report(figures: dict, cpu: float = 20.0) -> dict:
+    """fio's JSON for the probe's jobs: ``figures`` maps a declared limit to what its job reached (bytes/s or IOPS)."""
+    jobs = []
+    for job in ceilingprobe.JOBS:
+        value = figures[job.limit]
+        side = {"bw_bytes": value if job.unit == "bps" else value * job.bs, "iops": value if job.unit == "iops"
+                else value / job.bs}
+        jobs.append({"jobname": job.limit, job.direction: side, "usr_cpu": cpu / 2, "sys_cpu": cpu / 2})
+    return {"jobs": jobs}
+
+
+def _probed(figures: dict, cpu: float = 20.0) -> dict:
+    """SATA_SSD as a run records it now: its declared limits, the probe's record and what was reachable."""
+    profile = emulated.load_profiles()["sata-ssd"]
+    record = ceilingprobe.judge(profile, ceilingprobe.jobs_for(profile), _fio_report(figures, cpu))
+    return SATA_SSD | {"ceiling_probe": record, "reachable": record["reachable"]}
+
+
+#: the demo's host: the loop device gave 6,812 random 4K writes at QD32 against the profile's 20k
+SHORT_OF_WRITES = {"read_bps": 505e6, "write_bps": 498e6, "read_iops": 19_950.0, "write_iops": 6812.0}
+
+
+def test_the_probe_records_only_the_limits_the_host_did_not_reach():
+    record = _probed(SHORT_OF_WRITES)["ceiling_probe"]
+    assert record["reachable"] == {"write_iops": 6812.0} and record["held_by"] == ["loop device"]
+    assert {j["limit"]: j["reached"] for j in record["jobs"]} == {"read_bps": True, "write_bps": True,
+                                                                 "read_iops": True, "write_iops": False}
+    assert _probed(SHORT_OF_WRITES, cpu=99.0)["ceiling_probe"]["held_by"] == ["cpu"]
+
+
+@pytest.mark.parametrize("lang, phrases", [
+    ("en", ["demo: ceiling not reached on this host (loop device): when the device was made, a probe of 1 s per "
+            "limit under the profile's own limits reached random 4K write (QD32) 6,812 IOPS of the declared "
+            "20,000 IOPS",
+            "stayed below it in RND4K-Q32T1 write (6,800 IOPS, 34% of 20,000 IOPS): ceiling not reached on this host "
+            "(loop device)"]),
+    ("ja", ["demo：このホストでは上限に届かない（ループデバイス）。",
+            "ランダム4K書き込み（QD32）は6,812 IOPS（宣言値20,000 IOPS）"]),
+])
+def test_a_limit_out_of_the_hosts_reach_is_said_so_never_followed(lang, phrases):
+    results, manifests = _run(_probed(SHORT_OF_WRITES), [
+        ("SEQ1M-Q8T1", "read", 1048576, 8, 470.0, 17000.0, None),
+        ("RND4K-Q32T1", "write", 4096, 32, 6800.0, 4700.0, "emulated_latency")])
+    found = ceilings.against_ceilings(results, manifests).set_index("test")
+    assert found.loc["RND4K-Q32T1", "reason"] == "host" and found.loc["SEQ1M-Q8T1", "verdict"] == "reached"
+    text = ceilings.markdown(results, manifests, lang=lang)
+    for phrase in phrases:
+        assert phrase in text, (phrase, text)
+    assert "follow" not in text
+
+
+def test_a_probe_that_reached_every_limit_flags_nothing_and_a_skipped_one_is_said_skipped():
+    reached = {"read_bps": 499e6, "write_bps": 497e6, "read_iops": 19_990.0, "write_iops": 19_980.0}
+    results, manifests = _run(_probed(reached), [("RND4K-Q32T1", "write", 4096, 32, 6812.0, 4700.0, None)])
+    text = ceilings.markdown(results, manifests, lang="en")
+    assert "reached every declared limit on this host" in text and "not reached" not in text
+    assert ceilings.against_ceilings(results, manifests)["reason"].tolist() == ["loop"]  # the test's own shortfall
+    skipped = SATA_SSD | {"ceiling_probe": ceilingprobe.not_probed(ceilingprobe.SKIPPED), "reachable": None}
+    results, manifests = _run(skipped, [("RND4K-Q32T1", "write", 4096, 32, 6812.0, 4700.0, None)])
+    assert "the probe of the declared limits was skipped on request" in ceilings.markdown(results, manifests)
+    assert "測っていない" in ceilings.markdown(results, manifests, lang="ja")
