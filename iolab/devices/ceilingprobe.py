@@ -50,8 +50,10 @@ from iolab.isolation.sandbox import open_sandbox
 
 log = logging.getLogger(__name__)
 
-#: seconds each job runs (four jobs at most: a few seconds in all)
+#: seconds each job is measured (four jobs at most: a few seconds in all)
 SECONDS = 1.0
+#: seconds each job runs first, unmeasured: blk-throttle's first slice (100 ms) is no part of the figure
+RAMP = 0.25
 #: a job within this share of its ceiling reached it (tests/kernel_fixtures.REACHES_LIMIT: the same 90%)
 REACHED = 0.90
 #: fio's own CPU (user + system, % of one core) from which the CPU, not the loop device, held a job
@@ -123,7 +125,9 @@ def prefill(device: str, nbytes: int) -> None:
 def argv(device: str, size: int, jobs: list[Job], fio_options: dict, *, seconds: float = SECONDS) -> list[str]:
     """fio's command line: the jobs one after another (``stonewall``), JSON out."""
     line = [commands.which("fio"), "--output-format=json", f"--filename={device}", f"--size={span(size)}",
-            f"--ioengine={ENGINE}", "--direct=1", "--time_based", f"--runtime={seconds:g}", "--norandommap",
+            f"--ioengine={ENGINE}", "--direct=1", "--time_based", f"--runtime={round(seconds * 1000)}ms",
+            f"--ramp_time={round(RAMP * 1000)}ms",
+            "--norandommap",
             "--randrepeat=0", *[f"--{key}={value}" for key, value in fio_options.items()]]
     for job in jobs:
         line += [f"--name={job.limit}", f"--rw={job.rw}", f"--bs={job.bs}", f"--iodepth={job.iodepth}",
@@ -150,7 +154,7 @@ def judge(profile, jobs: list[Job], report: dict, *, seconds: float = SECONDS) -
                        "held_by": None if reached else ("cpu" if cpu >= CPU_BOUND_PCT else "loop device")})
     reachable = {j["limit"]: j["measured"] for j in judged if not j["reached"]}
     held = sorted({j["held_by"] for j in judged if j["held_by"]})
-    return {"ran": True, "seconds": seconds, "engine": ENGINE, "threshold": REACHED, "jobs": judged,
+    return {"ran": True, "seconds": seconds, "ramp_s": RAMP, "engine": ENGINE, "threshold": REACHED, "jobs": judged,
             "reachable": reachable, "held_by": held}
 
 
@@ -170,11 +174,11 @@ def probe(device, *, seconds: float = SECONDS) -> dict:
     with open_sandbox("direct", buffered=False, throttles=device.throttles) as box:
         proc = box.popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
         try:
-            out, err = proc.communicate(timeout=seconds * len(jobs) + 60)
+            out, err = proc.communicate(timeout=(seconds + RAMP) * len(jobs) + 60)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-            raise IolabError(f"fio did not finish within {seconds * len(jobs) + 60:.0f} s",
+            raise IolabError(f"fio did not finish within {(seconds + RAMP) * len(jobs) + 60:.0f} s",
                              context=f"ceiling probe of emulated:{profile.name} on {device.device}") from None
     text = out.decode(errors="replace")
     if proc.returncode != 0 or "{" not in text:
