@@ -275,7 +275,7 @@ def _probe_figure(job: dict, lang: str) -> str:
 
 def _probe_sentences(system: str, probe: dict | None, lang: str) -> list[str]:
     """What the probe made with the device found: limits out of this host's reach, all reached, or skipped."""
-    if not probe:
+    if not isinstance(probe, dict):
         return []  # a run from before emulated devices were probed: nothing measured, nothing said
     if not probe.get("ran"):
         return [_t("probe_skipped", lang, system=system)] if probe.get("reason") != "no declared limits" else []
