@@ -315,8 +315,8 @@ class ClassicEngine(FioEngine):
         """Repetition numbers: ``repeat`` passes, more while a headline value's CoV is high."""
         from iolab.analysis.stats import needs_more
         min_n = self.recipe.repeat
-        max_n = max(min_n, self.recipe.defaults.get("max_repeat", min_n))
-        cov_target = self.recipe.defaults.get("cov_target", 0.03)
+        max_n = max(min_n, self.recipe.max_repeat)
+        cov_target = self.recipe.cov_target
         rep = 0
         while rep < max_n:
             watched = [v for (_, test), v in self.values.items() if test in headline_tests]

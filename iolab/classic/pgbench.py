@@ -189,12 +189,12 @@ class Engine(DatabaseEngine):
             shown = cluster.sql("SELECT name || ' = ' || setting || coalesce(' ' || unit, '') || '  (' || source || ')'"
                                 " FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name")
             self.run.write(f"raw/{mode.test}-settings.txt", shown + "\n")
-            if self.recipe.defaults.get("warmup"):
+            if self.recipe.warmup:
                 self.measure_step(cluster, sandbox, options, mode, max(options.clients), 0, counter, cores)
             for rep in range(1, self.recipe.repeat + 1):
                 for clients in options.clients:
-                    if self.recipe.defaults.get("pause") and (rep, clients) != (1, options.clients[0]):
-                        time.sleep(self.recipe.defaults["pause"])
+                    if self.recipe.pause and (rep, clients) != (1, options.clients[0]):
+                        time.sleep(self.recipe.pause)
                     row = self.measure_step(cluster, sandbox, options, mode, clients, rep, counter, cores)
                     record["runs"].append({"clients": clients, "rep": rep, "tps": row["tps"], "error": row["error"],
                                            "raw": row["raw"]})

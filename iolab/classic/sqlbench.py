@@ -266,8 +266,8 @@ class Engine(DatabaseEngine):
         def measure() -> list:
             errors = []
             for rep in range(1, self.recipe.repeat + 1):
-                if self.recipe.defaults.get("pause") and rep > 1:
-                    time.sleep(self.recipe.defaults["pause"])
+                if self.recipe.pause and rep > 1:
+                    time.sleep(self.recipe.pause)
                 row = self.measure_step(server, sandbox, name, rep, options, counter)
                 if row["error"]:
                     errors.append(row["error"])

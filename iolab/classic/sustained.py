@@ -98,7 +98,7 @@ class Engine(FioEngine):
         ended, recovery_end, recovery_ran = (clock(SUSTAINED, "timestamp_ms"), clock(RECOVERY, "timestamp_ms"),
                                              clock(RECOVERY, "job_runtime"))
         if None in (ended, recovery_end, recovery_ran):
-            return float(self.recipe.defaults.get("pause") or 0)
+            return self.recipe.pause
         return round((recovery_end - recovery_ran - ended) / 1000, 3)
 
     def floor_bps(self, target) -> float:

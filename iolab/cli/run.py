@@ -83,6 +83,18 @@ def _test_names(text: str) -> list[str]:
     return names
 
 
+def run_options(args):
+    """The run's :class:`~iolab.engine.runoptions.RunOptions` from the parsed command line (checked there)."""
+    from iolab.engine.runoptions import Allowances, RunOptions
+    return RunOptions(label=args.label, data_dir=args.data, isolation=args.isolation, mem_limit=args.mem_limit,
+                      size=args.size, runtime=args.runtime, repeat=args.repeat, pause=args.pause,
+                      preset=args.preset, tests=args.tests, mix=getattr(args, "mix", None),
+                      log_interval_ms=getattr(args, "log_interval", None), ioengine=args.ioengine,
+                      confirm=args.confirm, allow=Allowances(paths=tuple(args.allow_path), exec=args.allow_exec),
+                      unconfined=args.unconfined, keep_serials=args.keep_serials, with_original=args.with_original,
+                      progress=False if args.no_progress else None, argv=sys.argv)
+
+
 def run(args) -> int:
     from iolab.engine import dryrun, runner
     from iolab.core.errors import IolabError
@@ -92,29 +104,15 @@ def run(args) -> int:
         raise IolabError("--sequential, --scale-hosts and --insecure-network go with --hosts INVENTORY")
     if not args.target:
         raise IolabError("give --target PATH (or --hosts INVENTORY)", context="iolab run")
-    from iolab.engine.jobgate import Allowances
-    allow = Allowances(paths=tuple(args.allow_path), exec=args.allow_exec)
-    recipe = args.recipe
-    if getattr(args, "mix", None) is not None:
-        from iolab.engine import recipes
-        recipe = recipes.load(args.recipe).with_mix(args.mix)
-    if getattr(args, "log_interval", None) is not None:  # fio's bw/iops/lat logs of every pass, in raw/
-        from iolab.engine import recipes, timelogs
-        recipe = timelogs.applied(recipes.load(recipe) if isinstance(recipe, str) else recipe, args.log_interval)
+    options = run_options(args)
     from iolab.classic.steady_options import bounded  # typed into the recipe's options, for its engine
-    recipe = bounded(recipe, precondition_size=args.precondition_size, max_rounds=args.max_rounds,
+    recipe = bounded(args.recipe, precondition_size=args.precondition_size, max_rounds=args.max_rounds,
                      max_time=args.max_time)
-    options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
-                   preset=args.preset, confirm=args.confirm, mem_limit=args.mem_limit, tests=args.tests,
-                   allow=allow, pause=args.pause, ioengine=args.ioengine)
     if args.dry_run:
-        print(dryrun.dry_run(recipe, args.target, **options))
+        print(dryrun.dry_run(recipe, args.target, options))
         print("dry run: nothing was created or run")
         return 0
-    result = runner.run(recipe, args.target, label=args.label,
-                        data_dir=args.data, progress=False if args.no_progress else None,
-                        argv=sys.argv, with_original=args.with_original, unconfined=args.unconfined,
-                        keep_serials=args.keep_serials, **options)
+    result = runner.run(recipe, args.target, options)
     status = result.manifest["status"]
     if status != "completed":
         print(f"iolab: run {status}: {result.manifest.get('reason')}", file=sys.stderr)

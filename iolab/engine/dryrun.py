@@ -5,14 +5,14 @@ import os
 
 from iolab.engine import targets as targets_mod
 from iolab.engine.runner import FioEngine, plan
+from iolab.engine.runoptions import RunOptions
 
 
-def dry_run(recipe, target_specs, **kwargs) -> str:
-    """The job files and commands a run would use, as text; nothing is created."""
-    recipe, targets = plan(recipe, target_specs, **{k: v for k, v in kwargs.items()
-                                                     if k in ("size", "runtime", "repeat", "isolation", "preset",
-                                                              "confirm", "mem_limit", "tests", "allow", "pause",
-                                                              "ioengine")})
+def dry_run(recipe, target_specs, options: RunOptions | None = None, **keywords) -> str:
+    """The job files and commands a run with ``options`` (or these RunOptions keywords) would use, as text;
+    nothing is created."""
+    options = RunOptions.of(options, **keywords)
+    recipe, targets = plan(recipe, target_specs, options)
     lines = [f"# recipe {recipe.name}: {recipe.description}",
              f"# isolation requested: {recipe.isolation}; size {recipe.size} B; repeat {recipe.repeat}"]
     if recipe.engine != "fio":
@@ -25,7 +25,7 @@ def dry_run(recipe, target_specs, **kwargs) -> str:
             lines.append("# options: " + ", ".join(f"{k}={v}" for k, v in recipe.options.items()))
         return "\n".join(lines)
     lines.append("# confined (bubblewrap): read-only /; writable: each target's run directory, the run's raw/"
-                 + "".join(f", {p}" for p in (kwargs.get("allow").paths if kwargs.get("allow") else ()))
+                 + "".join(f", {p}" for p in options.allow.paths)
                  + "; devices: the named block devices only")
     engine = FioEngine(recipe, targets, None, mem_limit=None, progress=False, scratch_dir=None)  # writes nothing
     for step in recipe.steps():

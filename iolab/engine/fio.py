@@ -62,8 +62,8 @@ def job_options(recipe, step, target, *, force_direct: bool) -> tuple[dict, dict
     if recipe.jobfile is None:
         global_options["filename"] = target.filename
         global_options["size"] = fio_size(recipe.size)
-        if recipe.defaults.get("ramp_time"):
-            global_options["ramp_time"] = f"{int(recipe.defaults['ramp_time'])}s"
+        if recipe.ramp_time:
+            global_options["ramp_time"] = f"{int(recipe.ramp_time)}s"
     options = dict(step.options)
     if force_direct and step.buffered:
         options["direct"] = 1

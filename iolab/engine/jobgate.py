@@ -50,23 +50,12 @@ import os
 from iolab.core.errors import IolabError
 from iolab.engine import jobcheck, jobreader, workdirs
 from iolab.engine.targets import TEST_FILE
+from iolab.engine.runoptions import Allowances  # a run option (--allow-path, --allow-exec)
 from iolab.engine.jobaccess import (DEFAULT_FORMAT, FILE_ENGINES, LOG_OPTIONS, MAX_NAMES, Access, Job,  # noqa: F401
                                     accesses, canonical, effects, jobs, outside, parse, path_kind)
 
 
 # ------------------------------------------------------------------ the run gate
-
-@dataclasses.dataclass(frozen=True)
-class Allowances:
-    """What the user allowed on purpose (``--allow-path``, ``--allow-exec``); recorded in the manifest."""
-
-    paths: tuple = ()
-    exec: bool = False
-
-    def record(self, confirm=None) -> dict:
-        """The manifest's ``safety`` entry."""
-        return {"confirm": _as_list(confirm), "allow_paths": [os.path.abspath(p) for p in self.paths],
-                "allow_exec": bool(self.exec)}
 
 
 def _as_list(value) -> list[str]:

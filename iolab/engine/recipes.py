@@ -30,9 +30,9 @@ from pathlib import Path
 from iolab.core import paths
 from iolab.core import schema, yamlfile
 from iolab.core.errors import IolabError
-from iolab.core.units import fio_size, parse_seconds, parse_size
+from iolab.core.units import fio_size, parse_size
 from iolab.engine import jobrules, recipe_schema
-from iolab.engine.recipe_schema import ISOLATION_MODES
+from iolab.engine.runoptions import RunOptions
 from iolab.engine.recipemix import MIX_RATIOS, MIXED_RW, direction_rank, parse_mix, with_mixes  # noqa: F401
 
 #: The page cache a buffered test may use when nobody says otherwise (the articles' mem=512M).
@@ -111,7 +111,49 @@ class Recipe:
 
     @property
     def repeat(self) -> int:
+        """Passes per test at least."""
         return self.defaults.get("repeat", 1)
+
+    @property
+    def max_repeat(self) -> int:
+        """Passes per test at most, while the coefficient of variation stays above :attr:`cov_target`."""
+        return self.defaults.get("max_repeat", self.repeat)
+
+    @property
+    def cov_target(self) -> float:
+        """Repeats stop below this coefficient of variation."""
+        return float(self.defaults.get("cov_target", 0.03))
+
+    @property
+    def pause(self) -> float:
+        """Seconds between tests (CrystalDiskMark's interval), 0.0 for none."""
+        return float(self.defaults.get("pause") or 0.0)
+
+    @property
+    def warmup(self) -> bool:
+        """One unrecorded pass before each test's measured ones (CrystalDiskMark's "Preparing...")."""
+        return bool(self.defaults.get("warmup"))
+
+    @property
+    def ramp_time(self) -> float:
+        """Seconds fio runs each job before it measures, 0.0 for none."""
+        return float(self.defaults.get("ramp_time") or 0.0)
+
+    @property
+    def mem_limit(self) -> int:
+        """Bytes of page cache a buffered test may use (:data:`DEFAULT_MEM_LIMIT` unless set)."""
+        return self.defaults.get("mem_limit", DEFAULT_MEM_LIMIT)
+
+    @property
+    def watchdog_margin(self) -> float | None:
+        """Seconds a test may overrun its estimate before the watchdog stops it (None: the watchdog's own)."""
+        margin = self.defaults.get("watchdog_margin")
+        return float(margin) if margin else None
+
+    @property
+    def log_interval_ms(self) -> int | None:
+        """``--log-interval``: milliseconds per sample of fio's bw/iops/lat logs, None: no logs."""
+        return self.defaults.get("log_interval_ms") or None
 
     @property
     def buffered(self) -> bool:
@@ -137,20 +179,25 @@ class Recipe:
         if self.jobfile is not None:
             raise IolabError("a plain fio job file runs as is; it has no tests to mix", context=f"{self.name}: --mix")
         recipe = copy.deepcopy(self)
-        recipe.mix = parse_mix(value, context=f"{self.name}: --mix")
+        ratio = value if isinstance(value, int) and value in MIX_RATIOS else None  # RunOptions.mix: checked
+        recipe.mix = ratio if ratio is not None else parse_mix(value, context=f"{self.name}: --mix")
         return recipe
 
     def with_overrides(self, *, size=None, runtime=None, repeat=None, isolation=None,
                        preset=None, mem_limit=None, tests=None) -> "Recipe":
-        """A copy with command-line overrides applied and validated."""
+        """A copy with these overrides (as ``--size`` ... give them) checked and applied: :meth:`with_options`."""
+        return self.with_options(RunOptions(size=size, runtime=runtime, repeat=repeat, isolation=isolation,
+                                            preset=preset, mem_limit=mem_limit, tests=tests))
+
+    def with_options(self, options: RunOptions) -> "Recipe":
+        """A copy with a run's options (:class:`~iolab.engine.runoptions.RunOptions`, already checked) applied."""
         recipe = copy.deepcopy(self)
-        ctx = "command line"
-        if mem_limit is not None:
-            recipe.defaults["mem_limit"] = _mem_limit(mem_limit, f"{ctx}: --mem-limit")
-        if "size_mem_factor" in recipe.defaults and size is None:
+        if options.mem_limit is not None:
+            recipe.defaults["mem_limit"] = options.mem_limit
+        if "size_mem_factor" in recipe.defaults and options.size is None:
             # e.g. cachecheck: a file 4x the memory the page cache may use
-            limit = recipe.defaults.get("mem_limit", DEFAULT_MEM_LIMIT)
-            recipe.defaults["size"] = int(recipe.defaults["size_mem_factor"] * limit)
+            recipe.defaults["size"] = int(recipe.defaults["size_mem_factor"] * recipe.mem_limit)
+        preset, tests = options.preset, options.tests
         if preset is None and not recipe.selected and not tests and "default" in recipe.presets:
             preset = "default"
         if preset is not None:
@@ -163,22 +210,22 @@ class Recipe:
             recipe.preset, recipe.selected = preset, True
         if tests:
             # --tests picks among all the recipe's tests, in the order given (a preset does not limit it)
-            recipe.tests = self.pick_tests(tests, order="given", context="--tests")
+            recipe.tests = self.pick_tests(list(tests), order="given", context="--tests")
             recipe.selected = True
         if recipe.mix is not None:
             recipe.tests = with_mixes(recipe.tests, self.tests, recipe.mix, f"{recipe.name}: --mix")
-        if size is not None:
-            recipe.defaults["size"] = parse_size(size, context=f"{ctx}: --size")
-        if runtime is not None:
-            recipe.defaults["runtime"] = parse_seconds(runtime, context=f"{ctx}: --runtime")
-        if repeat is not None:
-            if int(repeat) < 1:
-                raise IolabError(f"must be at least 1, got {repeat}", context=f"{ctx}: --repeat")
-            recipe.defaults["repeat"] = int(repeat)
+        if options.size is not None:
+            recipe.defaults["size"] = options.size
+        if options.runtime is not None:
+            recipe.defaults["runtime"] = options.runtime
+        if options.repeat is not None:
+            recipe.defaults["repeat"] = options.repeat
             # an explicit --repeat N means exactly N passes
-            recipe.defaults["max_repeat"] = int(repeat)
-        if isolation is not None:
-            recipe.isolation = _choice(isolation, ISOLATION_MODES, f"{ctx}: --isolation")
+            recipe.defaults["max_repeat"] = options.repeat
+        if options.isolation is not None:
+            recipe.isolation = options.isolation
+        if options.pause is not None:  # recorded in the manifest
+            recipe.defaults["pause"] = options.pause
         return recipe
 
     def pick_tests(self, names, *, order: str = "recipe", context: str = "tests", subject: str | None = None) -> list:
@@ -280,20 +327,6 @@ class Recipe:
 
 def _fmt_seconds(seconds: float) -> str:
     return f"{int(seconds)}s" if float(seconds).is_integer() else f"{int(seconds * 1000)}ms"
-
-
-def _mem_limit(value, context: str) -> int:
-    """A memory limit in bytes, refused below :data:`MIN_MEM_LIMIT`."""
-    try:
-        return recipe_schema.check_mem_limit(parse_size(value, context=context), value)
-    except ValueError as exc:
-        raise IolabError(str(exc), context=context) from None
-
-
-def _choice(value, allowed, ctx) -> str:
-    if value not in allowed:
-        raise IolabError(f"must be one of {', '.join(allowed)}, got {value!r}", context=ctx)
-    return value
 
 
 def parse_recipe(data, source: str) -> Recipe:

@@ -2,7 +2,7 @@
 
 This is the engine behind ``iolab run`` and the measure notebook::
 
-    run_dir = iolab.engine.runner.run("quick", ["/mnt/scratch"], label="ssd")
+    run_dir = iolab.engine.runner.run("quick", ["/mnt/scratch"], RunOptions(label="ssd"))
 
 Order of work: check the recipe, the targets and fio *before* anything runs; create the run directory
 (manifest, recipe as run, job files checked with ``fio --parse-only``); then run every step (test x
@@ -32,7 +32,8 @@ import pandas as pd
 import yaml
 
 from iolab.engine import (fio, fioproc, ioengines, jobgate, reaper, recipes, registry, runinput, sysinfo,
-                          targets as targets_mod, watchdog)
+                          targets as targets_mod, timelogs, watchdog)
+from iolab.engine.runoptions import RunOptions
 from iolab.engine.interface import Engine
 from iolab.engine.timelogs import keep_pass, with_logs
 from iolab.core import progress as progress_
@@ -48,7 +49,7 @@ from iolab.isolation import confine, contention
 from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
 from iolab.isolation.resident import kept_resident
 from iolab.engine.store import Run, utcnow
-from iolab.core.units import fio_size, parse_seconds
+from iolab.core.units import fio_size
 
 log = logging.getLogger(__name__)
 
@@ -72,37 +73,27 @@ class RunResult:
     results: pd.DataFrame
 
 
-def plan(recipe, target_specs, **options):
-    """Load and check the recipe and targets; nothing is created or run."""
-    return _checked_plan(recipe, target_specs, **options)[:2]
+def plan(recipe, target_specs, options: RunOptions | None = None, **keywords):
+    """Load and check the recipe and targets; nothing is created or run. ``options`` (or the keywords
+    of a :class:`~iolab.engine.runoptions.RunOptions`) as :func:`run` takes them."""
+    return _checked_plan(recipe, target_specs, RunOptions.of(options, **keywords))[:2]
 
 
-def _checked_plan(recipe, target_specs, *, size=None, runtime=None, repeat=None, isolation=None,
-                  preset=None, confirm=None, mem_limit=None, tests=None, allow=None, pause=None, ioengine=None):
+def _checked_plan(recipe, target_specs, options: RunOptions):
     """:func:`plan`, the block devices the jobs write outside the targets (held while running), the engine choice."""
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(recipe)
-    recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat,
-                                   isolation=isolation, preset=preset, mem_limit=mem_limit, tests=tests)
-    if pause is not None:  # seconds between tests (CrystalDiskMark's interval); recorded in the manifest
-        recipe.defaults["pause"] = pause_seconds(pause)
+    if options.mix is not None:  # each chosen test's mixed row too (MIX-<test>), added by with_options
+        recipe = recipe.with_mix(options.mix)
+    recipe = timelogs.applied(recipe, options.log_interval_ms)  # fio's bw/iops/lat logs of every pass, in raw/
+    recipe = recipe.with_options(options)
     fio.fio_binary()  # fio missing: say how to install it, before anything else
     runinput.check(recipe, target_specs)  # bad input: refused before a run directory exists
-    recipe, engine_choice = ioengines.choose(recipe, ioengine)  # --ioengine, or io_uring where preferred and offered
+    recipe, engine_choice = ioengines.choose(recipe, options.ioengine)  # --ioengine, or io_uring where preferred
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
-    resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=confirm)
-    accesses = jobgate.check(recipe, resolved, confirm=confirm, allow=allow)
+    resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=options.confirm)
+    accesses = jobgate.check(recipe, resolved, confirm=options.confirm, allow=options.allow)
     return recipe, resolved, jobgate.devices_outside_targets(accesses, resolved), engine_choice
-
-
-def pause_seconds(value) -> float:
-    """``--pause``: seconds between tests, 0 for none."""
-    try:
-        if float(value) == 0:
-            return 0.0
-    except (TypeError, ValueError):
-        pass
-    return parse_seconds(value, context="command line: --pause")
 
 
 def relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
@@ -110,40 +101,29 @@ def relpath(kind: str, step_id: str, target, multi: bool, suffix: str) -> str:
     return f"{kind}/{target.name}/{step_id}{suffix}" if multi else f"{kind}/{step_id}{suffix}"
 
 
-def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, size=None,
-        runtime=None, repeat=None, preset=None, data_dir="data", confirm=None, progress=None,
-        argv=None, scratch_dir=None, with_original=False, tests=None, allow=None, pause=None,
-        unconfined=False, keep_serials=False, ioengine=None) -> RunResult:
-    """Run ``recipe`` on ``target_specs`` and return the run directory and its results."""
-    reaper.reap_before_run(data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
-    recipe, targets, outside, engine_choice = _checked_plan(
-        recipe, target_specs, size=size, runtime=runtime, repeat=repeat, isolation=isolation, preset=preset,
-        confirm=confirm, mem_limit=mem_limit, tests=tests, allow=allow, pause=pause, ioengine=ioengine)
-    mem_limit = recipe.defaults.get("mem_limit", recipes.DEFAULT_MEM_LIMIT)
+def run(recipe, target_specs, options: RunOptions | None = None, **keywords) -> RunResult:
+    """Run ``recipe`` on ``target_specs`` with ``options`` and return the run directory and its results.
+
+    ``run(recipe, targets, size="1G", label="ssd")`` is the same as ``run(recipe, targets,
+    RunOptions(size="1G", label="ssd"))``: keywords are :class:`~iolab.engine.runoptions.RunOptions`
+    fields, put on top of ``options``.
+    """
+    options = RunOptions.of(options, **keywords)
+    reaper.reap_before_run(options.data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
+    recipe, targets, outside, engine_choice = _checked_plan(recipe, target_specs, options)
     engine_type = registry.engine_class(recipe.engine)
     # confined or refused (without bwrap, unless --unconfined), decided before a run directory exists
-    unconfined_reason = confine.decide(unconfined) if engine_type.confined else None
-    if engine_type.confined and unconfined_reason is None and allow is not None:
-        confine.allowed(allow.paths)  # one the confinement cannot bind is refused before the run directory too
-    steps = recipe.steps()
-    run_ = Run.create(data_dir, recipe=recipe.name, label=label,
-                      recipe_description=recipe.description, tool=recipe.tool,
-                      system=sysinfo.system(), versions=sysinfo.versions(), argv=argv,
-                      options={"size": recipe.size, "runtime": recipe.runtime, "repeat": recipe.repeat,
-                               "preset": recipe.preset, "mem_limit": mem_limit, "with_original": with_original,
-                               **{k: recipe.defaults.get(k) for k in ("warmup", "pause", "log_interval_ms")}},
-                      targets=[{"spec": t.spec, "kind": t.kind} for t in targets],
-                      safety=(allow or jobgate.Allowances()).record(confirm), ioengine=engine_choice,
-                      tests=[{"name": s.id, "test": s.test, "rw": s.rw, "status": "pending", "reps": 0}
-                             for s in steps])
-    run_.write("recipe.yaml", yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True))
-    log.info("run directory %s", run_.path)
+    unconfined_reason = confine.decide(options.unconfined) if engine_type.confined else None
+    # --allow-path split into places and devices once: one the confinement cannot bind is refused here,
+    # before the run directory, and the same split is what the confinement binds
+    allowed = confine.allowed(options.allow.paths) if engine_type.confined and unconfined_reason is None else ([], [])
+    run_ = _create(recipe, targets, options, engine_choice)
     try:
-        engine = engine_type(recipe, targets, run_, mem_limit=mem_limit, progress=progress,
-                                             scratch_dir=scratch_dir or _scratch_dir())
-        engine.allowed_paths = tuple(allow.paths) if allow is not None else ()
-        engine.unconfined_reason, engine.keep_serials = unconfined_reason, keep_serials
-        with targets_mod.held_exclusively(outside, confirm=confirm):
+        engine = engine_type(recipe, targets, run_, mem_limit=recipe.mem_limit, progress=options.progress,
+                             scratch_dir=options.scratch_dir or _scratch_dir())
+        engine.allowed_paths, engine.allowed_split = options.allow.paths, allowed
+        engine.unconfined_reason, engine.keep_serials = unconfined_reason, options.keep_serials
+        with targets_mod.held_exclusively(outside, confirm=options.confirm):
             engine.execute()
     except KeyboardInterrupt as exc:
         how = "SIGTERM" if isinstance(exc, Terminated) else "the user (Ctrl-C)"
@@ -164,6 +144,26 @@ def run(recipe, target_specs, *, label=None, isolation=None, mem_limit=None, siz
     return RunResult(run_.path, run_.manifest, run_.results)
 
 
+def _create(recipe, targets, options: RunOptions, engine_choice) -> Run:
+    """The run directory: its manifest (the recipe's statistic, the options as run) and the recipe as run."""
+    run_ = Run.create(options.data_dir, recipe=recipe.name, label=options.label,
+                      recipe_description=recipe.description, tool=recipe.tool,
+                      statistic=recipe.statistic,  # how the tool combines passes: what every table shows first
+                      system=sysinfo.system(), versions=sysinfo.versions(),
+                      argv=None if options.argv is None else list(options.argv),
+                      options={"size": recipe.size, "runtime": recipe.runtime, "repeat": recipe.repeat,
+                               "preset": recipe.preset, "mem_limit": recipe.mem_limit,
+                               "with_original": options.with_original, "warmup": recipe.warmup,
+                               "pause": recipe.pause, "log_interval_ms": recipe.log_interval_ms},
+                      targets=[{"spec": t.spec, "kind": t.kind} for t in targets],
+                      safety=options.allow.record(options.confirm), ioengine=engine_choice,
+                      tests=[{"name": s.id, "test": s.test, "rw": s.rw, "status": "pending", "reps": 0}
+                             for s in recipe.steps()])
+    run_.write("recipe.yaml", yaml.safe_dump(recipe.to_dict(), sort_keys=False, allow_unicode=True))
+    log.info("run directory %s", run_.path)
+    return run_
+
+
 def _scratch_dir() -> str | None:
     """Where emulated devices keep their backing files: $TMPDIR when the user set it, else None
     (the emulated module's /var/tmp: disk-backed, unlike a /tmp that may live in RAM)."""
@@ -175,15 +175,17 @@ def expected_seconds(recipe, step) -> float | None:
     runtime = step.options.get("runtime")
     if runtime is None:
         return None
-    return watchdog.fio_seconds(runtime) + float(recipe.defaults.get("ramp_time") or 0)
+    return watchdog.fio_seconds(runtime) + recipe.ramp_time
 
 
 class FioEngine(Engine):
     """The ``fio`` engine (:class:`iolab.engine.interface.Engine`): a job file per step and target."""
 
     confined = True
-    #: ``--allow-path`` paths (written by the job on purpose): bound into the confinement too
+    #: ``--allow-path`` paths (written by the job on purpose): bound into the confinement too, as
+    #: :func:`iolab.isolation.confine.allowed` split them when the run started (places, devices)
     allowed_paths: tuple = ()
+    allowed_split: tuple | None = None  # None: split when the confinement is made
     #: why the run goes unconfined (``--unconfined`` where bubblewrap cannot run), None: it is confined
     unconfined_reason: str | None = None
     #: the run's confinement, set when the session opens (None: unconfined)
@@ -218,7 +220,7 @@ class FioEngine(Engine):
         raw = self.run.path / "raw"
         raw.mkdir(parents=True, exist_ok=True)
         confinement, record = confine.for_run(self.targets, raw_dir=str(raw.absolute()),
-                                              allowed_paths=self.allowed_paths,
+                                              allowed_split=self.allowed_split,
                                               unconfined_reason=self.unconfined_reason)
         self.run.update(confinement=record)
         return confinement
@@ -292,7 +294,7 @@ class FioEngine(Engine):
         return floor
 
     def _margin(self) -> float:
-        return float(self.recipe.defaults.get("watchdog_margin") or watchdog.MARGIN_S)
+        return self.recipe.watchdog_margin or watchdog.MARGIN_S
 
     def job_text(self, step, target, force_direct: bool) -> str:
         """The job file of ``step`` on ``target`` (what :meth:`prepare` writes and ``--dry-run`` shows)."""
@@ -327,10 +329,8 @@ class FioEngine(Engine):
 
     def measure_steps(self, sandbox, jobs) -> None:
         """Every step in turn: a warm-up when asked, then its passes (adaptive repeats), interleaved over targets."""
-        pause = self.recipe.defaults.get("pause") or 0
-        warmup = self.recipe.defaults.get("warmup")
-        min_n, max_n = self.recipe.repeat, self.recipe.defaults.get("max_repeat", self.recipe.repeat)
-        cov_target = self.recipe.defaults.get("cov_target", 0.03)
+        pause, warmup, cov_target = self.recipe.pause, self.recipe.warmup, self.recipe.cov_target
+        min_n, max_n = self.recipe.repeat, self.recipe.max_repeat
         steps = self.recipe.steps()
         lines = progress_.StepLines(len(steps), self.progress)  # one line a test when stderr is a log, not a terminal
         for index, step in enumerate(steps):

@@ -85,13 +85,13 @@ def with_logs(recipe, step, options: dict) -> dict:
     Added to the job file the run writes, not to the one :mod:`iolab.engine.jobgate` checks: the logs
     are iolab's own files, in the run's ``raw/`` (fio's working directory), which the gate cannot
     place before the run directory exists and the confinement lets fio write anyway."""
-    ms = recipe.defaults.get("log_interval_ms")
+    ms = recipe.log_interval_ms
     return {**options, **fio_options(step.id, int(ms))} if ms else options
 
 
 def keep_pass(recipe, directory: Path, step_id: str, rep: int) -> list[Path]:
     """Rename the logs fio just wrote for ``step_id`` to the pass's names (nothing without ``--log-interval``)."""
-    if not recipe.defaults.get("log_interval_ms"):
+    if not recipe.log_interval_ms:
         return []
     pass_name = "warmup" if rep == 0 else str(rep)
     written = re.compile(rf"^{re.escape(step_id)}_(?P<kind>{'|'.join(KINDS)})\.(?P<job>\d+)\.log$")

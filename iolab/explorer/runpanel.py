@@ -14,6 +14,7 @@ where the run directory is. Every string is in the locale's ``explorer.panel``.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import html
 import logging
 import os
@@ -140,11 +141,14 @@ class RunPanel:
     def running(self) -> bool:
         return not self._done.is_set()
 
-    def options(self) -> dict:
-        """The run's arguments as :func:`iolab.engine.runner.run` takes them (empty fields: the recipe's)."""
-        return {"label": self.label.value.strip() or None, "isolation": self.isolation.value or None,
-                "size": self.size.value.strip() or None, "runtime": self.runtime.value.strip() or None,
-                "repeat": self.repeat.value or None, "data_dir": self.data_dir.value.strip() or "data"}
+    def run_options(self):
+        """The run's :class:`~iolab.engine.runoptions.RunOptions` from the panel's fields (empty fields: the
+        recipe's; checked as the measure notebook's parameters are). The tests field chooses the recipe's
+        tests (:func:`iolab.fleet.batch.select_tests`), not an option."""
+        from iolab.engine.runoptions import RunOptions
+        return RunOptions.from_form(label=self.label.value, isolation=self.isolation.value, size=self.size.value,
+                                    runtime=self.runtime.value, repeat=self.repeat.value,
+                                    data_dir=self.data_dir.value.strip() or "data", progress=False)
 
     def start(self, _button=None) -> None:
         """Start a run with the panel's values (what the Start button does); ignored while one runs."""
@@ -190,17 +194,17 @@ class RunPanel:
             target = self.target.value.strip()
             if not target:
                 raise IolabError(_t("enter_target", self.lang), context="Target")
-            options = self.options()
+            options = self.run_options()
+            # the panel says where a run went, wherever it is read
+            options = dataclasses.replace(options, data_dir=options.data_dir.resolve())
             recipe = batch.select_tests(self.recipe.value, _split(self.tests.value))
-            planned, _ = runner.plan(recipe, [target], size=options["size"], runtime=options["runtime"],
-                                     repeat=options["repeat"], isolation=options["isolation"])
-            data_dir = Path(options.pop("data_dir")).resolve()  # the panel says where a run went, wherever it is read
-            watcher = _Watcher(self, data_dir, planned)
+            planned, _ = runner.plan(recipe, [target], options)
+            watcher = _Watcher(self, options.data_dir, planned)
             watcher.start()
             self._set_status(_t("running", self.lang, recipe=planned.name, target=target))
             with self._lock:
                 self._stoppable = self.threaded and threading.current_thread() is self._thread
-            result = runner.run(recipe, [target], data_dir=data_dir, progress=False, **options)
+            result = runner.run(recipe, [target], options)
             with self._lock:
                 self._stoppable = False
             self.result, self.run_dir = result, Path(result.path)
@@ -268,9 +272,8 @@ class _Watcher:
         self.parent = Path(data_dir) / store.hostname()
         self.before = set(self.parent.iterdir()) if self.parent.is_dir() else set()
         self.steps = max(1, len(recipe.steps()))
-        runtime = recipe.defaults.get("runtime")
-        self.step_seconds = (float(runtime) + float(recipe.defaults.get("ramp_time") or 0)) * recipe.repeat \
-            if runtime else None
+        runtime = recipe.runtime
+        self.step_seconds = (float(runtime) + recipe.ramp_time) * recipe.repeat if runtime else None
         self.run_dir: Path | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="iolab-progress", daemon=True)

@@ -73,11 +73,12 @@ class FleetRun(Engine):
                       "inventory": os.path.abspath(self.inventory.source), "hosts": [h.name for h in self.hosts],
                       "n_hosts": n, "dir": str(self.data_dir / FLEET_DIR / self.fleet_id)}
         common = dict(recipe_description=self.recipe.description, tool=self.recipe.tool,
+                      statistic=self.recipe.statistic,  # how the tool combines passes (as iolab.engine.runner)
                       versions=sysinfo.versions(), argv=self.argv, isolation=self.isolation, security=security,
                       options={"size": self.recipe.size, "runtime": self.recipe.runtime,
                                "repeat": self.recipe.repeat, "preset": self.recipe.preset,
-                               "warmup": self.recipe.defaults.get("warmup"),
-                               "pause": self.recipe.defaults.get("pause")})
+                               "warmup": self.recipe.warmup,
+                               "pause": self.recipe.pause})
         self.fleet = new_run(self.data_dir, ALL_HOSTS, self.fleet_id, directory=FLEET_DIR,
                               recipe=self.recipe.name,
                               label=self.label or f"{len(self.hosts)} hosts", controller=sysinfo.system(),
@@ -157,8 +158,8 @@ class FleetRun(Engine):
 
     # -- running --------------------------------------------------------------------
     def execute(self) -> None:
-        reps = ([0] if self.recipe.defaults.get("warmup") else []) + list(range(1, self.recipe.repeat + 1))
-        pause = self.recipe.defaults.get("pause") or 0
+        reps = ([0] if self.recipe.warmup else []) + list(range(1, self.recipe.repeat + 1))
+        pause = self.recipe.pause
         groups = [[p] for p in self.plans] if self.sequential else [self.plans]
         for group in groups:
             for index, step in enumerate(self.steps):

@@ -208,16 +208,18 @@ def version() -> str:
 
 
 def for_run(targets: Iterable, *, raw_dir: str, allowed_paths: Iterable[str] = (),
-            unconfined_reason: str | None = None) -> tuple[Confinement | None, dict]:
+            unconfined_reason: str | None = None,
+            allowed_split: tuple[list[str], list[str]] | None = None) -> tuple[Confinement | None, dict]:
     """A run's confinement and its manifest entry: the opened targets (:func:`for_targets`), the run's
-    ``raw/`` directory (fio's working directory) and ``--allow-path`` (:func:`allowed`).
+    ``raw/`` directory (fio's working directory) and ``--allow-path`` (:func:`allowed`; or
+    ``allowed_split``, its answer when the run already asked it before the run directory existed).
 
     ``unconfined_reason`` is :func:`decide`'s answer, made when the run started:
     when it is set the run goes unconfined, ``(None, {"confined": False, "reason": ...})``.
     """
     if unconfined_reason:
         return None, {"confined": False, "reason": f"--unconfined: {unconfined_reason}"}
-    places, nodes = allowed(allowed_paths)
+    places, nodes = allowed_split if allowed_split is not None else allowed(allowed_paths)
     confinement = for_targets(targets, writable=[raw_dir, *places], devices=nodes)
     return confinement, confinement.describe()
 
