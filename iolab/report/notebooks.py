@@ -208,7 +208,20 @@ def select(data_dir: str | os.PathLike | None = None, runs: Iterable[str | os.Pa
 
 
 def recipe_statistic(run_dir: str | os.PathLike) -> str | None:
-    """The statistic the recipe's tool reports (``best`` for CrystalDiskMark), from recipe.yaml."""
+    """How the tool a run's recipe emulates combines its passes (``best`` for CrystalDiskMark, ``mean``,
+    ``median``): the ``statistic`` the run's manifest recorded when the run was made.
+
+    Runs made before the manifest recorded it (no ``statistic`` field) fall back to the recipe as it
+    was run (``recipe.yaml`` in the run directory); None when neither says."""
+    try:
+        given = store.read_manifest(run_dir).get("statistic")
+    except (OSError, ValueError, IolabError):
+        given = None
+    return str(given) if given else _statistic_of_recipe_yaml(run_dir)
+
+
+def _statistic_of_recipe_yaml(run_dir) -> str | None:
+    """The fallback for runs older than the manifest's ``statistic``: the recipe as run says it."""
     import yaml
     path = Path(run_dir) / "recipe.yaml"
     try:
@@ -217,6 +230,63 @@ def recipe_statistic(run_dir: str | os.PathLike) -> str | None:
         return None
     value = recipe.get("statistic") if isinstance(recipe, dict) else None
     return str(value) if value else None
+
+
+def run_statistics(manifests: pd.DataFrame) -> pd.Series:
+    """Each selected run's statistic (:func:`recipe_statistic`) by ``run_id``: the manifest's field as
+    :func:`select` read it, ``recipe.yaml`` for older runs, None where neither says."""
+    values = {}
+    for row in manifests.to_dict("records"):
+        given = row.get("statistic")
+        if isinstance(given, str) and given:
+            values[row["run_id"]] = given
+        else:
+            values[row["run_id"]] = _statistic_of_recipe_yaml(row["run_dir"]) if row.get("run_dir") else None
+    return pd.Series(values, dtype=object, name="statistic")
+
+
+def tool_statistic(manifests: pd.DataFrame, lang: str = "en") -> tuple[str | None, str]:
+    """The statistic the selected runs' tool reports, and what to say when they disagree.
+
+    ``(statistic, "")`` when every run that records one records the same (None when none does);
+    ``(None, note)`` when they differ: the note (Markdown in ``lang``) names each statistic and its
+    systems (both sorted), and the tables then show every run by the report's own statistic, none
+    picked silently.
+    """
+    by_run = run_statistics(manifests).dropna()
+    found = sorted(set(by_run))
+    if len(found) <= 1:
+        return (found[0] if found else None), ""
+    names = dict(zip(manifests["run_id"], manifests["system_name"] if "system_name" in manifests
+                     else manifests["run_id"]))
+    parts = [i18n.text("statistic.each", lang, statistic=i18n.label(value, lang, section="cdm_notes_statistics"),
+                       systems=i18n.join(sorted({names[r] for r in by_run.index if by_run[r] == value}), lang))
+             for value in found]
+    return None, i18n.text("statistic.disagree", lang, each=i18n.join(parts, lang))
+
+
+@dataclass(frozen=True)
+class StatisticChoice:
+    """Which statistic a recipe's tables and chart show (:func:`statistic_choice`)."""
+    #: what the chart and the first table show: the tool's ``best`` (of ``passes``) or the report's own
+    shown: str
+    #: the statistic every selected run recorded, None when they disagree or none did
+    tool: str | None
+    #: the most passes one run made of one test
+    passes: int
+    #: the runs disagree on the statistic: said in the report's language ("" when they agree)
+    note: str = ""
+
+
+def statistic_choice(part: pd.DataFrame, manifests: pd.DataFrame, statistic: str, lang: str = "en") -> StatisticChoice:
+    """The statistic a recipe's results ``part`` are shown by: the tool's own best-of-N first when every
+    selected run (``manifests``) recorded ``best`` (CrystalDiskMark) and there were several passes,
+    else the report's ``statistic``; runs that disagree are said to (:func:`tool_statistic`)."""
+    tool, note = tool_statistic(manifests, lang)
+    passes = int(part.groupby(["run_id", "test", "direction"])["rep"].nunique().max()) \
+        if "rep" in part and not part.empty else 1
+    shown = "best" if tool == "best" and passes > 1 else statistic
+    return StatisticChoice(shown=shown, tool=tool, passes=passes, note=note)
 
 
 # ---------------------------------------------------------------------------
