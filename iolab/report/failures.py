@@ -12,6 +12,7 @@ presentation (:func:`failures_table`, :func:`sentences`, :func:`markdown`).
 from __future__ import annotations
 
 import math
+import re
 from typing import Sequence
 
 import pandas as pd
@@ -25,7 +26,9 @@ FAILED_STATUSES = ("failed", "interrupted", "running")
 #: A test's status that means it never ran (the run stopped before it: a fault, Ctrl-C, a missing tool).
 NOT_RUN_STATUSES = ("pending", "skipped")
 
-COLUMNS = ("system", "run_id", "host", "test", "status", "reps", "error")
+#: ``test`` and ``direction``: the recipe's test and its direction (the reader's words, :func:`label`); ``name``: the
+#: step's id in the manifest (``SEQ1M-Q8T1-write``), kept for looking the run up.
+COLUMNS = ("system", "run_id", "host", "test", "direction", "name", "status", "reps", "error")
 
 
 def _records(manifests) -> list[dict]:
@@ -46,6 +49,29 @@ def _names(records: list[dict], names: Sequence[str] | None) -> list[str]:
     return [_text(r.get("system_name")) or _text(r.get("label")) or _text(r.get("host")) or "?" for r in records]
 
 
+def _test_of(record: dict) -> tuple[str, str]:
+    """A manifest's test record as (test, direction): its recipe test (else its id) and ``rw``."""
+    name, direction = str(record.get("name") or "?"), str(record.get("rw") or "")
+    test = record.get("test") or (name[:-len(direction) - 1] if direction and name.endswith("-" + direction) else name)
+    return str(test), direction
+
+
+#: CrystalDiskMark's way of naming a test (``RND4K-Q32T1``), whatever the case a step's id wrote it in.
+_CDM_NAME = re.compile(r"(?i)^(seq|rnd)\d+[km]-q\d+t\d+$")
+
+
+def label(test: str, direction: str, lang: str) -> str:
+    """A test as the tables name it (``SEQ1M-Q8T1 write`` / ``SEQ1M-Q8T1 書き込み``), never a step's raw id: a
+    CrystalDiskMark name in another case (``rnd4k-q32t1``) as CrystalDiskMark writes it, a test the locale knows
+    under another case by its known name."""
+    known = i18n.catalog(lang).get("tests") or {}
+    if _CDM_NAME.match(test):
+        test = test.upper()
+    elif test not in known:
+        test = next((k for k in known if str(k).lower() == test.lower()), test)
+    return i18n.test_label(test, direction, lang)
+
+
 def failed_tests(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per test of the runs in ``manifests`` that ran and failed (columns :data:`COLUMNS`).
 
@@ -63,9 +89,10 @@ def failed_tests(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[st
             status = test.get("status")
             if status not in FAILED_STATUSES:
                 continue
+            recipe_test, direction = _test_of(test)
             rows.append({"system": name, "run_id": record.get("run_id"), "host": record.get("host"),
-                         "test": test.get("name"), "status": status, "reps": test.get("reps"),
-                         "error": _text(test.get("error"))})
+                         "test": recipe_test, "direction": direction, "name": test.get("name"), "status": status,
+                         "reps": test.get("reps"), "error": _text(test.get("error"))})
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -78,7 +105,7 @@ def failures_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en"
     if found.empty:
         return Table(pd.DataFrame(), caption=caption, notes=[i18n.text("failures.none", lang)])
     frame = pd.DataFrame({
-        i18n.text("failures.test", lang): found["test"],
+        i18n.text("failures.test", lang): [label(t, d, lang) for t, d in zip(found["test"], found["direction"])],
         i18n.text("failures.system", lang): found["system"],
         i18n.text("failures.status", lang): [i18n.label(s, lang, section="status") for s in found["status"]],
         i18n.text("failures.error", lang): [e or i18n.text("failures.no_error", lang) for e in found["error"]],
@@ -93,13 +120,14 @@ def _code(text: str) -> str:
 
 def sentences(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
               names: Sequence[str] | None = None) -> list[str]:
-    """One sentence per failed test: "**DURING** on lab failed: `fio: ... Input/output error ...`"."""
+    """One sentence per failed test, named as the tables name it: "**SEQ1M-Q8T1 write** on lab failed: `fio: ...
+    Input/output error ...`"."""
     i18n.check_lang(lang)
     found = failed_tests(manifests, names=names)
     out = []
     for row in found.itertuples(index=False):
         error = _code(row.error) if row.error else i18n.text("failures.no_error", lang)
-        out.append(i18n.text("failures.sentence", lang, test=row.test, system=row.system,
+        out.append(i18n.text("failures.sentence", lang, test=label(row.test, row.direction, lang), system=row.system,
                              status=i18n.label(row.status, lang, section="status"), error=error))
     return out
 
@@ -125,8 +153,9 @@ def not_run_tests(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[s
             continue
         for test in tests:
             if test.get("status") in NOT_RUN_STATUSES:
-                rows.append({"system": name, "run_id": record.get("run_id"), "test": test.get("test") or test.get("name"),
-                             "direction": test.get("rw") or "", "name": test.get("name")})
+                recipe_test, direction = _test_of(test)
+                rows.append({"system": name, "run_id": record.get("run_id"), "test": recipe_test,
+                             "direction": direction, "name": test.get("name")})
     return pd.DataFrame(rows, columns=["system", "run_id", "test", "direction", "name"])
 
 
@@ -165,7 +194,7 @@ def coverage_sentences(manifests: pd.DataFrame | Sequence[dict], *, lang: str = 
             continue
         out.extend(failed)
         if not skipped.empty and not measured_nothing:
-            labels = [i18n.test_label(t, d, lang) for t, d in zip(skipped["test"], skipped["direction"])]
+            labels = [label(t, d, lang) for t, d in zip(skipped["test"], skipped["direction"])]
             out.append(i18n.text("failures.not_run", lang, system=name, n=len(labels),
                                  tests=i18n.join_capped(labels, lang)))
     return out

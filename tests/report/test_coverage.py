@@ -36,10 +36,10 @@ def test_completed_runs_leave_nothing_to_say():
 
 
 @pytest.mark.parametrize("lang, failed, skipped, nothing", [
-    ("en", "**SEQ1M-Q8T1-write** on SATA SSD (emulated) failed: `fio exited with 1: fio: io_u error",
+    ("en", "**SEQ1M-Q8T1 write** on SATA SSD (emulated) failed: `fio exited with 1: fio: io_u error",
      "SATA SSD (emulated): 6 tests not run, because the run stopped before them: SEQ1M-Q1T1 read,",
      "measured nothing: the run ended **failed** before its first test: `fio is not installed"),
-    ("ja", "SATA SSD (emulated)の**SEQ1M-Q8T1-write**：「失敗」で終わった",
+    ("ja", "SATA SSD (emulated)の**SEQ1M-Q8T1 書き込み**：「失敗」で終わった",
      "SATA SSD (emulated)：実行がその前に止まったため、6個のテストは実行されなかった：SEQ1M-Q1T1 読み込み、",
      "は何も測定していない：最初のテストの前に状態「失敗」で終了した（`fio is not installed"),
 ])

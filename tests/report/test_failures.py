@@ -17,7 +17,7 @@ import pytest
 
 from iolab.engine import runner
 from iolab.core.errors import IolabError
-from iolab.report import failures, notebooks as report
+from iolab.report import failures, i18n, notebooks as report
 
 from cli_helpers import ROOT, needs_fio
 
@@ -53,14 +53,35 @@ def failed_run(tmp_path_factory) -> Path:
 def test_failed_tests_lists_each_failed_test_with_its_error():
     manifests = report.select(runs=[NO_SPACE]).manifests
     found = failures.failed_tests(manifests)
-    assert found["test"].tolist() == ["SEQ1M-Q8T1-write"]  # the skipped tests never ran: not failures
+    # the skipped tests never ran: not failures; the step's id kept, the test and direction named apart
+    assert found[["test", "direction", "name"]].values.tolist() == [["SEQ1M-Q8T1", "write", "SEQ1M-Q8T1-write"]]
     row = found.iloc[0]
     assert row["status"] == "failed" and row["system"] == manifests["system_name"].iloc[0]
     assert "No space left on device: write offset=61865984" in row["error"]
     table = failures.failures_table(manifests, lang="ja")
     assert table.caption == "失敗したテストとエラー"
-    assert table.frame.loc["SEQ1M-Q8T1-write", "状態"] == "失敗"
-    assert "No space left on device" in table.frame.loc["SEQ1M-Q8T1-write", "エラー"]
+    assert table.frame.loc["SEQ1M-Q8T1 書き込み", "状態"] == "失敗"
+    assert "No space left on device" in table.frame.loc["SEQ1M-Q8T1 書き込み", "エラー"]
+
+
+@pytest.mark.parametrize("lang, named", [("en", "**SEQ1M-Q8T1 write** on box failed"),
+                                          ("ja", "boxの**SEQ1M-Q8T1 書き込み**：「失敗」で終わった")])
+def test_failure_lists_name_the_test_as_the_tables_do_not_its_step_id(lang, named):
+    """A step's id (``SEQ1M-Q8T1-write``, an original's ``rnd4k-q32t1``) is the run's file name, not the reader's:
+    the sentences, the table and the tests not run say the test and its direction in the page's language."""
+    manifest = {"run_id": "r1", "host": "h", "label": "box", "status": "failed", "tests": [
+        {"name": "SEQ1M-Q8T1-write", "test": "SEQ1M-Q8T1", "rw": "write", "status": "failed", "error": "fio: boom"},
+        {"name": "rnd4k-q32t1", "rw": "read", "status": "failed", "error": "fio: boom"},
+        {"name": "RND4K-Q1T1-write", "rw": "write", "status": "skipped"}]}
+    said = failures.sentences([manifest], lang=lang)
+    assert said[0].startswith(named) if lang == "en" else said[0].startswith(named.split("：")[0])
+    known = i18n.test_label("RND4K-Q32T1", "read", lang)  # the locale's name for the lowercase id
+    assert f"**{known}**" in said[1] and "rnd4k-q32t1" not in said[1]
+    table = failures.failures_table([manifest], lang=lang)
+    assert list(table.frame.index) == [i18n.test_label("SEQ1M-Q8T1", "write", lang), known]
+    coverage = failures.coverage_markdown([manifest], lang=lang)
+    assert i18n.test_label("RND4K-Q1T1", "write", lang) in coverage
+    assert not any(i in coverage for i in ("SEQ1M-Q8T1-write", "rnd4k-q32t1", "RND4K-Q1T1-write"))
 
 
 def test_a_completed_run_has_no_failure_section():
