@@ -12,6 +12,15 @@ __version__ = "0.1.0"
 from iolab.core.errors import IolabError  # noqa: E402
 from iolab.engine import fio  # noqa: E402  (contract: iolab.fio.parse_output)
 from iolab.engine.store import load, manifests  # noqa: E402
-from iolab.classic import registered as _registered  # noqa: E402,F401  (fills iolab.engine.registry)
+from iolab.engine import registry as _registry  # noqa: E402
+
+
+def _register_engines() -> None:
+    """Fill :mod:`iolab.engine.registry` (engines, undo functions) when a run, the recipe listing or the reaper
+    first reads it, not at ``import iolab``."""
+    from iolab.classic import registered  # noqa: F401
+
+
+_registry.fill_on_first_use(_register_engines)
 
 __all__ = ["IolabError", "fio", "load", "manifests", "__version__"]

@@ -1,7 +1,8 @@
 """Every engine a recipe can name and every undo a ledger record can name, registered in one place.
 
 :mod:`iolab.engine.registry` holds the tables; this module fills them by explicit imports, and the
-``iolab`` package imports it, so they are full before any run, dry run, recipe listing or reap. It
+``iolab`` package has the registry import it the first time a table is read (a run, the recipe listing,
+the reaper), so they are full before any of them reads one and ``import iolab`` loads no engine. It
 lives in the classic layer because that is the lowest layer allowed to import everything it
 names: the fio engine (:mod:`iolab.engine.runner`), the classic engines, and the undo functions of
 the objects the devices, engine and classic layers record in the ownership ledger (iSCSI targets,

@@ -139,7 +139,7 @@ def _check_shape(rec: ownership.Record) -> None:
         if rec.id != f"vm.dirty.pid-{rec.owner.pid}":
             raise ValueError(f"id {rec.id!r} is not vm.dirty.pid-{rec.owner.pid}, its owner's")
         dirtylimits.check_details(d)
-    if rec.undone_by is not None and ownership.undo_function(rec.undone_by) is None:
+    if rec.undone_by is not None and not registry.has_undo(rec.undone_by):
         raise ValueError(f"undone_by names {rec.undone_by!r}, which registers no undo")
 
 
