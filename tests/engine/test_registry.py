@@ -164,3 +164,12 @@ def test_the_dry_run_shows_the_job_files_the_engine_writes(tmp_path):
     for step in recipe.steps():
         text = engine.job_text(step, targets[0], force_direct=False)
         assert f"[{step.id}]" in text and text in shown, step.id
+
+
+def test_import_iolab_loads_no_engine_and_the_first_read_fills_the_registry():
+    code = ("import sys, iolab; before = sorted(m for m in sys.modules if m.startswith('iolab.classic')); "
+            "from iolab.engine import registry; names = registry.engine_names(); "
+            "print(before, 'iolab.classic.pgbench' in sys.modules, names == sorted(names) and 'sqlbench' in names)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=PACKAGE.parent)
+    assert proc.stdout.split() == ["[]", "True", "True"], proc.stderr
