@@ -13,6 +13,7 @@ An unset option (None, or an empty tuple) leaves the recipe's own value.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from pathlib import Path
 from typing import Optional
@@ -60,6 +61,8 @@ def mem_limit_bytes(value) -> int:
 
 def seconds(value, name: str = "runtime") -> float:
     """``--runtime``: positive seconds (``5``, ``"5s"``, ``"2m"``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf:
+        return float(value)  # already seconds (a RunOptions made from another)
     return parse_seconds(value, context=_where(name))
 
 
@@ -220,11 +223,15 @@ class RunOptions:
 
     @classmethod
     def from_form(cls, **values) -> "RunOptions":
-        """From fields a person fills in (the measure notebook's parameters, the run panel's boxes): a blank
-        value (``""``, ``None``, ``0`` or an empty list) is unset and leaves the recipe's own value."""
-        def blank(value):
-            return value is None or value is False or (isinstance(value, (str, list, tuple)) and not
-                                                        (value.strip() if isinstance(value, str) else value)) \
-                or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0)
-        keep = {"progress", "unconfined", "keep_serials", "with_original", "pause"}  # False / 0 mean something
-        return cls.of(**{k: v for k, v in values.items() if k in keep or not blank(v)})
+        """From fields a person fills in (the measure notebook's parameters, the run panel's boxes): an empty
+        field (None, blank text, an empty list, or 0 where 0 means nothing: any number but ``pause``) is left
+        unset, so the recipe's own value holds; everything else is checked as :class:`RunOptions` checks it."""
+        def empty(name, value):
+            if value is None or isinstance(value, bool):
+                return value is None
+            if isinstance(value, str):
+                return not value.strip()
+            if isinstance(value, (list, tuple)):
+                return not value
+            return isinstance(value, (int, float)) and value == 0 and name != "pause"  # --pause 0: no pause
+        return cls.of(**{name: value for name, value in values.items() if not empty(name, value)})

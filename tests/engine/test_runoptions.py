@@ -99,6 +99,15 @@ def test_blank_fields_leave_the_recipes_values_alike_everywhere():
     assert cli == notebook == _from_the_run_panel(**blank) == RunOptions(progress=False)
 
 
+def test_an_empty_field_is_unset_but_a_pause_of_zero_is_no_pause():
+    form = RunOptions.from_form(size="  ", runtime=0, repeat=0, label="", tests=[], pause=0, progress=False,
+                                isolation=None)
+    assert form == RunOptions(pause=0, progress=False) and form.pause == 0.0 and form.size is None
+    assert RunOptions.from_form(pause="").pause is None  # an empty box: the recipe's pause
+    with pytest.raises(IolabError, match=r"--runtime.*-1"):
+        RunOptions.from_form(runtime=-1)
+
+
 def test_a_bad_notebook_parameter_is_refused_by_name_before_anything_runs():
     with pytest.raises(IolabError, match=r"--size.*'big'"):
         _from_the_measure_notebook(size="big")
