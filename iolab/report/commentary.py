@@ -405,7 +405,7 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     for system in dict.fromkeys(frame.loc[~frame["cache_isolated"] & frame["value"].notna(), "system"]):
         if system not in pairs:
             paragraphs.append(_t("cache_unpaired", lang, system=system))
-    why = reasons.markdown(reasons.from_summary(frame), lang=lang)  # the reasons the data shows, with their evidence
+    why = reasons.why(frame, lang=lang)  # the reasons the data shows, with their evidence
     if why:
         paragraphs.append(why)
     note = coverage_note(win, lang=lang) if not win.empty else ""

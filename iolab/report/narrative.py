@@ -176,7 +176,7 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     else:
         text = _t("single", lang, system=systems[0] if systems else "")
     text = i18n.join_sentences([text, *coverage(frame, systems, lang=lang)], lang)
-    why = reasons.markdown(reasons.from_summary(frame), lang=lang)  # the reasons the data shows, with their evidence
+    why = reasons.why(frame, lang=lang)  # the reasons the data shows, with their evidence
     if why:
         text += "\n\n" + why
     found = commentary.caveats(frame, rules=rules)

@@ -29,6 +29,7 @@ import pandas as pd
 
 from iolab.core.errors import IolabError
 from iolab.report import i18n, interfaces, verdicts
+from iolab.report.commentary_base import checked_summary
 
 log = logging.getLogger(__name__)
 
@@ -505,6 +506,12 @@ def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[str]:
         else:
             out += [s for s in (_one(r, lang) for _, r in rows.iterrows()) if s]
     return list(dict.fromkeys(out))
+
+
+def why(summary: pd.DataFrame, *, lang: str = "en", specs: pd.DataFrame | None = None) -> str:
+    """The "**Why.**" paragraph of one recipe's summary (:func:`iolab.report.tables.summarize`): every rule
+    :func:`from_summary` runs, worded; "" when none found a reason. The compare and report pages say it alike."""
+    return markdown(from_summary(checked_summary(summary), specs=specs), lang=lang)
 
 
 def markdown(found: pd.DataFrame, *, lang: str = "en") -> str:

@@ -226,7 +226,9 @@ def test_plain_report_on_every_recipe_kind_leaves_fleet_sums_out(tmp_path, lang)
     text = " ".join(str(o.get("text", "")) + json.dumps(o.get("data", {}), ensure_ascii=False) for c in nb.cells
                     for o in c.get("outputs", []))
     T = lambda key, **fields: i18n.text(key, lang, **fields)  # noqa: E731
-    assert T("text.no_throughput") in text  # pgbench: transactions, not throughput
+    # pgbench (transactions, not MB/s) in its own section, with its findings, as on the compare page
+    assert T("text.no_throughput") not in text
+    assert "#### " + T("sections.pg.heading") in (tmp_path / "report.md").read_text()
     assert len(report.select(sections, host="all").manifests) >= 1  # the store has fleet sums...
     html = (tmp_path / "report.html").read_text()
     assert ">all<" not in html  # ...and no table shows one as a host of its own
@@ -236,7 +238,8 @@ def test_plain_report_on_every_recipe_kind_leaves_fleet_sums_out(tmp_path, lang)
     # sql-bench's rows have seconds, no MB/s, IOPS or latency: no empty table claiming there were no runs
     assert T("text.no_runs") not in text
     # CrystalDiskMark's own figure (best of the passes) beside the mean, as the README promises, and charted
-    cdm = md.split("### " + T("headings.recipe", recipe="crystaldiskmark"), 1)[1].split("### ", 1)[0]
+    cdm = md.split("### " + T("headings.recipe", recipe="crystaldiskmark"), 1)[1].split("\n### ", 1)[0]
+    assert "#### " + T("sections.fleet.heading") in cdm  # its fleet section first, the hosts' tables after
     assert T("labels.best_of", caption=tables.caption_for("bw_mbps", "MB/s", lang), n=3, tool="CrystalDiskMark 8") in cdm
     assert T("labels.ci_note", statistic=T("labels.mean"), n=3) in cdm
     # the chart plots the best pass: no confidence interval drawn or promised

@@ -106,12 +106,14 @@ def plan(data: pd.DataFrame) -> list[str]:
     return list(_kind_rows(data))
 
 
-def build(data: pd.DataFrame, *, lang: str = "en", context: pd.DataFrame | None = None
-          ) -> tuple[list[Section], pd.DataFrame]:
+def build(data: pd.DataFrame, *, lang: str = "en", context: pd.DataFrame | None = None,
+          also_generic: Sequence[str] = ()) -> tuple[list[Section], pd.DataFrame]:
     """The sections of one recipe's rows, and the rows none of them covers (fleet aggregates excluded).
 
     ``context`` is every selected result (all recipes): the pgbench section
-    looks there for the same systems' fio latency.
+    looks there for the same systems' fio latency. The rows of the kinds in
+    ``also_generic`` stay in the rows returned too (the report page shows a
+    fleet's hosts in the generic tables as well: CrystalDiskMark's own figure).
     """
     i18n.check_lang(lang)
     data = with_system(data)
@@ -127,7 +129,8 @@ def build(data: pd.DataFrame, *, lang: str = "en", context: pd.DataFrame | None 
         if section is not None:
             section.caveats = section_caveats.caveat_lines(part, lang=lang, kind=kind)
             sections.append(section)
-            covered = covered.union(index)
+            if kind not in also_generic:
+                covered = covered.union(index)
     rest = without_aggregates(data.drop(index=covered))
     return sections, rest
 
