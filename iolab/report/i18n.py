@@ -146,6 +146,18 @@ def paren(inner, lang: str) -> str:
     return f"（{inner}）" if lang == "ja" else f" ({inner})"
 
 
+def with_note(label: str, note: str, lang: str) -> str:
+    """``label`` with ``note`` added inside its closing bracket, never a second bracket after it:
+    ``Throughput (MB/s)`` -> ``Throughput (MB/s, log scale)`` / ``スループット（MB/秒、対数目盛）``; ``IOPS`` ->
+    ``IOPS (log scale)``; no label: the note alone in brackets."""
+    label = (label or "").rstrip()
+    if label.endswith(")"):
+        return f"{label[:-1]}, {note})"
+    if label.endswith("）"):
+        return f"{label[:-1]}、{note}）"
+    return f"{label}{paren(note, lang)}".strip()
+
+
 def with_unit(number: str, unit: str) -> str:
     """``"712 MB/s"``; no space before a unit written in full-width characters (``"25.3秒"``, ``"4.2ミリ秒"``)."""
     if not unit:

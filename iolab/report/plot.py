@@ -180,7 +180,8 @@ def tick_label(value: float) -> str:
 
 def y_axis(ax, *, log: bool, label: str | None = None, bars: Sequence[float] | None = None) -> None:
     """The value axis of every iolab chart: ticks as plain numbers (:func:`tick_label`: 1,000 not 10^3)
-    and, when ``log``, no minor tick labels and "(log scale)" after ``label`` in the report's language.
+    and, when ``log``, no minor tick labels and "log scale" in ``label``'s brackets in the report's language
+    (:func:`iolab.report.i18n.with_note`: "Throughput (MB/s, log scale)").
 
     ``label`` None keeps the axis' label where linear (what seaborn set), "" clears it. ``bars``: the values
     of bars drawn from the axis' bottom; a log axis then starts at :func:`barlabels.log_baseline` of them
@@ -192,7 +193,7 @@ def y_axis(ax, *, log: bool, label: str | None = None, bars: Sequence[float] | N
         if bars is not None:
             ax.set_ylim(bottom=barlabels.log_baseline(bars))
         ax.yaxis.set_minor_formatter(NullFormatter())
-        label = f"{label or ''}{i18n.paren(i18n.text('labels.log_scale', _STATE['lang']), _STATE['lang'])}".strip()
+        label = i18n.with_note(label, i18n.text("labels.log_scale", _STATE["lang"]), _STATE["lang"])
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
     if label is not None:
         ax.set_ylabel(label)
@@ -343,6 +344,10 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
     return ax
 
 
+#: Markers of the lines of one chart, a system each (its colour is its own in every chart).
+LINE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+
+
 def latency_percentiles(data: pd.DataFrame, *, x: str = "percentile", y: str = "latency_ms",
                         hue: str | None = "system", ax=None, xlabel: str | None = None,
                         ylabel: str | None = None, title: str | None = None, palette: str = "deep"):
@@ -354,8 +359,17 @@ def latency_percentiles(data: pd.DataFrame, *, x: str = "percentile", y: str = "
         _, ax = plt.subplots(figsize=(6.0, 3.6))
     # each system in its colour of every other chart (palette.color), not in the order of this one's legend
     colors = palette_colors(data[hue]) if hue else None
-    sns.lineplot(data=data, x=x, y=y, hue=hue, marker="o", ax=ax, palette=colors, sort=False,
-                 errorbar=None)
+    if hue:  # and its own marker, each line narrower than the one drawn before: systems with the same
+        # latencies (lines on top of each other) still show every colour, and the legend tells them apart
+        names = list(dict.fromkeys(data[hue]))
+        markers = {n: LINE_MARKERS[i % len(LINE_MARKERS)] for i, n in enumerate(names)}
+        sns.lineplot(data=data, x=x, y=y, hue=hue, style=hue, markers=markers, dashes=False, ax=ax,
+                     palette=colors, sort=False, errorbar=None)
+        for i, line in enumerate(ax.get_lines()[:len(names)]):
+            line.set_linewidth(max(1.2, 2.8 - 0.6 * i))
+            line.set_markersize(max(4.0, 9.0 - 2.0 * i))
+    else:
+        sns.lineplot(data=data, x=x, y=y, marker="o", ax=ax, sort=False, errorbar=None)
     y_axis(ax, log=wants_log(data[y]), label=ylabel)
     _texts(ax, xlabel, None, title)
     if ax.get_legend() is not None:

@@ -40,7 +40,7 @@ def test_bars_draws_one_patch_per_row_with_error_bars_and_log_axis(summary):
         assert len(ax.patches) == 4
         assert ax.get_yscale() == "log"  # 0.5 next to 500: spans more than 100x
         assert [t.get_text() for t in ax.get_xticklabels()] == ["SEQ", "RND"]
-        assert ax.get_ylabel() == "Throughput (MB/s) (log scale)"  # a log axis says so
+        assert ax.get_ylabel() == "Throughput (MB/s, log scale)"  # a log axis says so
         assert [t.get_text() for t in ax.get_legend().get_texts()] == ["HDD", "SSD"]
         assert len(ax.collections) == 2  # one error-bar collection per system
     finally:
@@ -89,7 +89,7 @@ def test_percentiles_and_latency_plot():
     ax = plot.latency_percentiles(frame, ylabel="Latency (ms)")
     assert ax.get_yscale() == "log" and len(ax.get_lines()) >= 2  # 0.04 to 5 ms: more than 100x
     # a log axis says so and its ticks are plain numbers (the ja page showed 10^-1 ... 10^2)
-    assert ax.get_ylabel() == "Latency (ms) (log scale)"
+    assert ax.get_ylabel() == "Latency (ms, log scale)"
     ax.figure.canvas.draw()
     ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     assert ticks and not any("10^" in t or "$" in t or "e-" in t for t in ticks), ticks
@@ -249,7 +249,7 @@ def test_fleet_tail_chart_labels_its_bars_and_its_log_axis():
                         "latency_ms": [2.5, 114.0, 210.0, 640.0, 2.6, 128.0, 230.0, 700.0]})
     ax = fleetplots.tail_latency_plot(one, y="latency_ms", labels={"y": "Latency (ms)"})
     try:
-        assert ax.get_yscale() == "log" and ax.get_ylabel() == "Latency (ms) (log scale)"
+        assert ax.get_yscale() == "log" and ax.get_ylabel() == "Latency (ms, log scale)"
         assert ax.get_ylim()[0] == barlabels.log_baseline(one["latency_ms"]) == 0.1  # a decade below 2.5
         assert sorted(t.get_text() for t in ax.texts) == sorted(plot.bar_label(v) for v in one["latency_ms"])
         ax.figure.canvas.draw()
@@ -275,7 +275,7 @@ def test_one_value_axis_rule_for_every_chart():
         ax.bar([0, 1], [250.0, 90000.0])
         plot.y_axis(ax, log=True, label="Latency (µs)", bars=[250.0, 90000.0])
         fig.canvas.draw()
-        assert ax.get_yscale() == "log" and ax.get_ylabel() == "Latency (µs) (log scale)"
+        assert ax.get_yscale() == "log" and ax.get_ylabel() == "Latency (µs, log scale)"
         assert ax.get_ylim()[0] == pytest.approx(10)  # a decade below 250: the short bar still has a length
         major = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
         assert {"100", "1,000", "10,000"} <= set(major), major
@@ -298,6 +298,43 @@ def test_one_value_axis_rule_for_every_chart():
         ax.plot([0, 1], [1, 1000])
         plot.y_axis(ax, log=True, label=None)
         assert ax.get_ylabel() == f"（{i18n.text('labels.log_scale', 'ja')}）" != "(log scale)"
+    finally:
+        plt.close(fig)
+        plot.setup("en")
+
+
+def test_systems_with_the_same_latencies_both_show():
+    """Two systems whose percentiles coincide (the demo's NVMe and SATA SSD read, HDD and HDD cached): each line
+    keeps its colour, has a marker of its own and is narrower than the one drawn before, so the first peeks out
+    from under the second and the legend tells them apart."""
+    same = {"test": "R", "direction": "read", "lat_p50_us": 60.0, "lat_p99_us": 160.0, "lat_p999_us": 270.0,
+            "lat_max_us": 730.0}
+    frame = plot.percentile_frame(pd.DataFrame([{"system": "NVMe", **same}, {"system": "SATA SSD", **same}]))
+    ax = plot.latency_percentiles(frame, ylabel="Latency (ms)")
+    first, second = ax.get_lines()[:2]
+    assert list(first.get_ydata()) == list(second.get_ydata())  # on top of each other ...
+    assert first.get_marker() != second.get_marker()  # ... yet told apart
+    assert first.get_linewidth() > second.get_linewidth() and first.get_markersize() > second.get_markersize()
+    assert first.get_color() != second.get_color()
+    legend = {t.get_text(): h.get_marker() for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)}
+    assert legend == {"NVMe": first.get_marker(), "SATA SSD": second.get_marker()}
+
+
+@pytest.mark.parametrize("lang, label, expected", [
+    ("en", "Throughput (MB/s)", "Throughput (MB/s, log scale)"),
+    ("en", "IOPS", "IOPS (log scale)"),
+    ("ja", "スループット（MB/秒）", "スループット（MB/秒、対数目盛）"),
+    ("ja", "IOPS", "IOPS（対数目盛）"),
+])
+def test_a_log_axis_note_goes_inside_the_labels_brackets(lang, label, expected):
+    """One bracket, not "(MB/s) (log scale)": the note joins the unit's."""
+    from iolab.report import i18n
+    plot.setup(lang)
+    fig, ax = plt.subplots()
+    try:
+        ax.plot([0, 1], [1, 1000])
+        plot.y_axis(ax, log=True, label=label)
+        assert ax.get_ylabel() == expected == i18n.with_note(label, i18n.text("labels.log_scale", lang), lang)
     finally:
         plt.close(fig)
         plot.setup("en")
