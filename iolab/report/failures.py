@@ -173,6 +173,11 @@ def coverage_sentences(manifests: pd.DataFrame | Sequence[dict], *, lang: str = 
                        names: Sequence[str] | None = None) -> list[str]:
     """What the unfinished runs among ``manifests`` lack, one sentence each: every failed test with fio's
     (or iolab's) error, the tests the run never reached, and a run that measured nothing with its reason."""
+    return [sentence for _kind, sentence in _coverage(manifests, lang=lang, names=names)]
+
+
+def _coverage(manifests, *, lang: str, names) -> list[tuple[str, str]]:
+    """:func:`coverage_sentences` as (kind, sentence): kind ``failed``, ``not_run`` or ``nothing``."""
     i18n.check_lang(lang)
     records = _records(manifests)
     names = _names(records, names)
@@ -187,25 +192,28 @@ def coverage_sentences(manifests: pd.DataFrame | Sequence[dict], *, lang: str = 
             isinstance(record.get("tests"), list) and all(t.get("status") in NOT_RUN_STATUSES for t in record["tests"]))
         if measured_nothing and not failed:
             reason = _text(record.get("reason"))
-            out.append(i18n.text("failures.measured_nothing", lang, system=name, run=record.get("run_id"),
-                                 host=record.get("host"), status=i18n.label(str(record.get("status")), lang,
-                                                                             section="status"),
-                                 reason=_code(reason) if reason else i18n.text("failures.no_error", lang)))
+            out.append(("nothing", i18n.text(
+                "failures.measured_nothing", lang, system=name, run=record.get("run_id"), host=record.get("host"),
+                status=i18n.label(str(record.get("status")), lang, section="status"),
+                reason=_code(reason) if reason else i18n.text("failures.no_error", lang))))
             continue
-        out.extend(failed)
+        out.extend(("failed", s) for s in failed)
         if not skipped.empty and not measured_nothing:
             labels = [label(t, d, lang) for t, d in zip(skipped["test"], skipped["direction"])]
-            out.append(i18n.text("failures.not_run", lang, system=name, n=len(labels),
-                                 tests=i18n.join_capped(labels, lang)))
+            out.append(("not_run", i18n.text("failures.not_run", lang, system=name, n=len(labels),
+                                             tests=i18n.join_capped(labels, lang))))
     return out
 
 
 def coverage_markdown(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
                       names: Sequence[str] | None = None, level: int = 3) -> str:
     """A section ("### Failed tests and tests not run"), one bullet per :func:`coverage_sentences`; "" when
-    every run completed. Shown beside the tables whose dashes it explains."""
-    found = coverage_sentences(manifests, lang=lang, names=names)
+    every run completed. Shown beside the tables whose dashes it explains. Runs that measured nothing only
+    (no test failed, none was measured): headed as such, without the note on the results a fault leaves."""
+    found = _coverage(manifests, lang=lang, names=names)
     if not found:
         return ""
-    return "\n".join(["#" * level + " " + i18n.text("failures.coverage_heading", lang), "",
-                      *(f"- {s}" for s in found), "", i18n.text("failures.kept", lang)])
+    nothing = all(kind == "nothing" for kind, _ in found)
+    heading = i18n.text("failures.nothing_heading" if nothing else "failures.coverage_heading", lang)
+    return "\n".join(["#" * level + " " + heading, "", *(f"- {s}" for _, s in found),
+                      *([] if nothing else ["", i18n.text("failures.kept", lang)])])

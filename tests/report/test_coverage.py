@@ -12,7 +12,7 @@ covers, in English and Japanese.
 import pandas as pd
 import pytest
 
-from iolab.report import failures, narrative, notebooks as report
+from iolab.report import i18n, failures, narrative, notebooks as report
 from cli_helpers import FIXTURES
 
 DATA = FIXTURES / "data"
@@ -90,8 +90,13 @@ def test_compare_page_lists_failures_under_the_tables_they_explain(render_once, 
     # under the quick recipe's tables: the ENOSPC write with fio's words, the six tests never reached
     assert f"### {heading}" in quick and "No space left on device: write offset=61865984" in quick
     assert ("6 tests not run" if lang == "en" else "6個のテストは実行されなかった") in quick
-    # the run that measured nothing has its own section at the end, with its reason
-    assert f"\n## {heading}" in md and "fio is not installed" in md.split(f"\n## {heading}")[-1]
+    # the run that measured nothing has its own section at the end, with its reason, headed as what it is
+    # (not a second "failed tests" heading) and without the note on what a fault leaves measured
+    nothing = "Runs that measured nothing" if lang == "en" else "何も測定しなかった実行"
+    assert f"\n## {heading}" not in md
+    last = md.split(f"\n## {nothing}")[-1]
+    assert f"\n## {nothing}" in md and "fio is not installed" in last
+    assert i18n.text("failures.kept", lang) not in last
     # the findings say what the comparison covers, and leave the cached run out by name
     if lang == "en":
         assert "SATA SSD (emulated) has a figure for 1 of the 8 tests only (SEQ1M-Q8T1 read)" in quick
