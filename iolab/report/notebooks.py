@@ -57,14 +57,22 @@ _HTML_TEMPLATE = """{%- extends "lab/index.html.j2" -%}
       font-family: system-ui, -apple-system, "Segoe UI", "Helvetica Neue", Arial, "Noto Sans",
           "Hiragino Sans", "Hiragino Kaku Gothic ProN", "Yu Gothic", "Meiryo", "Noto Sans CJK JP",
           "Noto Sans JP", "IPAexGothic", "IPAGothic", "TakaoGothic", sans-serif; }
+  /* Japanese pages: the Japanese font first, whose Latin letters then share its design and weights, so a bold
+     "CPU" beside regular kana ("CPUスレッド数") cannot happen; kinsoku line breaking (no small kana or closing
+     bracket at a line's start) */
+  html:lang(ja) body, html:lang(ja) .jp-RenderedHTMLCommon, html:lang(ja) .jp-RenderedHTMLCommon table.iolab-table {
+      font-family: "Hiragino Sans", "Hiragino Kaku Gothic ProN", "Yu Gothic", "Meiryo", "Noto Sans CJK JP",
+          "Noto Sans JP", "IPAexGothic", "IPAGothic", "TakaoGothic", system-ui, sans-serif; line-break: strict; }
   .jp-RenderedHTMLCommon table.iolab-table { font-size: 0.9em; margin: 0.5em 0 0.2em 0; }
   .jp-RenderedHTMLCommon table.iolab-table caption { caption-side: top; text-align: left;
-      font-weight: 600; padding-bottom: 0.3em; color: var(--jp-ui-font-color1); }
+      font-weight: bold; padding-bottom: 0.3em; color: var(--jp-ui-font-color1); }
   /* cells keep one line while the table fits the page; a table wider than the page (six runs'
      settings) wraps its text at spaces and hyphens instead of running past the page's edge */
   .jp-RenderedHTMLCommon table.iolab-table td { font-variant-numeric: tabular-nums; white-space: normal; }
   .jp-RenderedHTMLCommon table.iolab-table th { white-space: normal; }
-  .jp-RenderedHTMLCommon table.iolab-table tbody td:first-child { text-align: left; font-weight: 600; }
+  /* a row's label on one line ("ファイルシステム", not "ファイルシス" / "テム"); bold as every bold text is */
+  .jp-RenderedHTMLCommon table.iolab-table tbody td:first-child { text-align: left; font-weight: bold;
+      white-space: nowrap; }
   p.iolab-note { margin-top: 0.1em; color: var(--jp-ui-font-color2); }
 </style>
 {% endblock extra_css %}
