@@ -391,8 +391,10 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
         vs = versus(frame, baseline)
         if not vs.empty:
             ranges = group_ranges(vs, groups or default_groups(frame), rules=rules)
-            # two systems and one test per group: each sentence would repeat a finding above word for word
-            repeats = frame["system"].nunique() <= 2 and not ranges.empty and ranges["tests"].map(len).max() <= 1
+            # two systems compared (measured and isolated from the cache; a +++++ or a cached system is said
+            # apart) and one test per group: each sentence would repeat a finding above word for word
+            compared = frame.loc[frame["cache_isolated"] & frame["value"].notna(), "system"].nunique()
+            repeats = compared <= 2 and not ranges.empty and ranges["tests"].map(len).max() <= 1
             if not ranges.empty and not repeats:
                 paragraphs.append(" ".join(group_sentences(ranges, baseline, lang=lang, higher=higher, rules=rules))
                                   if lang == "en" else "".join(group_sentences(ranges, baseline, lang=lang,

@@ -393,3 +393,16 @@ def test_two_systems_one_test_per_group_are_not_said_twice():
     s = summary([("HDD", "SEQ1M read", "", 100.0), ("SSD", "SEQ1M read", "", 250.0),
                  ("HDD", "SEQ1M write", "", 100.0), ("SSD", "SEQ1M write", "", 290.0)])
     assert "against HDD, SSD is 2.5–2.9x as fast" in commentary.describe(s, lang="en", baseline="HDD")
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_one_test_two_compared_systems_is_said_once(lang):
+    """The 2013 article's random seeks: four systems, one not isolated from the page cache and one too fast to
+    measure (+++++), so two are compared; the factor is the winner's sentence, not repeated by a group line."""
+    summary = pd.DataFrame({"system": ["HDD", "SSD", "ioDrive", "HDD (16GB RAM)"], "test": "random_seek",
+                            "direction": "", "metric": "seeks", "unit": "seeks/s",
+                            "value": [489.0, 15958.0, float("nan"), 445.8], "unmeasurable": [False, False, True, False],
+                            "cache_isolated": [True, True, True, False]})
+    text = commentary.describe(summary, lang=lang, baseline="HDD", published=True)
+    factor = "33x" if lang == "en" else "33倍"
+    assert text.count(factor) == 1, text
