@@ -57,8 +57,8 @@ def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en", caption: s
     return Table(out, caption=i18n.text("headings.environment", lang) if caption is None else caption)
 
 
-def notes(frame: pd.DataFrame, lang: str) -> str:
-    """The article's remarks on the rows of one table, as a Markdown list ('' when none)."""
+def notes(frame: pd.DataFrame, lang: str, *, heading: str = "labels.article_notes") -> str:
+    """The article's remarks on the rows of one table, as a Markdown list under ``heading`` ('' when none)."""
     rows = frame[frame["note"].astype(str).str.strip() != ""]
     rows = rows[~reference.unmeasurable(rows)]
     if rows.empty:
@@ -66,7 +66,7 @@ def notes(frame: pd.DataFrame, lang: str) -> str:
     comma = "、" if lang == "ja" else ", "
     items = [f"- {r['system']}{comma}{i18n.test_label(r['test'], '', lang)}{i18n.colon(lang)}{remark(r, lang)}"
              for _, r in rows.iterrows()]
-    return "**" + i18n.text("labels.article_notes", lang) + "**\n\n" + "\n".join(items)
+    return "**" + i18n.text(heading, lang) + "**\n\n" + "\n".join(items)
 
 
 def remark(row, lang: str) -> str:
@@ -198,7 +198,8 @@ def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
 
 def remarks_without_a_table(frame: pd.DataFrame, specs: list[dict], lang: str = "en") -> str:
     """The article's remarks on what it printed no figure for (x25v's WD HDD: the shape of its curve only),
-    which no table's remarks would show, as a Markdown list ('' when none)."""
+    which no table's remarks would show, as a Markdown list ('' when none), headed apart from the tables' own
+    remarks (not a second "The article's remarks")."""
     shown = {(spec["benchmark"], spec["metric"]) for spec in specs}
     rows = frame[[(b, m) not in shown for b, m in zip(frame["benchmark"], frame["metric"])]]
-    return notes(rows, lang)
+    return notes(rows, lang, heading="labels.article_notes_unplaced")

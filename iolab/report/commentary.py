@@ -407,7 +407,9 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
     for system in dict.fromkeys(frame.loc[~frame["cache_isolated"] & frame["value"].notna(), "system"]):
         if system not in pairs:
             paragraphs.append(_t("cache_unpaired", lang, system=system))
-    why = reasons.why(frame, lang=lang)  # the reasons the data shows, with their evidence
+    # the reasons the data shows, with their evidence; alone (one system, no comparison): under the findings'
+    # heading itself, not an empty "Findings" followed by "Why"
+    why = reasons.why(frame, lang=lang, heading=bool(paragraphs))
     if why:
         paragraphs.append(why)
     note = coverage_note(win, lang=lang) if not win.empty else ""

@@ -508,15 +508,16 @@ def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def why(summary: pd.DataFrame, *, lang: str = "en", specs: pd.DataFrame | None = None) -> str:
+def why(summary: pd.DataFrame, *, lang: str = "en", specs: pd.DataFrame | None = None, heading: bool = True) -> str:
     """The "**Why.**" paragraph of one recipe's summary (:func:`iolab.report.tables.summarize`): every rule
-    :func:`from_summary` runs, worded; "" when none found a reason. The compare and report pages say it alike."""
-    return markdown(from_summary(checked_summary(summary), specs=specs), lang=lang)
+    :func:`from_summary` runs, worded; "" when none found a reason. The compare and report pages say it alike.
+    ``heading`` False: the bullets alone (findings that are only reasons, under the findings' own heading)."""
+    return markdown(from_summary(checked_summary(summary), specs=specs), lang=lang, heading=heading)
 
 
-def markdown(found: pd.DataFrame, *, lang: str = "en") -> str:
-    """"**Why.**" and a bullet per reason ("" when none was found)."""
+def markdown(found: pd.DataFrame, *, lang: str = "en", heading: bool = True) -> str:
+    """"**Why.**" and a bullet per reason ("" when none was found; the bullets alone without ``heading``)."""
     said = sentences(found, lang=lang)
     if not said:
         return ""
-    return _t("heading", lang) + "\n" + "\n".join(f"- {s}" for s in said)
+    return (_t("heading", lang) + "\n" if heading else "") + "\n".join(f"- {s}" for s in said)

@@ -274,3 +274,13 @@ def test_a_measured_figure_above_the_drives_recorded_link_is_questioned(lang):
     assert set(found["test"]) <= {"SEQ1M-Q8T1", "SEQ1M-Q1T1"}  # RND4K's 705 MB/s fits through the lane
     text = ceilings.markdown(results, manifests, lang=lang)
     assert "PCIe 3.0 x1" in text and i18n.with_unit(i18n.number(seq), i18n.unit("MB/s", lang)) in text
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_reasons_alone_sit_under_the_findings_heading_not_a_second_one(lang):
+    """x25v-raid0: one system, nothing to compare; its findings are the RAID0 striping reasons. The page showed
+    an empty "Findings" heading with "Why" under it; the reasons are now the findings themselves."""
+    summary = _published("x25v-raid0", "gnome-disks", "throughput")
+    text = commentary.describe(summary, lang=lang, published=True)
+    assert text.startswith("- **") and i18n.text("reasons.heading", lang) not in text
+    assert ("RAID0" in text) and text.count("rated-specs.csv") == 2
