@@ -159,3 +159,14 @@ def test_article_table_captions_carry_one_bracket_in_japanese():
             captions.append(table.caption)
     print(captions)
     assert captions and not [c for c in captions if "）（" in c or "(" in c]
+
+
+def test_the_articles_japanese_texts_follow_the_rule():
+    """data/reference/articles.yaml's ja titles, methods and source notes are printed on the reference pages too:
+    the x25v page read "Adaptec 1430SA 上で Intel X25-V 40 GB を 4 台 RAID0 にまとめ、... (数値はない)"."""
+    import yaml
+    articles = yaml.safe_load((ROOT / "data" / "reference" / "articles.yaml").read_text(encoding="utf-8"))
+    texts = {key: value for key, value in _strings(articles) if key.endswith(".ja")}
+    assert len(texts) >= 15  # every article's title, method and source note
+    bad = {key: found for key, value in texts.items() if (found := _breaches(value))}
+    assert bad == {}
