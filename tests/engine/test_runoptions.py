@@ -145,3 +145,19 @@ def test_a_small_run_records_the_recipes_statistic_and_its_options(tmp_path):
     assert manifest["options"]["pause"] == 0.0 and manifest["options"]["repeat"] == 1
     from iolab.report import notebooks
     assert notebooks.recipe_statistic(result.path) == "best"
+
+
+def test_no_run_option_is_read_by_string_key_from_recipe_defaults():
+    """Only recipes.py reads ``defaults`` by key (behind the Recipe's typed fields); others may set them."""
+    package = ROOT / "iolab"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "engine" / "recipes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            read = (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and node.value) or \
+                (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                 and node.func.value)
+            if isinstance(read, ast.Attribute) and read.attr == "defaults" and "recipe" in ast.unparse(read.value):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(node)}")
+    assert found == []
