@@ -158,7 +158,7 @@ def summary_chart(summary: pd.DataFrame, *, unit: str, ylabel: str, lang: str, p
             plot.bars(part, x="x", y="value", hue="system", low=low, high=high, ax=ax, xlabel="", ylabel=ylabel,
                       legend_title=legend_title, hatched=cached, published=published)
         if split:
-            ax.set_title(_t(key, lang), fontsize="small")
+            ax.set_title(_t(key, lang), fontsize="small", pad=14)  # clear of the value labels above the bars
         if unit in SPEEDUP_UNITS:
             plot.reference_line(ax, 1.0, _t("speedup_line", lang))
     if split:

@@ -267,7 +267,8 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
                         fmt="none", ecolor="#333333", elinewidth=1, capsize=2.5)
     xs = list(dict.fromkeys(pos["x"]))
     ax.set_xticks(range(len(xs)))
-    ax.set_xticklabels(xs, rotation=30 if crowded_ticks(xs) else 0, ha="right" if crowded_ticks(xs) else "center")
+    ax.set_xticklabels([wrapped_tick(x) for x in xs], rotation=30 if crowded_ticks(xs) else 0,
+                       ha="right" if crowded_ticks(xs) else "center")
     y_axis(ax, log=use_log, label=ylabel, bars=pos["y"])
     _texts(ax, xlabel, None, title)
     if hue and len(hues) > 1:
@@ -284,6 +285,24 @@ def text_width(text: str) -> int:
     シーケンシャル読み込み is turned like a 20-letter label, not left to run into its neighbour."""
     import unicodedata
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in str(text))
+
+
+def wrapped_tick(label, width: int = 26) -> str:
+    """A category label wider than ``width`` (:func:`text_width`) on two lines, broken before its bracket
+    (``-tバッファ付きディスク読み込み`` / ``（交互に5回実行した平均）``) or at the space nearest its middle, so a turned
+    label does not take the chart's height; shorter labels unchanged."""
+    text = str(label)
+    if text_width(text) <= width or "\n" in text:
+        return text
+    for mark in ("（", " ("):
+        at = text.find(mark)
+        if at > 0:
+            return text[:at].rstrip() + "\n" + text[at:].lstrip()
+    spaces = [i for i, c in enumerate(text) if c == " "]
+    if not spaces:
+        return text
+    middle = min(spaces, key=lambda i: abs(text_width(text[:i]) - text_width(text) / 2))
+    return text[:middle] + "\n" + text[middle + 1:]
 
 
 def crowded_ticks(labels) -> bool:
@@ -328,7 +347,7 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
     xs = list(dict.fromkeys(data[x].astype(str)))
     ax.set_xticks(range(len(xs)))
     long = crowded_ticks(xs)
-    ax.set_xticklabels(xs, rotation=30 if long else 0, ha="right" if long else "center")
+    ax.set_xticklabels([wrapped_tick(x) for x in xs], rotation=30 if long else 0, ha="right" if long else "center")
     use_log = log == "auto" and wants_log(pos["dot_y"]) or log is True
     y_axis(ax, log=use_log, label=ylabel)  # plain tick numbers (1,000) on either scale, as every chart
     if label and annotate:

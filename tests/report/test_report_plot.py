@@ -338,3 +338,14 @@ def test_a_log_axis_note_goes_inside_the_labels_brackets(lang, label, expected):
     finally:
         plt.close(fig)
         plot.setup("en")
+
+
+@pytest.mark.parametrize("label, expected", [
+    ("-tバッファ付きディスク読み込み（交互に5回実行した平均）", "-tバッファ付きディスク読み込み\n（交互に5回実行した平均）"),
+    ("-t buffered disk reads (mean of 5 alternating runs)", "-t buffered disk reads\n(mean of 5 alternating runs)"),
+    ("4K QD32 random read/write", "4K QD32 random read/write"),  # fits: unchanged
+    ("SEQ1M-Q8T1 read", "SEQ1M-Q8T1 read"),
+])
+def test_a_long_category_label_takes_two_lines(label, expected):
+    """The gigaexpress chart: a 30-character turned label took half the figure's height and squashed its bars."""
+    assert plot.wrapped_tick(label) == expected
