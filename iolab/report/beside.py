@@ -70,7 +70,8 @@ def _bonnie(results: pd.DataFrame, article: str) -> list[dict]:
         name = BONNIE.get(r["test"])
         if name is None:
             continue
-        system = r["system"] if r["tool"] == "iolab" else f"{r['system']} ({r['tool']})"
+        # the original tool's column: 'HDD (emulated, bonnie++)', one bracket (not 'HDD (emulated) (bonnie++)')
+        system = r["system"] if r["tool"] == "iolab" else i18n.with_note(r["system"], r["tool"], "en")
         note = "+++++" if r["plus"] else ""
         kept = _provenance(data[(data["system"] == r["system"]) & (data["test"] == r["test"]) & (tools == r["tool"])])
         if r["test"] == "seeks":
@@ -141,10 +142,12 @@ _TESTS = {"bonnie++": lambda r: r["test"].isin(BONNIE), "tiobench": lambda r: r[
 
 
 def _base_system(system: str, systems: set) -> str:
-    """'HDD (emulated) (bonnie++)' -> 'HDD (emulated)': the original tool's column ran on the same system."""
+    """'HDD (emulated, bonnie++)' -> 'HDD (emulated)', 'HDD (bonnie++)' -> 'HDD': the original tool's column ran on
+    the same system."""
     if system in systems:
         return system
-    return next((s for s in systems if system.startswith(f"{s} (")), system)
+    return next((s for s in systems if system.startswith(f"{s} (")
+                 or (s.endswith(")") and system.startswith(s[:-1] + ", "))), system)
 
 
 def _cache_bytes(manifest: dict) -> tuple[float, float]:

@@ -49,9 +49,9 @@ def test_measured_figures_are_rounded_like_the_rest_of_the_report(pages, lang):
 
 @pytest.mark.parametrize("lang, note, published_only", [
     ("en", "*Figures as published in the article, except the columns measured by iolab: HDD (emulated) and "
-           "HDD (emulated) (bonnie++) (rounded as everywhere in this report).*",
+           "HDD (emulated, bonnie++) (rounded as everywhere in this report).*",
      ("*Figures as published in the article.*", "*Figures as published in the article; +++++")),
-    ("ja", "*HDD (emulated)、HDD (emulated) (bonnie++)の列はiolabによる測定値（このレポートのほかの数値と同じ規則で丸めた）。"
+    ("ja", "*HDD (emulated)、HDD (emulated, bonnie++)の列はiolabによる測定値（このレポートのほかの数値と同じ規則で丸めた）。"
            "それ以外の列は記事に掲載された数値。*", ("*記事に掲載された数値。",)),
 ])
 def test_captions_say_which_columns_are_measured(pages, lang, note, published_only):
@@ -63,9 +63,9 @@ def test_captions_say_which_columns_are_measured(pages, lang, note, published_on
     for wrong in published_only:  # every table here has measured columns
         assert wrong not in md, wrong
     intro = md.split("\n## ")[0]
-    assert ("The tables put HDD (emulated), HDD (emulated) (bonnie++) and SATA SSD (emulated) beside the article's "
+    assert ("The tables put HDD (emulated), HDD (emulated, bonnie++) and SATA SSD (emulated) beside the article's "
             "published figures" if lang == "en" else
-            "表は記事に掲載された数値にHDD (emulated)、HDD (emulated) (bonnie++)、SATA SSD (emulated)の測定値を並べたもの") in intro
+            "表は記事に掲載された数値にHDD (emulated)、HDD (emulated, bonnie++)、SATA SSD (emulated)の測定値を並べたもの") in intro
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
@@ -100,7 +100,7 @@ def test_sqlbench_at_another_scale_is_said_beside_its_figures_and_kept_out_of_fa
 def test_file_size_against_memory_is_said_under_bonnie_and_tiobench(pages, lang, sentence):
     """Bonnie++ 'not changed by the cache' vs tiobench 'inflated 8,028x' with no word on file size vs RAM."""
     md = pages[lang]
-    both = "HDD (emulated) and HDD (emulated) (bonnie++)" if lang == "en" else "HDD (emulated)、HDD (emulated) (bonnie++)"
+    both = "HDD (emulated) and HDD (emulated, bonnie++)" if lang == "en" else "HDD (emulated)、HDD (emulated, bonnie++)"
     assert md.count(sentence.format(systems=both, tool="Bonnie++")) == 3  # once per Bonnie++ table, for both columns
     assert md.count(sentence.format(systems="HDD (emulated)", tool="tiobench")) == 3
     assert "test file" not in _section(md, "sql-bench") and "テストファイル" not in _section(md, "sql-bench")
