@@ -60,7 +60,11 @@ class Table:
         named = any(n for n in self.frame.index.names)
         # named row labels become the first column(s), so the header is one row
         frame = self.frame.reset_index() if named else self.frame
-        body = frame.to_html(escape=True, na_rep=DASH, border=0, classes="iolab-table", index=not named)
+        # each level of row labels a column of its own, kept on one line by the page's CSS ("読み込み", "SEQ1M-Q8T1")
+        levels = self.frame.index.nlevels if named else 1
+        body = frame.to_html(escape=True, na_rep=DASH, border=0, index=not named,
+                             classes=["iolab-table"] + ([f"iolab-labels-{levels}"] if levels > 1 else []))
+        body = body.replace(" ± ", "&nbsp;±&nbsp;")  # "0.435 ± 0.011" kept on one line, not broken after the ±
         if self.caption:
             body = body.replace(">", f">\n  <caption>{html.escape(self.caption)}</caption>", 1)
         notes = "".join(f"<p class=\"iolab-note\"><small>{html.escape(n)}</small></p>" for n in self.notes)

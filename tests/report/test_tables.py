@@ -255,3 +255,13 @@ def test_the_environment_table_says_how_each_run_was_confined():
     assert en.loc["Confinement", "c"] == environment.DASH
     ja = environment.environment_table([confined, loose], lang="ja").frame
     assert ja.loc["サンドボックス", "b"].startswith("なし（")
+
+
+def test_html_keeps_row_labels_and_values_on_one_line():
+    """The ja report's results table broke "SEQ1M-Q8T1" and "読み込み" (row labels) and "0.435 ±" / "0.011" (a value)
+    over two lines: every level of row labels is marked for the page's CSS, and a value's ± holds its numbers."""
+    frame = pd.DataFrame({"MB/s": ["0.435 ± 0.011"]},
+                         index=pd.MultiIndex.from_tuples([("SEQ1M-Q1T1", "読み込み")], names=["テスト", "方向"]))
+    html = tables.Table(frame, caption="結果")._repr_html_()
+    assert 'class="dataframe iolab-table iolab-labels-2"' in html
+    assert "0.435&nbsp;±&nbsp;0.011" in html and "0.435 ± 0.011" in tables.Table(frame).to_markdown()
