@@ -64,7 +64,7 @@ def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
         "run_id": manifest.get("run_id"),
         "recipe": manifest.get("recipe"),
         "status": i18n.label(status, lang, section="status") if status else None,
-        "started": manifest.get("started"),
+        "started": when(manifest.get("started")),
         "kernel": system.get("kernel"),
         "os": system.get("os"),
         "cpu_model": system.get("cpu_model"),
@@ -156,7 +156,7 @@ def provenance_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "e
             i18n.text("labels.status", lang): (i18n.label(status, lang, section="status") if status else None)
             if not reason or (isinstance(reason, float) and math.isnan(reason))
             else f"{i18n.label(status, lang, section='status')}{i18n.colon(lang)}{reason}",
-            i18n.text("labels.started", lang): record.get("started"),
+            i18n.text("labels.started", lang): when(record.get("started")),
             i18n.text("labels.isolation", lang): field(record, "isolation", "mode"),
             i18n.text("labels.target", lang): target.get("path") or target.get("spec"),
             i18n.text("labels.fio", lang): field(record, "versions", "fio"),
@@ -167,6 +167,22 @@ def provenance_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "e
     frame = frame.set_index(i18n.text("labels.system", lang))
     frame = frame.map(lambda v: DASH if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
     return Table(frame, caption=i18n.text("tables.provenance", lang))
+
+
+def when(stamp) -> str | None:
+    """A manifest's ISO time as a table prints it: ``2026-11-20T22:35:50+00:00`` -> ``2026-11-20 22:35 UTC`` (to the
+    minute, in UTC; the full stamp stays in manifest.json); a value that is no ISO time unchanged."""
+    if not isinstance(stamp, str) or not stamp:
+        return stamp
+    import datetime as dt
+    try:
+        parsed = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(dt.timezone.utc)
+        return parsed.strftime("%Y-%m-%d %H:%M UTC")
+    return parsed.strftime("%Y-%m-%d %H:%M")
 
 
 def unique_names(names: Sequence[str]) -> list[str]:

@@ -81,7 +81,7 @@ ALLOWED = {
     # products, tools, standards and hardware terms written in Latin letters in Japanese too
     "CrystalDiskMark", "KDiskMark", "fio", "iolab", "GNOME", "hdparm", "Bonnie", "tiobench", "pgbench",
     "NVMe", "SATA", "SSD", "HDD", "RAM", "CPU", "OS", "I/O", "ID", "URL", "cgroup", "v1", "O_DIRECT", "OIO", "TRIM",
-    "MySQL", "sql-bench",
+    "MySQL", "sql-bench", "UTC",
     # options and statistics names the text quotes
     "repeat", "p50", "p99",
 }

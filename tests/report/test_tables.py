@@ -265,3 +265,15 @@ def test_html_keeps_row_labels_and_values_on_one_line():
     html = tables.Table(frame, caption="結果")._repr_html_()
     assert 'class="dataframe iolab-table iolab-labels-2"' in html
     assert "0.435&nbsp;±&nbsp;0.011" in html and "0.435 ± 0.011" in tables.Table(frame).to_markdown()
+
+
+@pytest.mark.parametrize("stamp, shown", [
+    ("2026-11-20T22:35:50+00:00", "2026-11-20 22:35 UTC"),
+    ("2026-11-21T07:35:50+09:00", "2026-11-20 22:35 UTC"),  # one zone on the page: UTC
+    ("2026-11-20T22:35:50", "2026-11-20 22:35"),  # no zone recorded: none invented
+    ("not a time", "not a time"),
+])
+def test_a_run_start_reads_as_a_date_and_time(stamp, shown):
+    """The environment table printed '2026-11-20T22:35:50+00:00', broken at its hyphen in every column."""
+    from iolab.report import environment
+    assert environment.when(stamp) == shown
