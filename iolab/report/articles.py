@@ -117,10 +117,10 @@ def _work(source: dict, lang: str) -> str:
             where += i18n.text("citation.gloss", lang, gloss=gloss)
         if _given(source, "part"):
             where += i18n.text("citation.part", lang, part=source["part"])
-        what = f"{what} {where}" if lang == "en" else f"{where}の{what}"
+        what = i18n.text("citation.work_in_series", lang, what=what, where=where)
     headline = _given(source, "headline")
     if headline:
-        what = f"{_quoted(headline, lang)}, {what}" if lang == "en" else f"{_quoted(headline, lang)}（{what}）"
+        what = i18n.text("citation.headline_work", lang, headline=_quoted(headline, lang), what=what)
     author = _given(source, "author")
     if author:
         by = i18n.text("citation.by", lang, author=author)
