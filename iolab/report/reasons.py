@@ -85,8 +85,6 @@ def _emulated(frame: pd.DataFrame) -> pd.Series:
     return frame["flags"].fillna("").astype(str).map(lambda v: any(f.startswith("emulated") for f in v.split(";")))
 
 
-
-
 def flushes(rows: pd.DataFrame) -> pd.DataFrame:
     """Tests that wait on the disk's cache flushes, from the ``dev_flushes`` the sqlbench and pgbench engines record.
 
@@ -164,8 +162,6 @@ def flushes_published(summary: pd.DataFrame, *, tolerance: float = 0.05, apart: 
                    for system, value in create.items() if value / create[fast] >= apart])
 
 
-
-
 def _throughput(frame: pd.DataFrame) -> pd.DataFrame:
     """Isolated, not emulated rows in a unit of throughput, with ``mbps``."""
     units = interfaces.TO_MB_S
@@ -240,8 +236,6 @@ def queue_depth(summary: pd.DataFrame) -> pd.DataFrame:
     return _frame(out)
 
 
-
-
 def cpu_bound(summary: pd.DataFrame, *, tolerance: float = verdicts.PAR, per_char=PER_CHAR,
               block=BLOCK) -> pd.DataFrame:
     """Bonnie++'s per-character tests where the systems are close (within ``tolerance``, "close" in
@@ -271,8 +265,6 @@ def cpu_bound(summary: pd.DataFrame, *, tolerance: float = verdicts.PAR, per_cha
                     if "unit" in part else "", "against": part["value"].min(), "ratio": widest,
                     "detail": ";".join(part["system"].astype(str)), "extra": cpu})
     return _frame(out)
-
-
 
 
 def ram_bytes(name: str) -> float | None:
@@ -314,8 +306,6 @@ def file_vs_ram(summary: pd.DataFrame, benchmark: str | None = None) -> pd.DataF
     return _frame(out)
 
 
-
-
 def single_max(summary: pd.DataFrame) -> pd.DataFrame:
     """A metric that is a maximum (``latency_max``, ``lat_max``): each figure is one operation, of one run where
     ``n`` is 1. One row per metric: ``value``/``against`` the largest and smallest figure, ``ratio`` their factor,
@@ -343,8 +333,6 @@ def single_max(summary: pd.DataFrame) -> pd.DataFrame:
     return _frame(out)
 
 
-
-
 def rated_specs() -> pd.DataFrame:
     """``data/reference/rated-specs.csv`` (empty when the kit's data is not there)."""
     from iolab.analysis import reference
@@ -366,7 +354,6 @@ def from_summary(summary: pd.DataFrame, *, specs: pd.DataFrame | None = None) ->
              file_vs_ram(summary), single_max(summary)]
     found = [f for f in found if not f.empty]
     return pd.concat(found, ignore_index=True) if found else _empty()
-
 
 
 _t = i18n.scoped("reasons")
