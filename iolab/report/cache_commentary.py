@@ -80,14 +80,14 @@ def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False
                 continue
             items = [_t("cache_item", lang, test=i18n.test_label(r["test"], r["direction"], lang),
                         value=prose_value(r["value"], r["unit"], lang, published=published),
-                        factor=i18n.factor(r["factor"]))
+                        factor=i18n.times(r["factor"], lang))
                      for _, r in rows.iterrows()]
             parts.append(_t(f"cache_{verdict}", lang, items=i18n.join(items, lang), reference=reference))
         worse = part[part["verdict"] == "worse"]
         if not worse.empty:
             items = [_t("cache_item_worse", lang, test=i18n.test_label(r["test"], r["direction"], lang),
                         value=prose_value(r["value"], r["unit"], lang, published=published),
-                        factor=i18n.factor(1 / r["factor"]))
+                        factor=i18n.times(1 / r["factor"], lang))
                      for _, r in worse.iterrows()]
             parts.append(_t("cache_worse", lang, items=i18n.join(items, lang), reference=reference))
         too_fast = part[part["verdict"] == "unmeasurable"]

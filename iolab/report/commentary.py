@@ -270,8 +270,9 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
                               runner=row["runner_up"], against=against,
                               pct=i18n.percent(verdicts.pct_difference(row["value"], row["runner_value"])))
             else:
-                sentence = _t(f"lead_factor_{direction}", lang, test=test, winner=row["winner"], value=value,
-                              runner=row["runner_up"], factor=i18n.factor(f), against=against,
+                sentence = _t(i18n.magnitude_key(f"lead_factor_{direction}", f), lang, test=test,
+                              winner=row["winner"], value=value, runner=row["runner_up"], factor=i18n.times(f, lang),
+                              against=against,
                               runner_value=prose_value(row["runner_value"], row["unit"], lang, published=published))
         if not pd.isna(row["ci_pct"]) and not row["close"]:
             sentence += _t("ci", lang, pct=i18n.percent(row["ci_pct"]))
@@ -298,17 +299,20 @@ def _versus_item(system: str, low: float, high: float, *, higher: bool, lang: st
         if high < rules.pct_below:
             pct = _pct_range(low - 1, high - 1) if higher else _pct_range(1 - 1 / low, 1 - 1 / high)
             return _t(f"vs_item_{side}_pct", lang, system=system, pct=pct)
-        return _t(f"vs_item_{side}", lang, system=system, factor=i18n.factor_range(low, high))
+        key = f"vs_item_{side}" if not higher else i18n.magnitude_key(f"vs_item_{side}", low)
+        return _t(key, lang, system=system, factor=i18n.times_range(low, high, lang, fraction=not higher))
     if high <= 1:  # worse in every test of the group
         if 1 / low < rules.pct_below:
             pct = _pct_range(1 - high, 1 - low) if higher else _pct_range(1 / high - 1, 1 / low - 1)
             return _t(f"vs_item_{side}_worse_pct", lang, system=system, pct=pct)
-        return _t(f"vs_item_{side}_worse", lang, system=system, factor=i18n.factor_range(1 / high, 1 / low))
+        key = f"vs_item_{side}_worse" if higher else i18n.magnitude_key(f"vs_item_{side}_worse", 1 / high)
+        return _t(key, lang, system=system, factor=i18n.times_range(1 / high, 1 / low, lang, fraction=higher))
     if max(1 / low, high) < rules.pct_below:
         worse, better = (1 - low, high - 1) if higher else (1 / low - 1, 1 - 1 / high)
         return _t(f"vs_item_{side}_mixed_pct", lang, system=system, worse=i18n.percent(worse),
                   better=i18n.percent(better))
-    return _t(f"vs_item_{side}_mixed", lang, system=system, worse=i18n.factor(1 / low), better=i18n.factor(high))
+    return _t(f"vs_item_{side}_mixed", lang, system=system, worse=i18n.times(1 / low, lang, fraction=higher),
+              better=i18n.times(high, lang, fraction=not higher))
 
 
 def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: bool = True,
@@ -331,8 +335,8 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
             items.append(_versus_item(row["system"], row["low"], row["high"], higher=higher, lang=lang, rules=rules))
         if rest is not None:
             factors = pd.concat([rest["low"], rest["high"]])
-            items.append(_t("vs_rest", lang, n=len(rest), factor=i18n.factor_range(factors.min(), factors.max()),
-                            median=i18n.factor(float(((rest["low"] + rest["high"]) / 2).median()))))
+            items.append(_t("vs_rest", lang, n=len(rest), factor=i18n.times_range(factors.min(), factors.max(), lang),
+                            median=i18n.times(float(((rest["low"] + rest["high"]) / 2).median()), lang)))
         if not on_par.empty:
             spread = float(on_par["spread"].max())
             items.append(_t("vs_par" if i18n.percent(spread) not in ("0.0", "0") else "vs_equal", lang,

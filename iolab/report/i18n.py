@@ -224,6 +224,50 @@ def factor_range(low: float, high: float) -> str:
     return lo if lo == hi else f"{lo}–{hi}"
 
 
+#: From this factor up, prose says a factor as orders of magnitude with the number in brackets, the one rule for
+#: every sentence (issue 23 item 5): ``8,028x`` reads ``more than three orders of magnitude (8,028x)`` /
+#: ``3桁以上（8,028倍）``. Tables and chart labels keep the number (:func:`factor`).
+MAGNITUDE_FROM = 100
+
+
+def magnitude(value) -> int | None:
+    """The whole orders of magnitude prose says for a factor (``8027.6`` -> 3), None below :data:`MAGNITUDE_FROM`
+    (or for no value)."""
+    if value is None or math.isnan(value) or value < MAGNITUDE_FROM:
+        return None
+    return int(math.floor(math.log10(value) + 1e-9))
+
+
+def times(value: float, lang: str, *, fraction: bool = False) -> str:
+    """A factor for prose with its mark: ``2.5x`` / ``2.5倍``; from :data:`MAGNITUDE_FROM` up, ``more than three
+    orders of magnitude (8,028x)`` / ``3桁以上（8,028倍）``. ``fraction``: the factor of a lower value (``lower
+    {times}``): ``by a factor of 2.5`` / ``2.5分の1``, ``by more than two orders of magnitude (241x)`` /
+    ``2桁以上（241分の1）``."""
+    return times_range(value, value, lang, fraction=fraction)
+
+
+def magnitude_key(key: str, value) -> str:
+    """``key`` of a sentence whose factor may be said as orders of magnitude: ``KEY_magnitude`` when
+    :func:`magnitude` says so for ``value`` (``8,028x as fast`` becomes ``... orders of magnitude (8,028x)
+    faster``), else ``key``."""
+    return f"{key}_magnitude" if magnitude(value) is not None else key
+
+
+def times_range(low: float, high: float, lang: str, *, fraction: bool = False) -> str:
+    """:func:`times` for a range of factors (``2.5–3.0x``): said as orders of magnitude when its low end is."""
+    number = factor_range(low, high)
+    if not number:
+        return ""
+    orders = magnitude(low)
+    kind = "by" if fraction else "times"
+    if orders is None:
+        return text(f"factors.{kind}", lang, factor=number)
+    more = low > 10 ** orders * (1 + 1e-9)
+    words = catalog(lang)["factors"]["orders"]
+    return text(f"factors.magnitude_{kind}", lang, factor=number, orders=words.get(f"o{orders}", str(orders)),
+                more=text("factors.more", lang) if more else "")
+
+
 def percent(value: float) -> str:
     """A fraction as a percentage for prose: ``0.019`` -> ``1.9``, ``0.12`` -> ``12``."""
     pct = round(abs(value) * 100, 6)  # 1 - 0.9 is 0.0999...: "10", not "10.0"

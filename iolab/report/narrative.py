@@ -81,8 +81,10 @@ def pair_paragraph(summary: pd.DataFrame, a: str, b: str, *, lang: str, rules=co
         key = "pair_first" if first_leader is None else "pair_more" if cluster["leader"] == first_leader \
             else "pair_exception"
         first_leader = first_leader or cluster["leader"]
+        if key != "pair_more":
+            key = i18n.magnitude_key(key, cluster["low"])
         parts.append(_t(key, lang, leader=cluster["leader"], other=other, tests=tests,
-                        factor=i18n.factor_range(cluster["low"], cluster["high"])))
+                        factor=i18n.times_range(cluster["low"], cluster["high"], lang)))
     return i18n.join_sentences(parts, lang)
 
 

@@ -426,7 +426,7 @@ def _one(row, lang: str) -> str:
     if rule == "single_max":
         key = "single_max_one" if row["extra"] <= 1 else "single_max"
         return _t(key, lang, metric=i18n.label(row["detail"], lang, section="metrics"),
-                  factor=i18n.factor(row["ratio"]), n=row["extra"])
+                  factor=i18n.times(row["ratio"], lang), n=row["extra"])
     raise IolabError(f"no words for the rule {rule!r}", context="reasons")
 
 
