@@ -89,11 +89,6 @@ def _schedstat(tid: int) -> tuple[int, int] | None:
     return (int(fields[0]), int(fields[1])) if len(fields) >= 2 else None
 
 
-def _descendants(root: int) -> set[int]:
-    """``root`` and every process below it (from each process's parent in ``/proc/PID/stat``)."""
-    return {root, *procstat.descendants(root)}
-
-
 def _threads(pids: set[int]) -> set[int]:
     tids = set()
     for pid in pids:
@@ -122,7 +117,7 @@ class _Sampler:
                 return {int(t) for t in text.split()}
         now = time.monotonic()
         if now >= self._next_scan:  # the whole /proc (~3 ms of CPU): often at first, when fio forks, then rarely
-            self._pids = _descendants(self.root)
+            self._pids = {self.root, *procstat.descendants(self.root)}
             self._scan_every = min(2 * self._scan_every, RESCAN_MAX_S)
             self._next_scan = now + self._scan_every
         return _threads(self._pids)
