@@ -6,11 +6,13 @@ Markdown) in English or Japanese, so the analysis layer needs no translation.
 """
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from iolab.analysis import reference
 from iolab.core.errors import IolabError
-from iolab.report import beside, environment, i18n, tables
+from iolab.report import beside, comparisons, environment, i18n, tables
 from iolab.report.tables import DASH, Table
 
 
@@ -20,11 +22,12 @@ def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: s
     part = frame[(frame["benchmark"] == benchmark) & (frame["metric"] == metric)]
     if part.empty:
         raise IolabError(f"no {metric!r} figures for {benchmark!r}", context="reference_table")
-    summary = reference.as_summary(part)
+    summary = reference.as_summary(comparisons.labelled(part, lang))  # a comparison's column: its name, in lang
     unit = str(part["unit"].iloc[0])
     caption = caption or f"{benchmark}{i18n.colon(lang)}{tables.caption_for(metric, unit, lang)}"
-    if unit and i18n.unit(unit, lang) not in caption:
-        caption = f"{caption}{i18n.paren(i18n.unit(unit, lang), lang)}"
+    if unit and not _names_unit(caption, i18n.unit(unit, lang)):
+        # one bracket: "TPC-C: speed-up (x, vendor figure)" is written so; a title's note never gets a second one
+        caption = i18n.with_note(caption, i18n.unit(unit, lang), lang)
     if reference.unmeasurable(part).any():  # explain +++++ only under a table that has some
         note = i18n.text("labels.published_note_unmeasurable", lang, unmeasurable=i18n.text("labels.unmeasurable", lang))
     else:
@@ -43,8 +46,16 @@ def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: s
     return table
 
 
+def _names_unit(caption: str, unit: str) -> bool:
+    """Whether ``caption`` names ``unit`` as a word of its own (``(s, lower is better)``), not inside a word."""
+    return re.search(rf"(?<![\w/]){re.escape(unit)}(?![\w/])", caption) is not None
+
+
 def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en", caption: str | None = None) -> Table:
-    """The article's columns: system, device, memory, cache isolated (``caption=""``: none, under a heading)."""
+    """The article's columns: system, device, memory, cache isolated (``caption=""``: none, under a heading);
+    an article of comparisons (cache on / off) lists each comparison and its set-up instead."""
+    if comparisons.is_comparison(frame):
+        return comparisons.table(frame, lang, caption=caption)
     systems = frame[["system", "device", "memory", "cache_isolated"]].drop_duplicates("system")
     out = pd.DataFrame({
         i18n.text("labels.device", lang): systems["device"].values,
@@ -60,7 +71,7 @@ def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en", caption: s
 def notes(frame: pd.DataFrame, lang: str, *, heading: str = "labels.article_notes") -> str:
     """The article's remarks on the rows of one table, as a Markdown list under ``heading`` ('' when none)."""
     rows = frame[frame["note"].astype(str).str.strip() != ""]
-    rows = rows[~reference.unmeasurable(rows)]
+    rows = comparisons.labelled(rows[~reference.unmeasurable(rows)], lang)
     if rows.empty:
         return ""
     comma = "、" if lang == "ja" else ", "
@@ -161,7 +172,7 @@ def citation(article: str, info: dict, lang: str = "en") -> str:
 
 
 #: Metrics whose published figure is itself a comparison (cache on / off, mirroring on vs off).
-RATIO_METRICS = ("speedup", "overhead")
+RATIO_METRICS = comparisons.RATIO_METRICS
 
 
 def is_ratio(part: pd.DataFrame) -> bool:
@@ -176,6 +187,7 @@ def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
         return i18n.test_label(row["test"], "", lang)
 
     items = []
+    part = comparisons.labelled(part, lang)
     for system in dict.fromkeys(part["system"]):
         rows = part[(part["system"] == system) & pd.to_numeric(part["value"], errors="coerce").notna()]
         if rows.empty:

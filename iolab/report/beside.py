@@ -16,7 +16,7 @@ import math
 
 import pandas as pd
 
-from iolab.report import environment, i18n, sections
+from iolab.report import comparisons, environment, i18n, sections
 from iolab.analysis import reference
 from iolab.analysis.reference import REFERENCE_COLUMNS
 from iolab.analysis.stats import split_flags
@@ -298,12 +298,12 @@ def as_summary(part: pd.DataFrame, lang: str | None = None) -> pd.DataFrame:
     """:func:`iolab.analysis.reference.as_summary` with the measured rows' flags kept (the article's rows have none).
 
     With ``lang``, a system measured at another scale than the article's is named with its scale (for a chart's
-    legend, as in the table's header: :func:`scaled_names`)."""
+    legend, as in the table's header: :func:`scaled_names`), and an article's comparison by its name in ``lang``."""
     summary = reference.as_summary(part)
     if "flags" in part.columns:
         summary["flags"] = [";".join(split_flags(v)) for v in part["flags"]]
-    if lang is not None:
-        summary["system"] = summary["system"].replace(scaled_names(part, lang))
+    if lang is not None:  # an article's comparison (cache on / off) by its name in lang
+        summary["system"] = summary["system"].replace({**scaled_names(part, lang), **comparisons.names(part, lang)})
     return summary
 
 

@@ -121,8 +121,12 @@ def single_value(summary: pd.DataFrame) -> bool:
 
 
 def single_sentence(summary: pd.DataFrame, unit: str, lang: str, *, published: bool = False) -> str:
-    """The sentence that gives a one-figure table's value instead of a chart."""
+    """The sentence that gives a one-figure table's value instead of a chart; an article's one ratio (a speed-up,
+    a cost) is not given here, as its findings say it right after (each fact once per section)."""
     from iolab.report import plot
+    from iolab.report.comparisons import RATIO_METRICS
+    if published and "metric" in summary and len(summary) and summary["metric"].isin(RATIO_METRICS).all():
+        return _t("single_ratio", lang)
     row = summary.dropna(subset=["value"]).iloc[0] if summary["value"].notna().any() else summary.iloc[0]
     value = plot.bar_label(row["value"], published=published)
     if unit:  # 9x and 10%, as the prose writes ratios; 712 MB/s, 25.3秒 (i18n.with_unit)
