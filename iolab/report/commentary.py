@@ -370,6 +370,22 @@ def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules()) 
             for (key, flag, tests, cov), systems in merged.items()]
 
 
+def _said_by_winners(ranges: pd.DataFrame, win: pd.DataFrame, baseline: str) -> pd.Series:
+    """Rows of a one-test group whose system against ``baseline`` a winner's sentence already gives (the winner
+    and its runner-up, or a tie, one of them the baseline: sql-bench's 'alter-table' said the runner-up's 5.0x
+    twice). The group line keeps the systems the winner's sentence does not name (each fact once)."""
+    if ranges.empty or win.empty:
+        return pd.Series(False, index=ranges.index)
+    said = set()
+    for _, w in win.iterrows():
+        named = set(w["tied"]) if w["close"] else {w["winner"], w["runner_up"]}
+        if baseline in named:
+            said |= {(w["test"], s) for s in named - {baseline}}
+    per_test = win.groupby("test").size()
+    return pd.Series([len(tests) == 1 and per_test.get(tests[0], 0) == 1 and (tests[0], system) in said
+                      for tests, system in zip(ranges["tests"], ranges["system"])], index=ranges.index, dtype=bool)
+
+
 def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = None,
              groups: dict[str, list[str]] | None = None, pairs: dict[str, str] | None = None,
              published: bool = False, rules: Rules = Rules()) -> str:
@@ -395,6 +411,7 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
         vs = versus(frame, baseline)
         if not vs.empty:
             ranges = group_ranges(vs, groups or default_groups(frame), rules=rules)
+            ranges = ranges[~_said_by_winners(ranges, win, baseline)]
             # two systems compared (measured and isolated from the cache; a +++++ or a cached system is said
             # apart) and one test per group: each sentence would repeat a finding above word for word
             compared = frame.loc[frame["cache_isolated"] & frame["value"].notna(), "system"].nunique()

@@ -442,8 +442,10 @@ def _grouped(rows: pd.DataFrame, lang: str) -> list[str]:
 
 
 def _queue_depth(rows: pd.DataFrame, lang: str) -> list[str]:
-    """queue_depth: one sentence per system and depth, each test's gain and figures named."""
+    """queue_depth: one sentence per system and depth, each test's gain and figures named; why a depth helps is
+    said once, with the first system it helps (each fact once per section)."""
     out = []
+    explained = set()
     for (system, depth), part in rows.groupby(["system", "extra"], sort=False):
         items = []
         for _, row in part.iterrows():
@@ -452,7 +454,9 @@ def _queue_depth(rows: pd.DataFrame, lang: str) -> list[str]:
                             shallow=i18n.test_label(row["detail"], row.get("direction", "") or "", lang),
                             value=i18n.with_unit(i18n.number(row["value"]), unit),
                             against=i18n.with_unit(i18n.number(row["against"]), unit)))
-        out.append(_t("queue_depth", lang, system=system, items=i18n.join(items, lang), depth=int(depth)))
+        out.append(_t("queue_depth_again" if depth in explained else "queue_depth", lang, system=system,
+                      items=i18n.join(items, lang), depth=int(depth)))
+        explained.add(depth)
     return out
 
 

@@ -101,7 +101,9 @@ def test_versus_baseline_and_group_ranges():
     text = commentary.describe(s, lang="en", baseline="HDD",
                                groups={"block": ["block_write", "rewrite"], "per_char": ["per_char"]})
     assert "against HDD, SSD is 2.5–2.9x as fast and Fast is 5.7–6.0x as fast." in text
-    assert "SSD and Fast: on par (within 2.0%)" in text
+    # per_char's tie is said once, by its finding; no group line repeats it ('SSD and Fast: on par')
+    assert "- **per_char**: SSD, HDD and Fast are within 2.9% of each other (990–1,020 MB/s): no clear winner." in text
+    assert "on par" not in text and "**per_char**: against HDD" not in text
     ja = commentary.describe(s, lang="ja", baseline="HDD", groups={"block": ["block_write", "rewrite"]})
     assert "HDDと比べて、SSDは2.5–2.9倍の速さ、Fastは5.7–6.0倍の速さ。" in ja
 
@@ -305,7 +307,9 @@ def test_plural_forms_in_templates():
 def test_equal_results_are_equal_not_on_par_within_zero():
     s = summary([("A", "T", "", 100.0), ("B", "T", "", 100.0), ("C", "T", "", 50.0)])
     text = commentary.describe(s, lang="en", baseline="A")
-    assert "within 0%" not in text and "B: equal" in text
+    assert "within 0%" not in text and "A and B are equal (100 MB/s)" in text
+    assert "B: equal" not in text  # said by the finding above it, not again by the group line
+    assert "**T**: against A, C is slower by a factor of 2.0." in text
 
 
 def test_every_recipe_description_is_in_japanese():
