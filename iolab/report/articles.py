@@ -75,8 +75,18 @@ def notes(frame: pd.DataFrame, lang: str, *, heading: str = "labels.article_note
     if rows.empty:
         return ""
     comma = "、" if lang == "ja" else ", "
-    items = [f"- {r['system']}{comma}{i18n.test_label(r['test'], '', lang)}{i18n.colon(lang)}{remark(r, lang)}"
-             for _, r in rows.iterrows()]
+    items = []
+    said = pd.Series([remark(r, lang) for _, r in rows.iterrows()], index=rows.index, dtype=object)
+    for text in dict.fromkeys(said):
+        part = rows[said == text]
+        systems, tests = list(dict.fromkeys(part["system"])), list(dict.fromkeys(part["test"]))
+        if len(part) > 1 and len(part) == len(systems) * len(tests) == len(set(zip(part["system"], part["test"]))):
+            # one remark on every test of several systems (gigaexpress' 'one run shown'): said once, not four times
+            where = i18n.paren(i18n.join([i18n.test_label(t, "", lang) for t in tests], lang), lang)
+            items.append(f"- {i18n.join(systems, lang)}{where}{i18n.colon(lang)}{text}")
+            continue
+        items += [f"- {r['system']}{comma}{i18n.test_label(r['test'], '', lang)}{i18n.colon(lang)}{text}"
+                  for _, r in part.iterrows()]
     return "**" + i18n.text(heading, lang) + "**\n\n" + "\n".join(items)
 
 

@@ -403,7 +403,7 @@ def _commit_flushes(rows: pd.DataFrame, lang: str) -> list[str]:
     return out
 
 
-def _one(row, lang: str) -> str:
+def _one(row, lang: str, again: bool = False) -> str:
     rule = row["rule"]
     if rule == "flushes_published":
         return ""  # said per test, all systems at once (_grouped)
@@ -415,7 +415,7 @@ def _one(row, lang: str) -> str:
         return _t("rated", lang, system=row["system"], test=_test(row, lang), value=_mbps(row["value"], lang),
                   device=row["detail"], rated=_mbps(row["against"], lang), factor=i18n.factor(row["ratio"]))
     if rule == "striping":
-        return _t("striping", lang, system=row["system"], test=_test(row, lang), value=_mbps(row["value"], lang),
+        return _t("striping_again" if again else "striping", lang, system=row["system"], test=_test(row, lang), value=_mbps(row["value"], lang),
                   device=row["detail"], rated=_mbps(row["against"], lang), factor=i18n.factor(row["ratio"]),
                   drives=int(row["extra"]))
     if rule == "file_vs_ram":
@@ -494,9 +494,12 @@ def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[str]:
             out += _queue_depth(rows, lang)
         elif rule == "cpu_bound":
             out += _cpu_bound(rows, lang)
-        else:
-            out += [s for s in (_one(r, lang) for _, r in rows.iterrows()) if s]
-    return list(dict.fromkeys(out))
+        else:  # a second test of one system and rule: the why said once (RAID0's striping, x25v's read and write)
+            seen: set = set()
+            for _, r in rows.iterrows():
+                out.append(_one(r, lang, again=r["system"] in seen))
+                seen.add(r["system"])
+    return list(dict.fromkeys(s for s in out if s))
 
 
 def why(summary: pd.DataFrame, *, lang: str = "en", specs: pd.DataFrame | None = None, heading: bool = True) -> str:

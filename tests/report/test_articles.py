@@ -235,3 +235,19 @@ def test_the_note_under_a_published_table_is_one_whole_sentence_per_language(lan
     assert bonnie.notes == [with_plus] == [i18n.text("labels.published_note_unmeasurable", lang, unmeasurable="+++++")]
     tio = articles.reference_table(frame, benchmark="tiobench", metric="throughput", lang=lang)
     assert tio.notes == [without]
+
+
+@pytest.mark.parametrize("lang, said", [
+    ("en", "- RAID5 SCSI HDD /dev/sda1 and GigaExpress SSD /dev/sdb1 (-T cached reads and -t buffered disk reads): "
+           "one run shown"),
+    ("ja", "- RAID5 SCSI HDD /dev/sda1、GigaExpress SSD /dev/sdb1（-Tキャッシュ読み込み、-tバッファ付きディスク読み込み）："
+           "1回だけの実行結果"),
+])
+def test_one_remark_on_every_test_of_several_systems_is_said_once(lang, said):
+    """gigaexpress: 'one run shown' on both tests of both systems was four lines; one line names them all."""
+    text = articles.notes(reference.load(article="gigaexpress"), lang)
+    assert said in text.splitlines()
+    assert text.count("one run shown" if lang == "en" else "1回だけの実行結果") == 1
+    # a remark on some tests of a system only keeps its own line (x25v: read and write differ)
+    x25v = articles.notes(reference.load(article="x25v-raid0"), lang).splitlines()
+    assert len([line for line in x25v if line.startswith("- ")]) == 3

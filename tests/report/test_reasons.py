@@ -287,4 +287,7 @@ def test_reasons_alone_sit_under_the_findings_heading_not_a_second_one(lang):
     summary = _published("x25v-raid0", "gnome-disks", "throughput")
     text = commentary.describe(summary, lang=lang, published=True)
     assert text.startswith("- **") and i18n.text("reasons.heading", lang) not in text
-    assert ("RAID0" in text) and text.count("rated-specs.csv") == 2
+    # read and write both above one drive's rating: the source and why (RAID0 striping) said once
+    assert ("RAID0" in text) and text.count("rated-specs.csv") == 1
+    assert text.count("RAID0 stripes the data" if lang == "en" else "RAID0はデータを") == 1
+    assert ("4.6x one Intel X25-V 40GB's rated 35.0 MB/s, for the same reason." if lang == "en" else "理由は同じ。") in text
