@@ -128,3 +128,14 @@ def test_a_target_in_ram_is_left_out_of_the_factors_and_said_to_be_memory():
     assert "(ram_backed)" in text  # and the caveat names the flag
     ja = narrative.describe(summary, lang="ja")
     assert "tmpfsは対象がRAM上のファイルシステム（tmpfsまたはramfs）にあるため比較から外した。" in ja
+
+
+def test_a_system_with_few_figures_is_said_once_not_also_by_what_it_lacks():
+    """'has a figure for 1 of the 8 tests only (...)' was followed by 'and the other 7 have no ... figure': the
+    same fact twice in one sentence (the demo's failed SATA SSD run)."""
+    summary = _summary([("A", f"T{i}", "read", 100.0) for i in range(1, 5)] + [("B", "T1", "read", 50.0)])
+    text = narrative.describe(summary, lang="en")
+    assert "B has a figure for 1 of the 4 tests only (T1 read): the comparison with it covers that test." in text
+    assert "have no B figure" not in text
+    ja = narrative.describe(summary, lang="ja")
+    assert "Bの数値は4個のテストのうち1個（T1 読み込み）だけで、Bとの比較はその範囲に限られる。" in ja and "残り" not in ja
