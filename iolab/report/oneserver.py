@@ -55,7 +55,7 @@ def _spread(found: pd.DataFrame, lang: str) -> list[str]:
         return []
     top, low = ranked.iloc[0], ranked.iloc[-1]
     return [_t("spread", lang, top=_name(top, lang), top_bw=i18n.number(top["bw"]), low=_name(low, lang),
-               low_bw=i18n.number(low["bw"]), factor=i18n.factor(top["bw"] / low["bw"]), unit=i18n.unit("MB/s", lang))]
+               low_bw=i18n.number(low["bw"]), factor=i18n.times(top["bw"] / low["bw"], lang, fraction=True), unit=i18n.unit("MB/s", lang))]
 
 
 def _reads_and_writes(found: pd.DataFrame, lang: str) -> list[str]:

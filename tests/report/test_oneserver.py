@@ -26,6 +26,11 @@ def test_findings_name_the_fastest_and_slowest_test_and_the_latency_of_one_io_at
                             f"**{i18n.number(bw.max())} MB/s**")
     assert f"**{i18n.test_label(low_test, low_dir, 'en')}** at {i18n.number(bw.min())} MB/s" in en[0]
     assert ja[0].startswith(f"最も速いテストは**{i18n.test_label(top_test, top_dir, 'ja')}**（**{i18n.number(bw.max())} MB/秒**）")
+    # the emulated HDD's SEQ1M against its RND4K-Q1T1: a factor past 100, said as orders of magnitude (i18n.times)
+    factor = bw.max() / bw.min()
+    assert factor >= i18n.MAGNITUDE_FROM
+    assert en[0].endswith(f", lower by more than two orders of magnitude ({i18n.factor(factor)}x).")
+    assert ja[0].endswith(f"で、その2桁以上（{i18n.factor(factor)}分の1）。")
     lat = valid[valid["test"] == "RND4K-Q1T1"].groupby("direction")["lat_mean_us"].mean() / 1000
     for direction, ms in lat.items():
         assert f"mean latency {i18n.number(ms)} ms" in en[-2 if direction == "read" else -1]
