@@ -26,7 +26,8 @@ Not a timed test: about (rows x 9 settings + rows) x ROUNDS x RUNTIME seconds.
 
     .venv/bin/python benchmarks/engine_ceiling.py                       # root: mounts a tmpfs for itself
     .venv/bin/python benchmarks/engine_ceiling.py --target /mnt/ram --presets peak --rounds 3
-    .venv/bin/python benchmarks/engine_ceiling.py --presets peak --tests RND4K-Q32T1 --rounds 5
+    .venv/bin/python benchmarks/engine_ceiling.py --presets peak --tests RND4K-Q32T1 --rounds 5 \\
+        --settings "io_uring,io_uring registerfiles,io_uring fixedbufs registerfiles,io_uring buffered"
 
 Exit status 1 when a row is below the goal.
 """
@@ -166,7 +167,7 @@ def row_figures(mine, passes: dict) -> dict:
     def median(label: str) -> float:
         return statistics.median(passes[label]) if passes[label] else float("nan")
 
-    tuned = max((label for label, _ in SETTINGS if passes[label]), key=median)
+    tuned = max((label for label, _ in SETTINGS if passes.get(label)), key=median)
     return {"iolab best": mine["iolab_mbps"], "iolab median": mine["iolab_median"], "engine": mine["ioengine"],
             "sync": "yes" if "engine_sync" in mine["flags"] else "no",
             "own best": best(OWN), "confined best": best(OWN_CONFINED),
@@ -187,7 +188,8 @@ def one_preset(preset: str, target: Path, data_dir: Path, args) -> pd.DataFrame:
         mine = rows[(rows["test"] == step.test) & (rows["direction"] == step.rw.replace("rand", ""))]
         if mine.empty:
             continue
-        variants = {label: (job_text(step, recipe, setting, data, size), False) for label, setting in SETTINGS}
+        variants = {label: (job_text(step, recipe, setting, data, size), False) for label, setting in SETTINGS
+                    if not args.settings or label in args.settings.split(",")}
         variants[OWN] = (own_job(run_dir, step, data), False)
         variants[OWN_CONFINED] = (variants[OWN][0], True)
         figures = {"row": step.id, **row_figures(mine.iloc[0], plain_passes(variants, target, args.rounds))}
@@ -202,6 +204,8 @@ def main() -> int:
     parser.add_argument("--target", help="a directory on tmpfs (default, as root: a tmpfs mounted for the run)")
     parser.add_argument("--presets", default="default,peak", help="crystaldiskmark presets (default: default,peak)")
     parser.add_argument("--tests", help="only these rows (comma-separated, e.g. RND4K-Q32T1)")
+    parser.add_argument("--settings", help="only these plain settings (comma-separated labels, e.g. "
+                        "'io_uring,io_uring registerfiles'; the two controls always run)")
     parser.add_argument("--size", default="256M", help="test file size (default 256M)")
     parser.add_argument("--runtime", type=int, default=2, help="seconds per pass (default 2)")
     parser.add_argument("--rounds", type=int, default=2, help="passes per row and setting (iolab's too)")
