@@ -71,7 +71,8 @@ def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en", caption: s
 def notes(frame: pd.DataFrame, lang: str, *, heading: str = "labels.article_notes") -> str:
     """The article's remarks on the rows of one table, as a Markdown list under ``heading`` ('' when none)."""
     rows = frame[frame["note"].astype(str).str.strip() != ""]
-    rows = comparisons.labelled(rows[~reference.unmeasurable(rows)], lang)
+    rows = rows[~reference.unmeasurable(rows) & ~rows["system"].isin(comparisons.more_than(rows))]  # in the findings
+    rows = comparisons.labelled(rows, lang)
     if rows.empty:
         return ""
     comma = "、" if lang == "ja" else ", "
@@ -197,6 +198,7 @@ def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
         return i18n.test_label(row["test"], "", lang)
 
     items = []
+    bounds = {comparisons.names(part, lang).get(s, s) for s in comparisons.more_than(part)}
     part = comparisons.labelled(part, lang)
     for system in dict.fromkeys(part["system"]):
         rows = part[(part["system"] == system) & pd.to_numeric(part["value"], errors="coerce").notna()]
@@ -209,7 +211,8 @@ def ratio_findings(part: pd.DataFrame, lang: str = "en") -> str:
                 items.append(i18n.text("commentary.ratio_overhead", lang, system=system, test=label(r),
                                        value=i18n.as_published(r["value"])))
         elif len(rows) == 1:
-            items.append(i18n.text("commentary.ratio_one", lang, system=system, test=label(low),
+            items.append(i18n.text("commentary.ratio_one_more" if system in bounds else "commentary.ratio_one",
+                                   lang, system=system, test=label(low),
                                    factor=i18n.as_published(low["value"])))
         else:
             items.append(i18n.text("commentary.ratio_range", lang, system=system, low_test=label(low),

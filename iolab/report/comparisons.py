@@ -61,6 +61,13 @@ def labelled(frame: pd.DataFrame, lang: str) -> pd.DataFrame:
     return out
 
 
+def more_than(frame: pd.DataFrame) -> set[str]:
+    """The comparisons in ``frame`` whose published figure is a lower bound (``more_than: true``: Hyper-V's
+    "more than 2.5x"), by their CSV names: their findings say "more than", and the remark saying so is not
+    repeated under them."""
+    return {name for name, entry in _compares(frame).items() if entry.get("more_than")}
+
+
 def table(frame: pd.DataFrame, lang: str, caption: str | None = None) -> Table:
     """The "Test environment" of a comparison article: each comparison and the set-up it was made on."""
     compares = _compares(frame)

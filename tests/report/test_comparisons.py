@@ -51,5 +51,18 @@ def test_hyperv_page_in_japanese_names_its_comparisons_in_japanese(tmp_path):
     for english in ("network mirroring on vs off", "vs LeftHand mirrored", "| システム |"):
         assert english not in ja, english
     assert "| ネットワークミラーリング有効／無効 | LeftHandのiSCSIストレージ |" in ja
-    assert "**IO Accelerator／ミラーリングしたLeftHand**、トランザクション：2.5倍の速さ" in ja
+    # the article's "more than 2.5x" is said by the finding, not as 2.5x with the remark repeating it under it
+    assert "**IO Accelerator／ミラーリングしたLeftHand**、トランザクション：2.5倍を超える速さ（記事の数値）。" in ja
+    assert "2.5倍を超える" in ja and ja.count("2.5倍を超える") == 1
     assert _section(ja, "TPC-B：iSCSI").count("10%") == 1
+
+
+def test_a_lower_bound_the_article_gives_is_said_as_one():
+    frame = reference.load(article="hyperv-tpcb")
+    speedup = frame[frame["metric"] == "speedup"]
+    assert comparisons.more_than(frame) == {"StorageWorks IO Accelerator vs LeftHand mirrored"}
+    assert articles.ratio_findings(speedup, "en") == \
+        "- **IO Accelerator / mirrored LeftHand**, transactions: more than 2.5x as fast, as the article gives it."
+    assert articles.notes(speedup, "en") == ""  # its remark, "more than 2.5x", is the finding's "more than"
+    overhead = frame[frame["metric"] == "overhead"]
+    assert "3 VMs x 4 vCPU" in articles.notes(overhead, "en")  # other remarks stay
