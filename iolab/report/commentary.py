@@ -244,13 +244,20 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
                      rules: Rules = Rules()) -> list[str]:
     """One sentence per compared test: the winner and its lead, or the tie.
 
-    A test only one system has a result for is no finding: :func:`coverage_note` says so, once.
+    A test only one system has a result for is no finding: :func:`coverage_note` says so, once; a test with the
+    very figures of one said before (tiobench's 'Total' maximum is its worst test's) points back to it.
     """
     out = []
+    said: dict = {}
     for _, row in win.iterrows():
         if row["runner_up"] is None or pd.isna(row["runner_up"]):
             continue
         test = i18n.test_label(row["test"], row["direction"], lang)
+        figures = (row["winner"], row["value"], row["runner_up"], row["runner_value"], row["close"])
+        if figures in said:
+            out.append(_t("lead_same", lang, test=test, other=said[figures]))
+            continue
+        said[figures] = test
         value = prose_value(row["value"], row["unit"], lang, published=published)
         up = bool(row["higher"])
         # with two systems the other one is not a "runner-up": name it

@@ -411,3 +411,16 @@ def test_one_test_two_compared_systems_is_said_once(lang):
     text = commentary.describe(summary, lang=lang, baseline="HDD", published=True)
     factor = "33x" if lang == "en" else "33倍"
     assert text.count(factor) == 1, text
+
+
+def test_a_test_with_the_figures_of_one_said_before_points_back_to_it():
+    """tiobench's 'Total' maximum latency is its worst test's: the 2013 page said 'ioDrive is lowest at 726.3 ms;
+    the runner-up SSD is 1.4x as high (1,026.949 ms)' for Sequential write and again, word for word, for Total."""
+    s = summary([("io", "seq_write", "", 726.3), ("ssd", "seq_write", "", 1026.949), ("hdd", "seq_write", "", 1490.0),
+                 ("io", "total", "", 726.3), ("ssd", "total", "", 1026.949), ("hdd", "total", "", 1490.0),
+                 ("io", "rnd_read", "", 100.0), ("ssd", "rnd_read", "", 3.5), ("hdd", "rnd_read", "", 90.0)],
+                metric="lat_max_us", unit="ms")
+    text = commentary.describe(s, lang="en", baseline="hdd")
+    assert text.count("is lowest at 726 ms") == 1  # measured figures: three digits (i18n.default_digits)
+    assert "- **Total**: the same figures as Sequential write." in text
+    assert "- **合計**：シーケンシャル書き込みと同じ数値。" in commentary.describe(s, lang="ja", baseline="hdd")
