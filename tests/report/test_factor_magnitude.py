@@ -9,6 +9,7 @@ from cli_helpers import ROOT
 from test_commentary import summary
 
 FIXTURES = ROOT / "tests" / "fixtures" / "data"
+SECTIONS = ROOT / "tests" / "fixtures" / "sections"
 
 
 @pytest.mark.parametrize("value, en, ja", [
@@ -70,3 +71,15 @@ def test_rendered_pages_say_no_factor_from_100_up_as_a_bare_number(render_once, 
     assert said in article  # the cached 16 GB run's random read, as the cache section says it
     tables = [line for line in article.splitlines() if line.startswith("|")]
     assert tables and not any("orders of magnitude" in t or "桁以上" in t for t in tables)
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_section_store_says_its_emulated_ssd_against_hdd_in_orders_of_magnitude(render_once, lang):
+    """The sections fixture store (the report notebook, as test_report_why reads it): its SATA SSD is hundreds of
+    times the HDD at 4K, and every such factor on the page is said as orders of magnitude."""
+    page = render_once(data=SECTIONS, notebook="report", lang=lang).markdown.read_text(encoding="utf-8")
+    bare = [m.group(0) for line in _prose(page) for m in _BARE.finditer(line)]
+    assert not bare, bare
+    said = re.findall(r"more than two orders of magnitude \((\d+)(?:–\d+)?x\)" if lang == "en"
+                      else r"2桁以上（(\d+)(?:–\d+)?倍）", page)
+    assert said and all(100 <= int(n) < 1000 for n in said)
