@@ -143,8 +143,9 @@ def pgbench_section(data: pd.DataFrame, *, lang: str = "en", fio: pd.DataFrame |
         off = mine[(mine["sync_commit"] == "off") & (mine["fsync"] == "on")]
         if len(on) and len(off) and on["tps"].iloc[0] > 0:
             ratio = off["tps"].iloc[0] / on["tps"].iloc[0]
-            key = "pg.flush_bound" if ratio >= 2 else "pg.flush_free"
-            section.sentences.append(_t(key, lang, system=system, mode=off["test"].iloc[0], factor=i18n.factor(ratio),
+            key = i18n.magnitude_key("pg.flush_bound", ratio) if ratio >= 2 else "pg.flush_free"
+            section.sentences.append(_t(key, lang, system=system, mode=off["test"].iloc[0],
+                                        factor=i18n.times(ratio, lang),
                                         pct=f"{(ratio - 1) * 100:.0f}",
                                         clients=_clients(int(mine["clients"].iloc[0]), lang)))
     section.sentences += reasons.sentences(reasons.commit_flushes(data), lang=lang)

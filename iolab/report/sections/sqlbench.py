@@ -127,7 +127,8 @@ def _sqlbench_sentences(results: pd.DataFrame, lang: str) -> list[str]:
         ratio = spread["max"] / spread["min"]
         test = ratio.idxmax()
         mine = results[results["test"] == test].set_index("system")["elapsed_s"]
-        sentences.append(_t("sql.widest", lang, test=test, factor=i18n.factor(float(ratio[test])),
+        sentences.append(_t(i18n.magnitude_key("sql.widest", float(ratio[test])), lang, test=test,
+                            factor=i18n.times(float(ratio[test]), lang),
                             fast=mine.idxmin(), fast_s=about(float(mine.min())),
                             slow=mine.idxmax(), slow_s=about(float(mine.max()))))
     return sentences
