@@ -4,7 +4,10 @@ import re
 
 import pytest
 
-from iolab.report import commentary, i18n, narrative
+import pandas as pd
+
+from iolab.report import commentary, i18n, narrative, notebooks as report
+from iolab.report.sections.sqlbench import sqlbench_section
 from cli_helpers import ROOT
 from test_commentary import summary
 
@@ -83,3 +86,30 @@ def test_the_section_store_says_its_emulated_ssd_against_hdd_in_orders_of_magnit
     said = re.findall(r"more than two orders of magnitude \((\d+)(?:–\d+)?x\)" if lang == "en"
                       else r"2桁以上（(\d+)(?:–\d+)?倍）", page)
     assert said and all(100 <= int(n) < 1000 for n in said)
+
+
+def test_sqlbench_widest_gap_beside_a_ram_disk_is_said_as_orders_of_magnitude():
+    """The stored sql-bench run of the emulated HDD beside a constructed system 300 times as fast in every test."""
+    hdd = report.select(str(SECTIONS / "hdd-node"), with_results=True).for_recipe("sqlbench").results
+    ram = hdd.assign(system="RAM disk", host="ram-node", run_id=hdd["run_id"] + "-ram", runtime_s=hdd["runtime_s"] / 300)
+    both = pd.concat([hdd, ram], ignore_index=True)
+    en = " ".join(sqlbench_section(both, lang="en").sentences)
+    ja = "".join(sqlbench_section(both, lang="ja").sentences)
+    assert "more than two orders of magnitude (300x) longer." in en and "x as long" not in en
+    assert "2桁以上（300倍）長い。" in ja
+
+
+def test_every_orders_of_magnitude_sentence_has_its_plain_one_with_the_same_fields():
+    import string
+
+    def keys(node, prefix=""):
+        for key, value in node.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            yield from keys(value, path) if isinstance(value, dict) else [path]
+    for lang in ("en", "ja"):
+        found = [k for k in keys(i18n.catalog(lang)) if k.endswith("_magnitude")]
+        assert len(found) >= 8
+        for key in found:
+            fields = [{f for _, f, _, _ in string.Formatter().parse(i18n.text(k, lang)) if f}
+                      for k in (key, key[:-len("_magnitude")])]
+            assert fields[0] == fields[1], key
