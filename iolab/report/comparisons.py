@@ -72,6 +72,6 @@ def table(frame: pd.DataFrame, lang: str, caption: str | None = None) -> Table:
     """The "Test environment" of a comparison article: each comparison and the set-up it was made on."""
     compares = _compares(frame)
     shown = [s for s in dict.fromkeys(frame["system"].astype(str)) if s in compares]
-    out = pd.DataFrame({i18n.text("comparisons.setup", lang): [compares[s]["setup"][lang] for s in shown]},
-                       index=pd.Index([compares[s][lang] for s in shown], name=i18n.text("comparisons.comparison", lang)))
+    index = pd.Index([compares[s][lang] for s in shown], name=i18n.text("comparisons.comparison", lang))
+    out = pd.DataFrame({i18n.text("comparisons.setup", lang): [compares[s]["setup"][lang] for s in shown]}, index=index)
     return Table(out, caption=i18n.text("headings.environment", lang) if caption is None else caption)

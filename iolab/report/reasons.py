@@ -415,9 +415,9 @@ def _one(row, lang: str, again: bool = False) -> str:
         return _t("rated", lang, system=row["system"], test=_test(row, lang), value=_mbps(row["value"], lang),
                   device=row["detail"], rated=_mbps(row["against"], lang), factor=i18n.factor(row["ratio"]))
     if rule == "striping":
-        return _t("striping_again" if again else "striping", lang, system=row["system"], test=_test(row, lang), value=_mbps(row["value"], lang),
-                  device=row["detail"], rated=_mbps(row["against"], lang), factor=i18n.factor(row["ratio"]),
-                  drives=int(row["extra"]))
+        return _t("striping_again" if again else "striping", lang, system=row["system"], test=_test(row, lang),
+                  value=_mbps(row["value"], lang), device=row["detail"], rated=_mbps(row["against"], lang),
+                  factor=i18n.factor(row["ratio"]), drives=int(row["extra"]))
     if rule == "file_vs_ram":
         how = FILE_SIZES.get(row["detail"], ("", 0, ""))[2]
         return _t(f"file_{row['extra']}", lang, system=row["system"], benchmark=row["detail"],

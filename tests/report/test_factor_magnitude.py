@@ -91,7 +91,8 @@ def test_the_section_store_says_its_emulated_ssd_against_hdd_in_orders_of_magnit
 def test_sqlbench_widest_gap_beside_a_ram_disk_is_said_as_orders_of_magnitude():
     """The stored sql-bench run of the emulated HDD beside a constructed system 300 times as fast in every test."""
     hdd = report.select(str(SECTIONS / "hdd-node"), with_results=True).for_recipe("sqlbench").results
-    ram = hdd.assign(system="RAM disk", host="ram-node", run_id=hdd["run_id"] + "-ram", runtime_s=hdd["runtime_s"] / 300)
+    ram = hdd.assign(system="RAM disk", host="ram-node", run_id=hdd["run_id"] + "-ram",
+                     runtime_s=hdd["runtime_s"] / 300)
     both = pd.concat([hdd, ram], ignore_index=True)
     en = " ".join(sqlbench_section(both, lang="en").sentences)
     ja = "".join(sqlbench_section(both, lang="ja").sentences)
