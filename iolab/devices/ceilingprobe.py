@@ -24,8 +24,8 @@ declared       job                          compared with
 ``write_iops`` random write, 4 KiB, QD32    the same for writes
 =============  ===========================  ===================================
 
-A job that stays below :data:`REACHED` (90%, the same share the tests hold the
-throttle to) of its ceiling marks that limit *out of reach on this host*: the
+A job that stays below :data:`REACHED` (80%: a one-second window at a low IOPS
+limit is counted coarsely) of its ceiling marks that limit *out of reach on this host*: the
 figure it reached is recorded beside the declared one
 (``targets[].emulated.reachable`` in the manifest) with what held it
 (``cpu`` when fio used a whole core, else ``loop device``), and
@@ -54,8 +54,10 @@ log = logging.getLogger(__name__)
 SECONDS = 1.0
 #: seconds each job runs first, unmeasured: blk-throttle's first slice (100 ms) is no part of the figure
 RAMP = 0.25
-#: a job within this share of its ceiling reached it (tests/kernel_fixtures.REACHES_LIMIT: the same 90%)
-REACHED = 0.90
+#: a job within this share of its ceiling reached it. Not 90%: a 1 s window at a low IOPS limit (the hdd's
+#: 150) counts too few I/Os for blk-throttle's 100 ms slices to even out (an easy 300 IOPS limit measured
+#: 275, 92%), and a host that truly cannot reach a limit falls far short of it (a loop device: 2-4 GB/s, 60-80k IOPS)
+REACHED = 0.80
 #: fio's own CPU (user + system, % of one core) from which the CPU, not the loop device, held a job
 CPU_BOUND_PCT = 90.0
 #: the span of the device the jobs use (at most; a smaller device is used whole), written once before the jobs
