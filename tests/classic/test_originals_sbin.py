@@ -18,7 +18,7 @@ def test_bonnie_original_runs_without_sbin_on_path(tmp_path, monkeypatch):
     assert "sbin" not in os.environ["PATH"]
     recipe = recipes.load("bonnie")
     recipe.options.update({"byte_io_size": "1M", "seeks": 600})
-    recipe.defaults["repeat"] = 1  # one pass (the recipe's default is three)
+    recipe.defaults.update(repeat=1, max_repeat=1)  # one pass (the recipe's default is three, up to three)
     target = tmp_path / "target"
     target.mkdir()
     result = runner.run(recipe, [str(target)], size="128M", mem_limit="64M", data_dir=tmp_path / "data",
