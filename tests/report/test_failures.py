@@ -106,8 +106,8 @@ def test_the_sentence_quotes_the_error_as_code_and_survives_markdown_characters(
 
 @needs_fio
 @pytest.mark.parametrize("lang, sentence", [
-    ("en", r"<strong>REFUSED</strong> on faulty-disk failed: <code>[^<]*fio: size too small[^<]*</code>\."),
-    ("ja", r"faulty-diskの<strong>REFUSED</strong>：「失敗」で終わった（<code>[^<]*fio: size too small[^<]*</code>）。"),
+    ("en", r"<strong>REFUSED read</strong> on faulty-disk failed: <code>[^<]*fio: size too small[^<]*</code>\."),
+    ("ja", r"faulty-diskの<strong>REFUSED 読み込み</strong>：「失敗」で終わった（<code>[^<]*fio: size too small[^<]*</code>）。"),
 ])
 def test_the_report_of_a_failed_run_names_the_failed_test_and_its_error(failed_run, tmp_path, lang, sentence):
     manifest = json.loads((failed_run / "manifest.json").read_text())
@@ -120,7 +120,7 @@ def test_the_report_of_a_failed_run_names_the_failed_test_and_its_error(failed_r
     heading = {"en": "Failed tests", "ja": "失敗したテスト"}[lang]
     assert f">{heading}<" in html
     markdown = Path(files.markdown).read_text(encoding="utf-8")
-    assert f"### {heading}" in markdown and re.search(r"^- .*\*\*REFUSED\*\*.*`[^`]*fio: size too small[^`]*`", markdown, re.M)
+    assert f"### {heading}" in markdown and re.search(r"^- .*\*\*REFUSED (read|読み込み)\*\*.*`[^`]*fio: size too small[^`]*`", markdown, re.M)
 
 
 @needs_fio
@@ -130,7 +130,7 @@ def test_compare_and_measure_notebooks_name_the_failed_test_with_fios_reason(fai
     files = report.report([str(failed_run)], notebook="compare", lang="en", out=str(tmp_path / "compare"))
     md = Path(files.markdown).read_text(encoding="utf-8")
     assert "### Failed tests and tests not run" in md
-    assert re.search(r"^- \*\*REFUSED\*\* on faulty-disk failed: `[^`]*fio: size too small[^`]*`", md, re.M)
+    assert re.search(r"^- \*\*REFUSED read\*\* on faulty-disk failed: `[^`]*fio: size too small[^`]*`", md, re.M)
     assert "): 3 tests;" in md  # the tests it set out to run, the refused one too
 
     recipe = tmp_path / "faulty.yaml"
@@ -145,4 +145,4 @@ def test_compare_and_measure_notebooks_name_the_failed_test_with_fios_reason(fai
                       for c in nbformat.read(str(out), as_version=4).cells if c.cell_type == "code"
                       for o in c.get("outputs", []))
     assert "## Failed tests and tests not run" in shown
-    assert re.search(r"\*\*REFUSED\*\* on faulty-disk failed: `[^`]*fio: size too small", shown), shown[-2000:]
+    assert re.search(r"\*\*REFUSED read\*\* on faulty-disk failed: `[^`]*fio: size too small", shown), shown[-2000:]
