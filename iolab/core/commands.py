@@ -27,7 +27,6 @@ PACKAGES = {
     "dmsetup": "dmsetup",
     "modprobe": "kmod",
     "wipefs": "util-linux",
-    "findmnt": "util-linux",
     "hdparm": "hdparm",
     "bonnie++": "bonnie++",
     "ssh": "openssh-client",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from operator import attrgetter
+from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 from iolab.core.errors import IolabError
 
 MOUNTINFO = "/proc/self/mountinfo"
+T = TypeVar("T")
 
 
 class Mount(NamedTuple):
@@ -22,8 +24,10 @@ class Mount(NamedTuple):
 
     @property
     def all_options(self) -> str:
-        """The mount's options then the super block's, comma-separated, as ``mount`` shows them."""
-        return ",".join(part for part in (self.mount_options, self.options) if part)
+        """The mount's options then the super block's, comma-separated, each once, as ``mount`` and ``findmnt``
+        show them (both lists start with ``rw`` or ``ro``)."""
+        seen = [part for options in (self.mount_options, self.options) for part in (options or "").split(",") if part]
+        return ",".join(dict.fromkeys(seen))
 
 
 def unescape(field: str) -> str:
@@ -46,17 +50,21 @@ def mounts(mountinfo: str | os.PathLike = MOUNTINFO) -> Iterator[Mount]:
                     rfields[2] if len(rfields) > 2 else None, fields[5] if len(fields) > 5 else "", fields[2])
 
 
-def mount_of(path: str | os.PathLike) -> Mount | None:
-    """The mount holding ``path`` (the longest mount point containing it, the last mounted of equals);
-    None if unreadable."""
+def holder(path: str | os.PathLike, table: Iterable[T], mountpoint: Callable[[T], str] = attrgetter("mountpoint")) -> T | None:
+    """The entry of ``table`` whose mount point holds ``path``: the longest containing it, the last mounted
+    of equals (the one rule for "which mount is this path on"; ``mountpoint`` reads an entry's mount point)."""
     path = os.path.realpath(path)
-    best = None
+    best, longest = None, -1
+    for entry in table:
+        mnt = mountpoint(entry)
+        if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= longest:
+            best, longest = entry, len(mnt)
+    return best
+
+
+def mount_of(path: str | os.PathLike) -> Mount | None:
+    """The mount holding ``path`` (:func:`holder`); None if the table is unreadable."""
     try:
-        table = list(mounts())
+        return holder(path, list(mounts()))
     except IolabError:
         return None
-    for mount in table:
-        mnt = mount.mountpoint
-        if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and (best is None or len(mnt) >= len(best.mountpoint)):
-            best = mount
-    return best

@@ -4,11 +4,11 @@ device's backing file (and what serves that, in turn).
 """
 from __future__ import annotations
 
-import json
 import os
 import stat
+from operator import attrgetter
 
-from iolab.core import commands
+from iolab.core import mountinfo
 from iolab.core.errors import IolabError
 from iolab.devices import loopdev
 from iolab.devices.blockdev import (
@@ -31,30 +31,8 @@ def _serving_device(path: str) -> tuple[str | None, list[Mount]]:
 
 
 def _mount_for(path: str, table: list[Mount]) -> Mount | None:
-    """The mount containing ``path`` (the longest matching target; last one wins)."""
-    real = os.path.realpath(path)
-    best = None
-    for mount in table:
-        target = mount.target.rstrip("/") or "/"
-        if real == target or real.startswith(target + "/") or target == "/":
-            if best is None or len(target) >= len(best.target.rstrip("/") or "/"):
-                best = mount
-    return best
-
-
-def _findmnt(path: str) -> dict | None:
-    try:
-        proc = commands.run(["findmnt", "--json", "--target", path,
-                             "--output", "TARGET,SOURCE,FSTYPE,OPTIONS"], check=False)
-    except IolabError:
-        return None
-    if proc.returncode != 0:
-        return None
-    try:
-        found = json.loads(proc.stdout).get("filesystems") or []
-    except ValueError:
-        return None
-    return found[0] if found else None
+    """The mount containing ``path`` (:func:`iolab.core.mountinfo.holder`)."""
+    return mountinfo.holder(path, table, mountpoint=attrgetter("target"))
 
 
 def _hardware(name: str) -> dict:
@@ -97,19 +75,8 @@ def device_provenance(path: str | os.PathLike, *, _depth: int = 0) -> dict:
     info: dict = {"path": os.path.realpath(path), "device": f"/dev/{name}" if name else None,
                   "kname": name}
     mount = found_mounts[0] if found_mounts else None
-    if stat.S_ISBLK(os.stat(path).st_mode):
-        info["filesystem"] = ({"target": mount.target, "source": mount.source,
-                               "fstype": mount.fstype, "options": mount.options} if mount else None)
-    else:
-        fm = _findmnt(path)
-        if fm:
-            info["filesystem"] = {"target": fm.get("target"), "source": fm.get("source"),
-                                  "fstype": fm.get("fstype"), "options": fm.get("options")}
-        elif mount:
-            info["filesystem"] = {"target": mount.target, "source": mount.source,
-                                  "fstype": mount.fstype, "options": mount.options}
-        else:
-            info["filesystem"] = None
+    info["filesystem"] = ({"target": mount.target, "source": mount.source,
+                           "fstype": mount.fstype, "options": mount.options} if mount else None)
     if name is None:
         info["note"] = "not served by a block device (e.g. tmpfs, overlay or a network file system)"
         return info

@@ -1,16 +1,14 @@
 """Provenance: facts about this machine and a target, for the run manifest."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
-import shutil
 import sys
 from pathlib import Path
 
 from iolab import __version__
-from iolab.core import commands
+from iolab.core import mountinfo
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -61,15 +59,10 @@ def versions() -> dict:
 
 
 def mount_of(path: str | os.PathLike) -> dict:
-    """File system, mount point, source device and options of the mount holding ``path``."""
-    if shutil.which("findmnt") is None:
+    """File system, mount point, source device and options of the mount holding ``path`` (the kernel's mount
+    table, read by :func:`iolab.core.mountinfo.mount_of`); empty when the table cannot be read."""
+    mount = mountinfo.mount_of(path)
+    if mount is None:
         return {}
-    proc = commands.run(["findmnt", "-J", "-T", str(path), "-o", "TARGET,SOURCE,FSTYPE,OPTIONS"], check=False)
-    if proc.returncode != 0:
-        return {}
-    try:
-        entry = json.loads(proc.stdout)["filesystems"][0]
-    except (ValueError, KeyError, IndexError):
-        return {}
-    return {"mountpoint": entry.get("target"), "source": entry.get("source"),
-            "filesystem": entry.get("fstype"), "mount_options": entry.get("options")}
+    return {"mountpoint": mount.mountpoint, "source": mount.source, "filesystem": mount.fstype,
+            "mount_options": mount.all_options}
