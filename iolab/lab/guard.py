@@ -21,6 +21,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+from iolab.core import processes
+
 log = logging.getLogger(__name__)
 
 #: The guard: lines on stdin are the VM's process group id, or "done" (iolab cleaned up: do nothing).
@@ -90,12 +92,8 @@ class Guard:
 
     def release(self) -> None:
         """iolab cleaned up itself: the guard ends without touching anything."""
-        self._send("done")
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            log.warning("lab: the VM's guard process (pid %s) did not end; killed", self.process.pid)
-            self.process.kill()
-            self.process.wait()
+        def done() -> None:
+            self._send("done")
+            with contextlib.suppress(BrokenPipeError, ValueError):
+                self.process.stdin.close()
+        processes.end(self.process, grace=10, first=("done", done))

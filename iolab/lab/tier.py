@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +39,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from iolab.core import processes
 from iolab.lab.vm import CHECKOUT, DEFAULT_DISK_DIR, availability
 
 TIER_TIMEOUT = 1500.0  # seconds for python images, boot and the whole lab suite under TCG (it takes ~10-11 min)
@@ -137,11 +137,7 @@ def finish_host_half(hop: Path, proc: subprocess.Popen) -> str | None:
     """After the VM: tell the host half (``vm-exited``), wait for it, print its output; None when it
     passed, else why the tier fails."""
     (hop / "vm-exited").touch()
-    try:
-        proc.wait(timeout=HOP_GRACE)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    processes.end(proc, grace=HOP_GRACE, first=None, group=True)  # its own time to end, then SIGKILL
     log = hop / "host.log"
     print("iolab test: the SSH hop's host half (pytest here, beside the VM):", flush=True)
     print(log.read_text(errors="replace") if log.exists() else "(no output)", flush=True)
@@ -192,9 +188,8 @@ def run_tier(extra: list[str], *, timeout: float = TIER_TIMEOUT) -> int:
             return rc or 1
         return rc
     finally:
-        if host_half is not None and host_half.poll() is None:  # interrupted: the host half goes too
-            os.killpg(host_half.pid, signal.SIGKILL)
-            host_half.wait()
+        if host_half is not None:  # interrupted: the host half goes too
+            processes.end(host_half, first=[], group=True)
         shutil.rmtree(results, ignore_errors=True)
 
 
