@@ -355,8 +355,9 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
     return out
 
 
-def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules()) -> list[str]:
-    """One sentence per flag and set of tests, naming every system it concerns once ("**A** and **B**")."""
+def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules(), over: str = "flags") -> list[str]:
+    """One sentence per flag and set of tests, naming every system it concerns once ("**A** and **B**");
+    ``over="rounds"``: the rows are a steady-state run's rounds, not repetitions (the ``rounds`` words of a flag)."""
     merged: dict[tuple, list[str]] = {}
     for _, row in found.iterrows():
         flag = row["flag"]
@@ -367,6 +368,8 @@ def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules()) 
         cov = "" if cov is None or pd.isna(cov) else cov
         if flag == "high_variance" and cov != "" and cov > rules.severe_cov:
             key = "flags.high_variance_severe"
+        if i18n.has(key.replace("flags.", f"{over}.", 1), lang):
+            key = key.replace("flags.", f"{over}.", 1)
         else:
             cov = ""  # only the graded sentence states a CoV: systems with the same sentence share it
         merged.setdefault((key, flag, tests, cov), []).append(str(row["system"]))

@@ -21,6 +21,8 @@ NOT_CAVEATS = {"fleet_aggregate", "first_sample_dropped"}
 NOT_SHOWN = {"hdparm": {"emulated_latency", "emulated_delay"}}
 #: Sections whose tables name a system by its host (a fleet's hosts ran in several fleet runs).
 BY_HOST = {"fleet"}
+#: Sections whose rows are rounds in time (a steady-state run's), not repetitions of one measurement.
+ROUNDS = {"steady-state"}
 
 
 def flagged_summary(rows: pd.DataFrame, ignore=frozenset()) -> pd.DataFrame:
@@ -50,4 +52,5 @@ def caveat_lines(rows: pd.DataFrame, *, lang: str, kind: str = "") -> list[str]:
     if summary.empty or not (summary["flags"] != "").any():
         return []
     found = commentary.caveats(summary)
-    return commentary.caveat_sentences(found, lang=lang) if not found.empty else []
+    return commentary.caveat_sentences(found, lang=lang, over="rounds" if kind in ROUNDS else "flags") \
+        if not found.empty else []
