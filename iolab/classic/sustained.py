@@ -7,6 +7,12 @@ in ``raw/`` (fio runs there). Two things differ from the fio engine:
 
 * no layout pass: the sustained write itself makes the test file, and a layout would
   fill a drive's cache before the measurement starts;
+* the sustained write moves the target's capacity (:mod:`iolab.classic.capacity`: a block
+  device's size, an emulated device's, a file target's size; a directory: ``--size``), or
+  ``--size`` when the command line declares it; the write after the idle pause lasts
+  ``options.recovery_s`` at the burst rate just measured, bounded
+  (:func:`iolab.classic.sustained_options.recovery_size`), its job file written again just
+  before it runs. Both, and why, are in the manifest (``sustained``);
 * afterwards :mod:`iolab.analysis.cliff` reads the ``sustained`` test's series and adds
   the finding to its row (:data:`iolab.analysis.cliff.CLIFF_COLUMNS`: burst rate, bytes
   before the cliff, rate after it, and the ``recovery`` test's rate after the idle pause,
@@ -15,11 +21,18 @@ in ``raw/`` (fio runs there). Two things differ from the fio engine:
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import re
+from pathlib import Path
 
 from iolab.analysis.cliff import CLIFF_COLUMNS, cliff_columns, find_cliff, parse_bw_log, series_text
+from iolab.classic.capacity import sustained_amount
+from iolab.classic.sustained_options import FALLBACK_BYTES, parse_options, recovery_size
 from iolab.core.errors import IolabError
+from iolab.core.units import fio_size
+from iolab.engine import fio
 from iolab.engine.runner import FioEngine, relpath
 
 log = logging.getLogger(__name__)
@@ -38,6 +51,11 @@ class Engine(FioEngine):
         if recipe.repeat > 1:  # a second pass would start with the cache full: not a repetition
             raise IolabError(f"--repeat {recipe.repeat}: a sustained write runs once (a second pass starts "
                              "with the drive's cache still full)", context=recipe.name, hint="run it again later")
+        self.options = parse_options(recipe)
+        #: a size the recipe's own recovery test declares wins over the one measured from the burst
+        self.declared_recovery = next((t.size for t in recipe.tests if t.name == RECOVERY and t.size), None)
+        self.amounts: dict = {}    # target name -> capacity.Amount, once the targets are open
+        self.recoveries: dict = {}  # target name -> sustained_options.RecoverySize, once measured
 
     def execute(self) -> None:
         with self.session(buffered=False, direct_ok=True) as sandbox:
@@ -51,6 +69,70 @@ class Engine(FioEngine):
 
     def _record_emulated_cliffs(self) -> None:
         record_emulated_cliffs(self.run, self.targets)
+
+    # -- how much each write moves -----------------------------------------------------------------
+    def prepare(self, force_direct: bool) -> dict:
+        """The amounts (the targets are open: an emulated device's size is known), then the job files."""
+        self.amounts = {t.name: sustained_amount(t, self.recipe) for t in self.targets}
+        for name, amount in self.amounts.items():
+            log.info("%s: the sustained write moves %s (%s; capacity %s from the %s)", name, fio_size(amount.bytes),
+                     amount.why, fio_size(amount.capacity.bytes), amount.capacity.source)
+        self._record_sizes()
+        return super().prepare(force_direct)
+
+    def _record_sizes(self) -> None:
+        self.run.update(sustained={
+            "amount": {name: amount.record() for name, amount in self.amounts.items()},
+            "recovery": {name: size.record() for name, size in self.recoveries.items()},
+            "recovery_declared": self.declared_recovery,
+            "options": {"recovery_s": self.options.recovery_s, "cache_share": self.options.cache_share}})
+
+    def _step_bytes(self, step, target) -> int | None:
+        amount = self.amounts.get(target.name)
+        if step.test == SUSTAINED:
+            return amount.bytes if amount else None
+        if step.test == RECOVERY and not self.declared_recovery:
+            measured = self.recoveries.get(target.name)
+            if measured is not None:
+                return measured.bytes
+            return min(FALLBACK_BYTES, amount.bytes) if amount else None  # until the burst is measured
+        return None
+
+    def job_text(self, step, target, force_direct: bool) -> str:
+        size = self._step_bytes(step, target)
+        if size is not None:
+            step = dataclasses.replace(step, options={**step.options, "size": fio_size(size)})
+        return super().job_text(step, target, force_direct)
+
+    def measure_step(self, sandbox, step, target, rep, jobfile):
+        if step.test == RECOVERY and not self.declared_recovery and target.name in self.amounts:
+            self._size_recovery(step, target, jobfile)
+        return super().measure_step(sandbox, step, target, rep, jobfile)
+
+    def _size_recovery(self, step, target, jobfile) -> None:
+        """The recovery write sized from the burst rate just measured; its job file written again and checked."""
+        burst, cliff_bytes = self._burst(target)
+        size = recovery_size(burst, cliff_bytes, self.amounts[target.name].bytes, self.options)
+        self.recoveries[target.name] = size
+        log.info("%s: the write after the idle pause moves %s (%s)", target.name, fio_size(size.bytes), size.why)
+        Path(jobfile).write_text(self.job_text(step, target, False))
+        fio.check_job(jobfile)
+        self._record_sizes()
+
+    def _burst(self, target) -> tuple[float | None, float | None]:
+        """The sustained write's burst rate (bytes/s) and bytes before its cliff (None: no cliff): from its
+        per-second series, or its mean rate when the series is too short for the detector."""
+        try:
+            cliff = find_cliff(*parse_bw_log(self._bw_log(SUSTAINED, target).read_text()))
+            return cliff.burst_bps, cliff.cliff_bytes if cliff.found else None
+        except (OSError, IolabError) as exc:
+            log.info("%s: burst rate from the sustained write's mean rate (%s)", target.name, exc)
+        table = self.run.results
+        if table.empty or "bw_mbps" not in table:
+            return None, None
+        mine = table["target"].eq(target.name) & table["test"].eq(SUSTAINED) & table["direction"].eq("write")
+        rate = table.loc[mine, "bw_mbps"].sum(min_count=1)
+        return (float(rate) * 1e6, None) if math.isfinite(float(rate)) else (None, None)
 
     def _bw_log(self, step_id: str, target):
         raw = self.run.path / relpath("raw", step_id, target, self.multi, "-1.json")

@@ -99,6 +99,7 @@ class Recipe:
     order: str = "tests"       # see ORDERS
     mix: int | None = None     # --mix: each chosen test's mixed counterpart (MIX-<test>) runs, this % reads
     ioengine: dict = dataclasses.field(default_factory=dict)  # preferred engine (recipe_schema.EnginePreference)
+    size_declared: bool = False  # --size was given (the flash recipes' default amount is then not the capacity)
 
     # -- values after defaults and overrides --------------------------------------
     @property
@@ -215,7 +216,7 @@ class Recipe:
         if recipe.mix is not None:
             recipe.tests = with_mixes(recipe.tests, self.tests, recipe.mix, f"{recipe.name}: --mix")
         if options.size is not None:
-            recipe.defaults["size"] = options.size
+            recipe.defaults["size"], recipe.size_declared = options.size, True
         if options.runtime is not None:
             recipe.defaults["runtime"] = options.runtime
         if options.repeat is not None:
