@@ -3,9 +3,10 @@ said per run from the manifests, never taken from the first run alone (issue 23)
 import json
 import shutil
 
+import pandas as pd
 import pytest
 
-from iolab.report import i18n, notebooks as report, tables
+from iolab.report import i18n, notebooks as report, sections, steady_window, tables
 from cli_helpers import FIXTURES
 
 #: two CrystalDiskMark runs of three passes each (stored fixture runs; recipe.yaml says ``best``)
@@ -56,3 +57,65 @@ def test_a_later_run_recording_best_does_not_set_the_statistic_for_the_first(tmp
     md = report.report(runs, out=tmp_path / "page", lang="en").markdown.read_text()
     assert _best_of("en") not in md
     assert i18n.text("statistic.disagree", "en", each="").split(":")[0] in md
+
+
+# ---------------------------------------------------------------------------
+# a steady-state run's rounds: the summary takes the measurement window only (issue 25)
+
+STEADY = FIXTURES / "flash"
+
+
+def _window_means():
+    """Each stored steady-state run's window mean, as the run itself recorded it (steadystate.json)."""
+    means = {}
+    for path in STEADY.glob("*/*steady-state*/steadystate.json"):
+        for target, verdict in json.loads(path.read_text())["targets"].items():
+            means[target] = (verdict["mean"], verdict["figures"], verdict["window"])
+    return means
+
+
+def test_the_summary_takes_each_window_as_one_row_holding_its_mean():
+    sel = report.select(None, [STEADY], recipe="steady-state")
+    found, rest = sections.build(sel.results)
+    summary = steady_window.summary_rows(rest, sel.results, sel.manifests)
+    rounds = summary.rows[summary.rows["test"] == "round"]
+    means = _window_means()
+    assert sorted(rounds["system"]) == sorted(means) and len(means) == 2
+    for system, (mean, figures, window) in means.items():
+        row = rounds[rounds["system"] == system].iloc[0]
+        assert row["iops"] == pytest.approx(mean, rel=1e-6)
+        assert row["rep"] == 1 and "high_variance" not in str(row["flags"])
+        w = summary.windows[summary.windows["system"] == system].iloc[0]
+        assert (w["first"], w["last"], w["rounds"]) == (window[0], window[-1], len(figures))
+    # consumer-ssd's fresh rounds ran far above its window: all rounds averaged would be another figure
+    mean, figures, _ = means["consumer-ssd"]
+    assert sum(figures) / len(figures) > 1.5 * mean
+    assert "round" not in set(summary.measurements["test"])
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_report_page_summarises_the_window_and_says_so(tmp_path, lang):
+    md = report.report([STEADY], out=tmp_path / "page", lang=lang, recipe="steady-state").markdown.read_text()
+    means = _window_means()
+    each = [i18n.text("steady_window.each", lang, system=system, first=window[0], last=window[-1],
+                      rounds=len(figures)) for system, (_, figures, window) in sorted(means.items())]
+    assert i18n.text("steady_window.taken", lang, each=i18n.join(each, lang)) in md
+    table = md.split(i18n.text("steady_window.taken", lang, each=i18n.join(each, lang)), 1)[1]
+    row = next(line for line in table.splitlines() if line.startswith("| round |"))
+    for system in sorted(means):  # the columns follow the systems' order: consumer-ssd, sata-ssd
+        assert i18n.number(means[system][0]) in row
+
+
+def test_rounds_without_a_window_are_left_out_and_said(tmp_path):
+    """A run that ended before its verdict: its rounds carry no window, and are not averaged as repetitions."""
+    source = next(STEADY.glob("consumer-ssd/*steady-state*"))
+    run = shutil.copytree(source, tmp_path / "runs" / source.name)
+    results = pd.read_csv(run / "results.csv")
+    results.drop(columns=[c for c in results.columns if c.startswith("steady_") or c == "round"]).to_csv(
+        run / "results.csv", index=False)
+    md = report.report([run], out=tmp_path / "page", lang="en").markdown.read_text()
+    rounds = int((results["test"] == "round").sum())
+    assert i18n.text("steady_window.without", "en", each=i18n.text(
+        "steady_window.each_without", "en", system="consumer-ssd", rounds=rounds)) in md
+    assert not any(line.startswith("| round |") for line in md.splitlines())
+    assert "| precondition |" in md
