@@ -140,10 +140,6 @@ def problems(text: str, source: str = "job file") -> list[Problem]:
 
 def allowance(allow: Iterable[str] | None) -> frozenset:
     """The categories ``allow`` names (``"all"``: every one); an unknown name is an :class:`IolabError`."""
-    return _allowance(allow)
-
-
-def _allowance(allow: Iterable[str] | None) -> frozenset:
     if allow is None:
         return frozenset()
     if isinstance(allow, str):
@@ -160,7 +156,7 @@ def _allowance(allow: Iterable[str] | None) -> frozenset:
 
 def check_text(text: str, source: str = "job file", *, allow: Iterable[str] | None = None) -> None:
     """Raise :class:`IolabError` listing every refused line not covered by ``allow``."""
-    allowed = _allowance(allow)
+    allowed = allowance(allow)
     refused = [p for p in problems(text, source) if p.category not in allowed]
     if not refused:
         return

@@ -27,7 +27,7 @@ from iolab.engine import recipes as recipes_mod
 from iolab.engine import store
 from iolab.core.errors import IolabError
 from iolab.report import i18n
-from iolab.explorer.widgetkit import _error_html, _ipywidgets, _split
+from iolab.explorer.widgetkit import error_html, ipywidgets_module, split_list
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class RunPanel:
                  isolation: str = "", label: str = "", size: str = "", runtime: str = "", repeat: int = 0,
                  tests: Sequence[str] | str = (), threaded: bool = True,
                  on_finished: Callable | None = None, lang: str = "en"):
-        w = _ipywidgets()
+        w = ipywidgets_module()
         self.lang = i18n.check_lang(lang)
         wide = {"description_width": "7em"}
         names = list(recipes_mod.available())
@@ -184,7 +184,7 @@ class RunPanel:
         return self._done.wait(timeout)
 
     def _set_status(self, text: str, *, error: bool = False) -> None:
-        self.status.value = _error_html(text, self.lang) if error else html.escape(text)
+        self.status.value = error_html(text, self.lang) if error else html.escape(text)
 
     def _run(self) -> None:
         from iolab.fleet import batch
@@ -197,7 +197,7 @@ class RunPanel:
             options = self.run_options()
             # the panel says where a run went, wherever it is read
             options = dataclasses.replace(options, data_dir=options.data_dir.resolve())
-            recipe = batch.select_tests(self.recipe.value, _split(self.tests.value))
+            recipe = batch.select_tests(self.recipe.value, split_list(self.tests.value))
             planned, _ = runner.plan(recipe, [target], options)
             watcher = _Watcher(self, options.data_dir, planned)
             watcher.start()

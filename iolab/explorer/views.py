@@ -130,16 +130,16 @@ def overlay_outputs(article: str, data: pd.DataFrame, manifests: pd.DataFrame | 
     import matplotlib.pyplot as plt
 
     from iolab.report import figures
-    from iolab.explorer.widgetkit import _markdown, _png
+    from iolab.explorer.widgetkit import markdown, png
     shown = overlay(article, data, manifests if not data.empty else None, lang=lang)
     fig = overlay_chart(shown, lang=lang, log_scale=log_scale)
     if fig is None:
-        return shown, [_markdown(shown.text),
-                       _markdown(figures.single_sentence(shown.summary, shown.unit, lang, published=True))]
+        return shown, [markdown(shown.text),
+                       markdown(figures.single_sentence(shown.summary, shown.unit, lang, published=True))]
     shown.axes = fig.axes[0]
-    image = _png(fig)
+    image = png(fig)
     plt.close(fig)
-    return shown, [_markdown(shown.text), image]
+    return shown, [markdown(shown.text), image]
 
 
 def apply_scale(fig, log_scale: bool | None) -> None:

@@ -1,6 +1,6 @@
 """What iolab's JupyterLab widgets share: the one place ipywidgets is imported, filling an Output, error HTML.
 
-ipywidgets is imported only when a widget is built (:func:`_ipywidgets`), so
+ipywidgets is imported only when a widget is built (:func:`ipywidgets_module`), so
 ``import iolab.explorer.widgets`` works where it is not installed.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import io
 from iolab.core.errors import IolabError
 
 
-def _ipywidgets():
+def ipywidgets_module():
     """The ipywidgets module, or an :class:`IolabError` saying how to get it."""
     try:
         import ipywidgets
@@ -21,46 +21,46 @@ def _ipywidgets():
     return ipywidgets
 
 
-def _show(output, *objects) -> None:
+def show(output, *objects) -> None:
     """Replace what ``output`` shows with ``objects`` (works without a kernel and from threads)."""
     output.outputs = ()
     for obj in objects:
         output.append_display_data(obj)
 
 
-def _markdown(text: str):
+def markdown(text: str):
     from IPython.display import Markdown
     return Markdown(text)
 
 
-def _html(text: str):
+def html_view(text: str):
     from IPython.display import HTML
     return HTML(text)
 
 
-def _png(figure):
+def png(figure):
     from IPython.display import Image
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", bbox_inches="tight")
     return Image(data=buffer.getvalue(), format="png")
 
 
-def _error_html(message: str, lang: str = "en") -> str:
+def error_html(message: str, lang: str = "en") -> str:
     from iolab.report import i18n
     label = html.escape(i18n.text("explorer.error", lang) + i18n.colon(lang).strip())
     return f'<span style="color:#b00020"><b>{label}</b>{" " if lang == "en" else ""}{html.escape(message)}</span>'
 
 
-def _split(text: str) -> list[str]:
+def split_list(text: str) -> list[str]:
     return [part.strip() for part in str(text or "").replace("\n", ",").split(",") if part.strip()]
 
 
-def _check(value, choices, what: str) -> None:
+def check_choice(value, choices, what: str) -> None:
     if value not in choices:
         raise IolabError(f"unknown {what} {value!r}", context=what, hint="choose one of " + ", ".join(choices))
 
 
-def _options(widget, options) -> None:
+def set_options(widget, options) -> None:
     """New options for a chooser, keeping its value where it is still offered (observers fire on the way:
     change several inside ``Explorer._hold``)."""
     value = widget.value

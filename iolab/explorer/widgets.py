@@ -12,8 +12,7 @@
 * :func:`explore` — both in tabs, wired so that a finished run appears in the Explorer and the language
   chosen applies to both; what ``notebooks/explore.ipynb`` displays.
 
-ipywidgets is imported in one place (:func:`~iolab.explorer.widgetkit._ipywidgets`) and only when a widget is
-built. Outputs are filled with ``Output.append_display_data`` (PNG figures drawn on a private matplotlib
+ipywidgets is imported in one place (:mod:`iolab.explorer.widgetkit`), only when a widget is built. Outputs are filled with ``Output.append_display_data`` (PNG figures drawn on a private matplotlib
 ``Figure`` or closed once drawn, HTML tables, Markdown), so the widgets work the same in a kernel, from a
 background thread and headless in tests; what each view shows is kept on the object (``summary``, ``axes``,
 ``section``, ``overlay``, ``report``). Every visible string is in the locale's ``explorer`` section.
@@ -35,7 +34,8 @@ from iolab.core.errors import IolabError
 from iolab.explorer import views
 from iolab.report import i18n
 from iolab.explorer.runpanel import RunPanel
-from iolab.explorer.widgetkit import _check, _error_html, _html, _ipywidgets, _markdown, _options, _png, _show, _split
+from iolab.explorer.widgetkit import (
+    check_choice, error_html, html_view, ipywidgets_module, markdown, png, set_options, show, split_list)
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +69,13 @@ class Explorer:
                  metric: str = "bw_mbps", hue: str = "system", statistic: str = "mean", lang: str = "en",
                  scale: str = "auto", view: str = views.BARS, reference: str = "",
                  report_dir: str | os.PathLike = "reports", threaded: bool = True):
-        w = _ipywidgets()
+        w = ipywidgets_module()
         from iolab.report import plot
         i18n.check_lang(lang)
-        _check(metric, METRICS, "metric")
-        _check(hue, HUES, "hue")
-        _check(statistic, STATISTICS, "statistic")
-        _check(scale, SCALES, "scale")
+        check_choice(metric, METRICS, "metric")
+        check_choice(hue, HUES, "hue")
+        check_choice(statistic, STATISTICS, "statistic")
+        check_choice(scale, SCALES, "scale")
         plot.setup(lang)
         self.lang = lang
         sources = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
@@ -173,19 +173,19 @@ class Explorer:
         for control in (self.hosts, self.labels, self.tests):
             control.tooltip = _t("filter_tooltip", lang)
         self.render_button.description, self.render_button.tooltip = _t("render", lang), _t("render_tooltip", lang)
-        _options(self.metric, [(tables.caption_for(m, tables.metric_unit(m), lang), m) for m in METRICS])
-        _options(self.hue, [(i18n.text(f"labels.{k}", lang), h) for h, k in HUES.items()])
-        _options(self.statistic, [(i18n.text(f"labels.{s}", lang), s) for s in STATISTICS])
-        _options(self.scale, [(_t(f"scale_{s}", lang), s) for s in SCALES])
+        set_options(self.metric, [(tables.caption_for(m, tables.metric_unit(m), lang), m) for m in METRICS])
+        set_options(self.hue, [(i18n.text(f"labels.{k}", lang), h) for h, k in HUES.items()])
+        set_options(self.statistic, [(i18n.text(f"labels.{s}", lang), s) for s in STATISTICS])
+        set_options(self.scale, [(_t(f"scale_{s}", lang), s) for s in SCALES])
         wanted = self._wanted_reference if self._wanted_reference is not None else self.reference.value
-        _options(self.reference, [(_t("reference_none", lang), "")] + views.articles(lang))
+        set_options(self.reference, [(_t("reference_none", lang), "")] + views.articles(lang))
         self.reference.value = wanted if wanted in {v for _, v in self.reference.options} else ""
         self._wanted_reference = None
         self._update_tests_and_views()
 
     # -- reading -------------------------------------------------------------------
     def source_list(self) -> list[str]:
-        return _split(self.sources.value)
+        return split_list(self.sources.value)
 
     def add_source(self, path: str | os.PathLike) -> None:
         """Show runs from ``path`` too (reloads)."""
@@ -222,7 +222,7 @@ class Explorer:
         with self._hold():
             manifests = self.selection.manifests if self.selection is not None else pd.DataFrame()
             for control, column in ((self.hosts, "host"), (self.labels, "label")):
-                _options(control, sorted(dict.fromkeys(manifests[column].astype(str))) if not manifests.empty else [])
+                set_options(control, sorted(set(manifests[column].astype(str))) if not manifests.empty else [])
             self._update_recipes()
         if self.selection is None:
             notes.append(("no_runs", {}))
@@ -272,10 +272,10 @@ class Explorer:
         """The test picker and the views offered follow the recipe's rows (choices kept where still offered)."""
         data = self._recipe_rows()
         tests = list(dict.fromkeys(data["test"].astype(str))) if not data.empty else []
-        _options(self.tests, [(i18n.label(t, self.lang, section="tests"), t) for t in tests])
+        set_options(self.tests, [(i18n.label(t, self.lang, section="tests"), t) for t in tests])
         offered = views.views(data)
         wanted = self._wanted_view if self._wanted_view in offered else self.view.value
-        _options(self.view, [(views.view_label(v, self.lang), v) for v in offered])
+        set_options(self.view, [(views.view_label(v, self.lang), v) for v in offered])
         self.view.value = wanted if wanted in offered else views.BARS
         if self._wanted_view in offered:
             self._wanted_view = None
@@ -325,7 +325,7 @@ class Explorer:
         if data.empty:
             self.message.value = "<br>".join(html.escape(n) for n in notes) or html.escape(_t("no_results", self.lang))
             for output in (self.chart, self.table, self.findings):
-                _show(output)
+                show(output)
         else:
             try:
                 if self.view.value == views.BARS:
@@ -333,7 +333,7 @@ class Explorer:
                 else:
                     text = self._draw_section(data)
             except IolabError as exc:
-                self.message.value = _error_html(str(exc), self.lang)
+                self.message.value = error_html(str(exc), self.lang)
                 text = None
             if text is not None:
                 self.message.value = html.escape(text + (f" — {'; '.join(notes)}" if notes else ""))
@@ -372,9 +372,9 @@ class Explorer:
         extra = [failures.coverage_markdown(shown, lang=lang, names=shown["system_name"], level=4),
                  ceilings.markdown(data, shown, lang=lang)]
         text = "\n\n".join([text, *(e for e in extra if e)])
-        self.views = [_png(figure), _html(table._repr_html_()), _markdown(self._findings_heading() + text)]
+        self.views = [png(figure), html_view(table._repr_html_()), markdown(self._findings_heading() + text)]
         for output, view in zip((self.chart, self.table, self.findings), self.views):
-            _show(output, view)
+            show(output, view)
         return _t("shown", lang, runs=data["run_id"].nunique(), recipe=self.recipe.value, bars=len(summary),
                   hue=hue_label.lower() if lang == "en" else hue_label, n=summary["system"].nunique())
 
@@ -386,20 +386,20 @@ class Explorer:
         self.section = section
         if section is None:
             for output in (self.chart, self.table, self.findings):
-                _show(output)
+                show(output)
             return _t("no_view", lang, view=label)
         images = []
         for fig in section.figures:
             views.apply_scale(fig.figure, self._log_scale())
-            images.append(_png(fig.figure))
+            images.append(png(fig.figure))
         self.axes = section.figures[0].axes[0] if section.figures else None
         section.close()
-        tables_html = [_html(t._repr_html_()) for t in section.tables]
+        tables_html = [html_view(t._repr_html_()) for t in section.tables]
         text = section.findings + ("\n\n" + section.caveats_markdown() if section.caveats else "")
-        self.views = images + tables_html + ([_markdown(self._findings_heading() + text)] if text.strip() else [])
-        _show(self.chart, _markdown(f"#### {section.title}"), *images)
-        _show(self.table, *tables_html)
-        _show(self.findings, *self.views[len(images) + len(tables_html):])
+        self.views = images + tables_html + ([markdown(self._findings_heading() + text)] if text.strip() else [])
+        show(self.chart, markdown(f"#### {section.title}"), *images)
+        show(self.table, *tables_html)
+        show(self.findings, *self.views[len(images) + len(tables_html):])
         return _t("shown_view", lang, runs=data["run_id"].nunique(), recipe=self.recipe.value, view=label)
 
     def _draw_overlay(self, data: pd.DataFrame) -> None:
@@ -407,14 +407,14 @@ class Explorer:
         self.overlay = None
         article = self.reference.value
         if not article:
-            _show(self.overlay_output)
+            show(self.overlay_output)
             return
         try:
             self.overlay, shown = views.overlay_outputs(article, data, self.shown_manifests(), lang=self.lang,
                                                                 log_scale=self._log_scale())
         except IolabError as exc:
-            shown = [_html(_error_html(str(exc), self.lang))]
-        _show(self.overlay_output, *shown)
+            shown = [html_view(error_html(str(exc), self.lang))]
+        show(self.overlay_output, *shown)
 
     def describe(self) -> str:
         """What is shown, in one line (for notebooks and tests)."""
@@ -439,7 +439,7 @@ class Explorer:
             return
         runs = list(dict.fromkeys(self.shown_manifests().get("run_dir", pd.Series(dtype=str)).astype(str)))
         if not runs:
-            self.render_status.value = _error_html(_t("render_nothing", self.lang), self.lang)
+            self.render_status.value = error_html(_t("render_nothing", self.lang), self.lang)
             return
         self._idle.clear()
         self.render_button.disabled = True
@@ -459,11 +459,11 @@ class Explorer:
             self.render_status.value = html.escape(_t("rendered", lang, path=str(self.report.html)))
         except IolabError as exc:
             self.render_error = str(exc)
-            self.render_status.value = _error_html(str(exc), lang)
+            self.render_status.value = error_html(str(exc), lang)
         except Exception as exc:  # shown beside the button: a widget callback must not raise into the kernel
             log.exception("rendering the report failed")
             self.render_error = repr(exc)
-            self.render_status.value = _error_html(i18n.text("explorer.panel.internal", lang, error=repr(exc)), lang)
+            self.render_status.value = error_html(i18n.text("explorer.panel.internal", lang, error=repr(exc)), lang)
         finally:
             self.render_button.disabled = False
             self._idle.set()
@@ -480,7 +480,7 @@ class Explore:
     """The Explorer and the RunPanel in tabs; a finished run shows up in the Explorer, the language in both."""
 
     def __init__(self, explorer: Explorer, panel: RunPanel):
-        w = _ipywidgets()
+        w = ipywidgets_module()
         self.explorer, self.panel = explorer, panel
         self.widget = w.Tab(children=[explorer.widget, panel.widget])
         self._titles()

@@ -106,7 +106,7 @@ def _port(value, ctx: str) -> int:
 
 def _allowed_options(allow, source: str) -> frozenset:
     try:
-        return jobcheck._allowance(allow or [])
+        return jobcheck.allowance(allow or [])
     except IolabError as exc:
         raise IolabError(exc.message, context=f"{source}: allow_job_options") from exc
 

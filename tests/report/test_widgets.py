@@ -26,7 +26,7 @@ def png(output):
 
 def test_ipywidgets_is_imported_only_when_a_widget_is_built():
     code = ("import sys, iolab.explorer.widgets, iolab.fleet.batch, iolab.report.notebooks; print('ipywidgets' in sys.modules); "
-            "iolab.explorer.widgets._ipywidgets(); print('ipywidgets' in sys.modules)")
+            "iolab.explorer.widgetkit.ipywidgets_module(); print('ipywidgets' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.stdout.split() == ["False", "True"], proc.stderr
 
