@@ -1,13 +1,17 @@
 """The ``steady-state`` recipe's ``options``, checked, and the command line's bounds on them.
 
 A recipe declares (``options:``, :class:`SteadyOptions`) how much preconditioning writes
-(``precondition``: ``2x`` the test area as the PTS says, a size, or ``0``), how many rounds it may
+(``precondition``: ``2x`` the target's capacity as the PTS says -- :mod:`iolab.classic.capacity`: a
+block device's size, an emulated device's, a file target's size, a directory's test area --, a
+size, or ``0``), how many rounds it may
 run (``max_rounds``, the PTS's 25), a bound on the time of preconditioning and rounds together
 (``max_time``, seconds; 0 none) and the figure judged (``figure``). On a big device the command
 line bounds them (``--precondition-size``, ``--max-rounds``, ``--max-time``; the round is
 ``--runtime``): :func:`bounded` parses them and returns a copy of the recipe whose options hold
 the typed values (bytes, a whole number, seconds), which the engine reads through
-:func:`parse_options` into :class:`Bounds`. Nothing here runs anything.
+:func:`parse_options` into :class:`Bounds`; :meth:`Bounds.plan` turns the setting into each target's
+bytes (:class:`Preconditioning`: the bytes, the PTS's twice the capacity, and why). A declared size
+wins over the capacity. Nothing here runs anything.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from iolab.core.errors import IolabError
 from iolab.core.schema import Schema
 from iolab.core.units import parse_seconds, parse_size
 
-#: the PTS: preconditioning writes twice the capacity (here the test area); at most 25 rounds
+#: the PTS: preconditioning writes twice the capacity; at most 25 rounds
 PTS_FACTOR, PTS_ROUNDS = 2.0, 25
 #: what the engine judges per round
 FIGURES = ("iops", "bw_mbps")
@@ -32,7 +36,7 @@ FLAGS = {"precondition": "--precondition-size", "max_rounds": "--max-rounds", "m
 
 
 def _precondition(value):
-    """``2x`` (a multiple of the test area, kept as text), a size in bytes, or 0 (none)."""
+    """``2x`` (a multiple of the capacity, kept as text), a size in bytes, or 0 (none)."""
     if isinstance(value, bool) or value is None:
         raise ValueError(f"must be a size, a multiple such as 2x, or 0, got {value!r}")
     text = str(value).strip().lower()
@@ -40,7 +44,7 @@ def _precondition(value):
         try:
             factor = float(text[:-1])
         except ValueError:
-            raise ValueError(f"{value!r} is neither a size nor a multiple of the test area (2x)") from None
+            raise ValueError(f"{value!r} is neither a size nor a multiple of the capacity (2x)") from None
         if factor < 0:
             raise ValueError(f"{value!r}: a negative multiple")
         return text
@@ -71,7 +75,7 @@ def _rounds(value):
 
 Precondition = Annotated[Union[int, str], BeforeValidator(_precondition), WithJsonSchema(
     {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}],
-     "description": "2x (twice the test area, the PTS), a size such as 200G, or 0 (none)"})]
+     "description": "2x (twice the target's capacity, the PTS), a size such as 200G, or 0 (none)"})]
 OptionalSeconds = Annotated[Optional[float], BeforeValidator(_seconds_or_none), WithJsonSchema(
     {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}, {"type": "null"}]})]
 Rounds = Annotated[int, BeforeValidator(_rounds), WithJsonSchema({"type": "integer", "minimum": WINDOW})]
@@ -79,18 +83,31 @@ Rounds = Annotated[int, BeforeValidator(_rounds), WithJsonSchema({"type": "integ
 
 class SteadyOptions(Schema):
     """A steady-state recipe's ``options``."""
-    precondition: Precondition = Field("2x", description="bytes of 128 KiB sequential writes: 2x the test area, "
-                                                         "a size, or 0")
+    precondition: Precondition = Field("2x", description="bytes of 128 KiB sequential writes: 2x the target's "
+                                                         "capacity, a size, or 0")
     max_rounds: Rounds = Field(PTS_ROUNDS, description="rounds at most (the PTS: 25)")
     max_time: OptionalSeconds = Field(None, description="seconds for preconditioning and rounds together; 0: none")
     figure: Literal["iops", "bw_mbps"] = "iops"
 
 
 @dataclasses.dataclass(frozen=True)
+class Preconditioning:
+    """What preconditioning writes on one target: ``bytes``, the PTS's twice the capacity (``pts``), ``why``
+    (``declared``: a size; ``none``: 0; ``capacity``: a multiple of it) and the capacity with its source."""
+    bytes: int
+    pts: int
+    why: str
+    capacity: int
+    capacity_source: str
+
+    def record(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
 class Bounds:
-    """What the engine runs to: typed, the test area's PTS amount beside the bytes chosen."""
-    precondition: int            # bytes preconditioning writes (0: none)
-    pts_precondition: int        # what the PTS asks: twice the test area
+    """What the engine runs to, typed; preconditioning per target through :meth:`plan`."""
+    precondition: int | str      # bytes preconditioning writes (0: none), or a multiple of the capacity ("2x")
     max_rounds: int
     max_time: float | None       # seconds for preconditioning and rounds together (None: no bound)
     round_s: float
@@ -101,28 +118,36 @@ class Bounds:
         """Seconds preconditioning may take: the time bound less a measurement window of rounds."""
         return None if self.max_time is None else self.max_time - WINDOW * self.round_s
 
+    def plan(self, capacity) -> Preconditioning:
+        """Preconditioning on a target of ``capacity`` (:class:`iolab.classic.capacity.Capacity`)."""
+        pts = int(PTS_FACTOR * capacity.bytes)
+        if isinstance(self.precondition, str):
+            nbytes, why = int(float(self.precondition[:-1]) * capacity.bytes), "capacity"
+        else:
+            nbytes, why = self.precondition, "declared" if self.precondition else "none"
+        return Preconditioning(bytes=nbytes, pts=pts, why=why, capacity=capacity.bytes,
+                               capacity_source=capacity.source)
+
     def record(self) -> dict:
         """For the manifest and steadystate.json."""
         return {**dataclasses.asdict(self), "precondition_s": self.precondition_s, "window": WINDOW,
                 "pts_rounds": PTS_ROUNDS}
 
 
-def precondition_bytes(value, area: int, context: str) -> int:
-    """How many bytes preconditioning writes: ``Nx`` times the test area, a size, or 0 (none)."""
+def precondition_bytes(value, capacity: int, context: str) -> int:
+    """How many bytes preconditioning writes: ``Nx`` times the capacity, a size, or 0 (none)."""
     try:
         checked = _precondition("2x" if value is None else value)
     except ValueError as exc:
         raise IolabError(str(exc), context=context) from None
-    return int(float(checked[:-1]) * area) if isinstance(checked, str) else checked
+    return int(float(checked[:-1]) * capacity) if isinstance(checked, str) else checked
 
 
 def parse_options(recipe, round_s: float) -> Bounds:
-    """The recipe's options checked (:class:`SteadyOptions`), for a test area of ``recipe.size``; errors
-    name the file and the field."""
+    """The recipe's options checked (:class:`SteadyOptions`); errors name the file and the field."""
     source = recipe.source or recipe.name
     spec = schema.validate(SteadyOptions, recipe.options or {}, source, at="options")
-    bounds = Bounds(precondition=precondition_bytes(spec.precondition, recipe.size, f"{source}: options.precondition"),
-                    pts_precondition=int(PTS_FACTOR * recipe.size), max_rounds=spec.max_rounds,
+    bounds = Bounds(precondition=spec.precondition, max_rounds=spec.max_rounds,
                     max_time=spec.max_time, round_s=round_s, figure=spec.figure)
     if bounds.max_time is not None and bounds.precondition_s <= 0:
         raise IolabError(f"{bounds.max_time:g} s leaves no time for a measurement window of {WINDOW} rounds of "

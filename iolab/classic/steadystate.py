@@ -7,10 +7,13 @@ exactly as by :class:`iolab.engine.runner.FioEngine` (``self.measure_step``); wh
    (``--confirm``) whose queue takes discards is purged (``blkdiscard`` of the whole device);
    anything else is not, and the reason is recorded as a code (files, directories and emulated
    devices are never purged);
-2. **preconditioning**: the ``precondition`` test (128 KiB sequential writes) moves twice the test
-   area (``options.precondition: 2x``, the PTS), a declared size (``--precondition-size``), or
-   nothing (``0``): fio's ``io_size``; under a time bound it stops in time for a measurement
-   window of rounds (fio's ``runtime``, not time-based: whichever ends first);
+2. **preconditioning**: the ``precondition`` test (128 KiB sequential writes) moves twice the
+   target's capacity (``options.precondition: 2x``, the PTS; :mod:`iolab.classic.capacity`: a block
+   device's size, an emulated device's, a file target's size, a directory's test area), a declared
+   size (``--precondition-size``, which wins), or nothing (``0``): fio's ``io_size`` over the whole
+   capacity (``size``; at least the test area); under a time bound it stops in time for a
+   measurement window of rounds (fio's ``runtime``, not time-based: whichever ends first). What each
+   target got and why is in the manifest (``steady_state.precondition``) and ``steadystate.json``;
 3. **rounds**: the ``round`` test again and again, each ``defaults.runtime`` seconds (``--runtime``),
    one results row a round (``rep`` and ``round`` the round's number), until every target's last
    five rounds meet the PTS criteria (:mod:`iolab.analysis.steadystate`), ``max_rounds`` or
@@ -26,14 +29,16 @@ each round's figure and the purge's record.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
 import time
 
 from iolab.analysis.steadystate import WINDOW, Reason, encode, steady_state
+from iolab.classic.capacity import capacity
 from iolab.classic.purge import purge
-from iolab.classic.steady_options import Bounds, parse_options
+from iolab.classic.steady_options import Bounds, Preconditioning, parse_options
 from iolab.classic.sustained import record_emulated_cliffs
 from iolab.core.errors import IolabError
 from iolab.core.units import fio_size, parse_size
@@ -78,12 +83,10 @@ class Engine(FioEngine):
         tests[ROUND].runtime = self.round_s
         recipe.defaults["runtime"] = None
         tests[PRECONDITION].runtime = None
-        extra = {}
-        if self.precondition:
-            extra["io_size"] = fio_size(self.precondition)
-        if self.precondition and self.bounds.precondition_s is not None:
-            extra["runtime"] = _seconds(self.bounds.precondition_s)  # no time_based: whichever ends first
-        tests[PRECONDITION].fio = {**tests[PRECONDITION].fio, **extra}
+        if self.precondition and self.bounds.precondition_s is not None:  # no time_based: whichever ends first
+            tests[PRECONDITION].fio = {**tests[PRECONDITION].fio, "runtime": _seconds(self.bounds.precondition_s)}
+        #: what preconditioning writes on each target (bytes, the PTS's amount, why), once the targets are open
+        self.plans: dict[str, Preconditioning] = {}
         recipe.defaults["repeat"] = self.max_rounds  # a round's label reads "round 3/25": at most 25
         self.written: dict[str, int] = {}  # bytes preconditioning wrote, per target
         #: preconditioning's block: fio may stop short of io_size by less than a block without a time bound
@@ -109,6 +112,32 @@ class Engine(FioEngine):
     def _record(self, step_id):
         return next(r for r in self.run.manifest["tests"] if r["name"] == step_id)
 
+    # -- how much preconditioning writes -----------------------------------------------------------
+    def preconditioning(self, target) -> Preconditioning:
+        """Preconditioning on ``target``: twice its capacity unless a size is declared (kept for the verdict)."""
+        self.plans[target.name] = self.bounds.plan(capacity(target, self.recipe.size))
+        return self.plans[target.name]
+
+    def prepare(self, force_direct: bool) -> dict:
+        """Each target's preconditioning (the targets are open: an emulated device's size is known), then the
+        job files."""
+        for target in self.targets:
+            plan = self.preconditioning(target)
+            log.info("%s: preconditioning writes %s (%s; twice the capacity: %s, from the %s)", target.name,
+                     fio_size(plan.bytes) if plan.bytes else "nothing", plan.why, fio_size(plan.pts),
+                     plan.capacity_source)
+        self.run.update(steady_state={**self.run.manifest.get("steady_state", {}),
+                                      "precondition": {name: p.record() for name, p in self.plans.items()}})
+        return super().prepare(force_direct)
+
+    def job_text(self, step, target, force_direct: bool) -> str:
+        plan = self.plans.get(target.name)
+        if step.test == PRECONDITION and plan is not None and plan.bytes:  # over the whole capacity
+            region = max(plan.capacity, self.recipe.size)
+            step = dataclasses.replace(step, options={**step.options, "size": fio_size(region),
+                                                      "io_size": fio_size(plan.bytes)})
+        return super().job_text(step, target, force_direct)
+
     def _precondition(self, sandbox, jobs) -> None:
         step = next(s for s in self.recipe.steps() if s.test == PRECONDITION)
         record = self._record(step.id)
@@ -120,7 +149,8 @@ class Engine(FioEngine):
         self.run.save_manifest()
         errors = []
         for target in self.targets:
-            log.info("preconditioning %s: %s of 128 KiB sequential writes%s", target.name, fio_size(self.precondition),
+            log.info("preconditioning %s: %s of 128 KiB sequential writes%s", target.name,
+                     fio_size(self.plans[target.name].bytes),
                      "" if self.bounds.precondition_s is None else f", {self.bounds.precondition_s:g} s at most")
             frame = self.measure_step(sandbox, step, target, 1, jobs[(step.id, target.name)])
             self.store(frame)
@@ -174,16 +204,18 @@ class Engine(FioEngine):
 
     # -- the verdict -----------------------------------------------------------------------------
     def cut_short(self, name: str, stopped: Reason | None, reached: bool) -> list[Reason]:
-        """What a bound cut short for target ``name``: preconditioning (a declared size under the PTS's twice
-        the test area, or the time bound), the rounds (the round or time limit before steady state)."""
-        bounds, cut = self.bounds, []
-        if bounds.precondition == 0:
-            cut.append(Reason("precondition_none", {"pts": bounds.pts_precondition}))
-        elif bounds.precondition < bounds.pts_precondition:
-            cut.append(Reason("precondition_size", {"bytes": bounds.precondition, "pts": bounds.pts_precondition}))
+        """What a bound cut short for target ``name``: preconditioning (none, or a declared size under the PTS's
+        twice the capacity: ``precondition_off`` / ``precondition_under``; the time bound), the rounds (the
+        round or time limit before steady state)."""
+        bounds, cut, plan = self.bounds, [], self.plans.get(name)
+        if plan is not None and plan.bytes == 0:
+            cut.append(Reason("precondition_off", {"pts": plan.pts}))
+        elif plan is not None and plan.bytes < plan.pts:
+            cut.append(Reason("precondition_under", {"bytes": plan.bytes, "pts": plan.pts}))
         written = self.written.get(name)
-        if bounds.precondition_s is not None and written is not None and written <= bounds.precondition - self.pre_bs:
-            cut.append(Reason("precondition_time", {"written": written, "planned": bounds.precondition,
+        if (bounds.precondition_s is not None and written is not None and plan is not None
+                and written <= plan.bytes - self.pre_bs):
+            cut.append(Reason("precondition_time", {"written": written, "planned": plan.bytes,
                                                     "limit_s": round(bounds.precondition_s, 3)}))
         if stopped is not None and stopped.code in ("max_rounds", "max_time") and not reached:
             cut.append(stopped)
@@ -213,8 +245,10 @@ class Engine(FioEngine):
             values = figures.get(target.name) or []
             result, verdict = self._judged(target.name, values, stopped)
             cut = self.cut_short(target.name, stopped, bool(result["reached"]))
+            plan = self.plans.get(target.name)
             result.update(cut=encode(cut), purge=purged.get(target.name),
                           figure=round(verdict.mean, 6) if verdict is not None and verdict.reached else None,
+                          precondition=plan.record() if plan else None,
                           precondition_written=self.written.get(target.name))
             found[target.name] = result
             rows = table["target"].eq(target.name) & table["test"].eq(ROUND)
@@ -243,7 +277,7 @@ class Engine(FioEngine):
         self.run.write("steadystate.json", json.dumps({
             "figure": self.figure, "window": WINDOW, "max_range_pct": 20, "max_slope_pct": 10,
             "round_s": self.round_s, "max_rounds": self.max_rounds, "max_time_s": self.max_time,
-            "precondition_bytes": self.precondition, "pts_precondition_bytes": self.bounds.pts_precondition,
+            "precondition": self.precondition,  # the setting: 2x (the capacity), a size, 0; each target's: below
             "stopped": None if stopped is None else str(stopped), "purge": purges,
             "targets": {name: {**found.get(name, {}), "figures": [float(v) for v in values]}
                         for name, values in figures.items()}}, indent=2, default=str))

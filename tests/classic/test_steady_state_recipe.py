@@ -8,6 +8,7 @@ import json
 import pytest
 
 from iolab.analysis.steadystate import Reason, decode
+from iolab.classic.capacity import Capacity
 from iolab.classic.purge import purge_plan
 from iolab.classic.steady_options import bounded, parse_options, precondition_bytes
 from iolab.classic.steadystate import STEADY_COLUMNS, Engine
@@ -22,13 +23,38 @@ from steady_fixtures import steady_run
 MiB = 1024**2
 
 
-def test_preconditioning_is_twice_the_area_or_the_declared_size():
+def test_preconditioning_is_twice_the_capacity_or_the_declared_size():
     assert precondition_bytes("2x", 16 * MiB, "t") == 32 * MiB
     assert precondition_bytes(None, 16 * MiB, "t") == 32 * MiB
     assert precondition_bytes("200M", 16 * MiB, "t") == 200 * MiB
     assert precondition_bytes(0, 16 * MiB, "t") == 0
-    with pytest.raises(IolabError, match="multiple of the test area"):
+    with pytest.raises(IolabError, match="multiple of the capacity"):
         precondition_bytes("twox", 16 * MiB, "t")
+
+
+@pytest.fixture
+def small_drive(tmp_path):
+    """A file target of 24 MiB: a capacity small enough for a test, and unlike the test area (--size 16M)."""
+    path = tmp_path / "drive.img"
+    path.write_bytes(b"\0" * (24 * MiB))
+    return Target(spec=str(path), kind="file", name="drive", path=str(path), test_file=str(path))
+
+
+def test_preconditioning_defaults_to_twice_the_capacity_and_a_declared_size_wins(small_drive):
+    """The PTS's 2x is of the target's capacity (the file's 24 MiB), not of the rounds' 16 MiB test area; the
+    job writes it over the whole capacity; --precondition-size wins; each is recorded with why."""
+    engine = _engine(targets=[small_drive])
+    plan = engine.preconditioning(small_drive)
+    assert plan.record() == {"bytes": 48 * MiB, "pts": 48 * MiB, "why": "capacity", "capacity": 24 * MiB,
+                             "capacity_source": "file"}
+    pre = {s.test: s for s in engine.recipe.steps()}["precondition"]
+    job = engine.job_text(pre, small_drive, False)
+    assert "\nio_size=48m\n" in job and "\nsize=24m\n" in job.split("[precondition]")[1]
+    declared = _engine(targets=[small_drive], precondition_size="8M").preconditioning(small_drive)
+    assert (declared.bytes, declared.pts, declared.why) == (8 * MiB, 48 * MiB, "declared")
+    assert _engine(precondition_size="0").bounds.plan(Capacity(24 * MiB, "file")).why == "none"
+    area = Target(spec=str(small_drive.path), kind="dir", name="d", path=str(small_drive.path))
+    assert _engine().preconditioning(area).record()["capacity_source"] == "dir"  # a directory: the test area
 
 
 def test_the_command_lines_bounds_reach_the_engine_typed():
@@ -40,11 +66,11 @@ def test_the_command_lines_bounds_reach_the_engine_typed():
     engine = Engine(recipe.with_overrides(size="1G", runtime="60"), [], None, mem_limit=None, progress=False,
                     scratch_dir=None)
     bounds = engine.bounds
-    assert (bounds.precondition, bounds.pts_precondition, bounds.max_rounds, bounds.max_time) == (
-        200 * MiB, 2048 * MiB, 8, 7200.0)
+    assert (bounds.precondition, bounds.max_rounds, bounds.max_time) == (200 * MiB, 8, 7200.0)
+    assert bounds.plan(Capacity(1024 * MiB, "emulated")).pts == 2048 * MiB
     assert bounds.precondition_s == 7200 - 5 * 60  # preconditioning leaves time for a window of five rounds
     pre = {s.test: s for s in engine.recipe.steps()}["precondition"]
-    assert pre.options["io_size"] == "200m" and pre.options["runtime"] == "6900000ms"
+    assert pre.options["runtime"] == "6900000ms"  # io_size: each target's, in its job file
     assert "time_based" not in pre.options  # whichever ends first: the bytes or the time
     assert bounded("steady-state") == "steady-state"  # nothing given: the recipe as named
 
@@ -68,25 +94,28 @@ def test_bounds_are_refused_for_other_recipes_and_a_time_too_short_for_a_window(
         parse_options(recipe, 1.0)
 
 
-def _engine(**bounds):
+def _engine(targets=(), **bounds):
     recipe = bounded(recipes.load("steady-state"), **bounds).with_overrides(size="16M", runtime="1")
-    return Engine(recipe, [], None, mem_limit=None, progress=False, scratch_dir=None)
+    return Engine(recipe, list(targets), None, mem_limit=None, progress=False, scratch_dir=None)
 
 
-def test_what_a_bound_cut_short_is_said_as_codes():
+def test_what_a_bound_cut_short_is_said_as_codes(small_drive):
     engine = _engine(precondition_size="8M", max_time="10")
-    engine.written["x"] = 5 * MiB  # the time bound stopped fio after 5 of the 8 MiB
+    engine.preconditioning(small_drive)  # as prepare() does: 8 MiB declared, the PTS's 2 x 24 MiB
+    engine.written["drive"] = 5 * MiB  # the time bound stopped fio after 5 of the 8 MiB
     stopped = Reason("max_time", {"limit_s": 10.0, "elapsed_s": 9.5, "rounds": 4})
-    cut = engine.cut_short("x", stopped, reached=False)
-    assert [str(r) for r in cut] == ["precondition_size bytes=8388608 pts=33554432",
+    cut = engine.cut_short("drive", stopped, reached=False)
+    assert [str(r) for r in cut] == ["precondition_under bytes=8388608 pts=50331648",
                                      "precondition_time written=5242880 planned=8388608 limit_s=5",
                                      "max_time limit_s=10 elapsed_s=9.5 rounds=4"]
-    assert engine.cut_short("x", stopped, reached=True)[-1].code == "precondition_time"  # steady: rounds not cut
+    assert engine.cut_short("drive", stopped, reached=True)[-1].code == "precondition_time"  # steady: rounds not cut
     full = _engine()
-    full.written["x"] = 32 * MiB
-    assert full.cut_short("x", None, reached=True) == []  # the PTS's 2x, written whole
-    assert [r.code for r in _engine(precondition_size="0").cut_short("x", None, reached=True)] == [
-        "precondition_none"]
+    full.preconditioning(small_drive)
+    full.written["drive"] = 48 * MiB
+    assert full.cut_short("drive", None, reached=True) == []  # the PTS's 2x, written whole
+    none = _engine(precondition_size="0")
+    none.preconditioning(small_drive)
+    assert [str(r) for r in none.cut_short("drive", None, reached=True)] == ["precondition_off pts=50331648"]
 
 
 @pytest.mark.parametrize("target, code", [
@@ -110,7 +139,7 @@ def test_a_constant_throttle_is_steady_at_round_five(steady_hdd_run):
     assert verdict["mean"] == pytest.approx(get_profile("hdd").write_iops, rel=0.10)
     assert found["purge"][0]["purged"] is False and found["purge"][0]["code"] == "emulated"
     pre = rows[rows["test"].eq("precondition")]
-    assert len(pre) == 1 and pre["io_bytes"].iloc[0] == 32 * MiB  # 2x the 16 MiB area, 128 KiB sequential
+    assert len(pre) == 1 and pre["io_bytes"].iloc[0] == 32 * MiB  # 2x the 16 MiB device, 128 KiB sequential
     rounds = rows[rows["test"].eq("round")]
     assert list(rounds["round"]) == [1, 2, 3, 4, 5] and rounds["steady_reached"].all()
     assert rounds["steady_window"].all() and set(rounds["steady_round"]) == {5}
@@ -122,6 +151,8 @@ def test_a_constant_throttle_is_steady_at_round_five(steady_hdd_run):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed"
     assert manifest["steady_state"]["bounds"]["max_rounds"] == 8  # --max-rounds 8, recorded
+    assert manifest["steady_state"]["precondition"]["hdd"] == {  # no size declared: twice the capacity
+        "bytes": 32 * MiB, "pts": 32 * MiB, "why": "capacity", "capacity": 16 * MiB, "capacity_source": "emulated"}
     assert manifest["steady_state"]["targets"]["hdd"]["reached"] is True
 
 
@@ -156,7 +187,9 @@ def test_a_time_bound_cuts_preconditioning_and_rounds_short_and_says_so(unsteady
     run_dir, rows, found = unsteady_hdd_run
     verdict = found["targets"]["hdd"]
     assert not verdict["reached"] and verdict["round"] is None and verdict["figure"] is None
-    assert found["precondition_bytes"] == 24 * MiB and found["pts_precondition_bytes"] == 32 * MiB
+    assert found["precondition"] == 24 * MiB  # declared; the PTS's twice the emulated device's 16 MiB
+    assert found["targets"]["hdd"]["precondition"] == {"bytes": 24 * MiB, "pts": 32 * MiB, "why": "declared",
+                                                       "capacity": 16 * MiB, "capacity_source": "emulated"}
     pre = rows[rows["test"].eq("precondition")]
     written = int(pre["io_bytes"].iloc[0])
     assert 0 < written < 24 * MiB
@@ -165,7 +198,7 @@ def test_a_time_bound_cuts_preconditioning_and_rounds_short_and_says_so(unsteady
     assert 1 <= n < 5 and not rounds["steady_reached"].any() and rounds["steady_figure"].isna().all()
     assert decode(rounds["steady_why_not"].iloc[0]) == [Reason("few_rounds", {"rounds": n, "window": 5})]
     cut = decode(rounds["steady_cut"].iloc[0])
-    assert [r.code for r in cut] == ["precondition_size", "precondition_time", "max_time"]
+    assert [r.code for r in cut] == ["precondition_under", "precondition_time", "max_time"]
     assert cut[0].figures == {"bytes": 24 * MiB, "pts": 32 * MiB}
     assert cut[1].figures == {"written": written, "planned": 24 * MiB, "limit_s": 1}
     assert cut[2].figures["limit_s"] == 6 and cut[2].figures["rounds"] == n
