@@ -1,6 +1,7 @@
 """The runs' environment: each manifest as the fields of a test-environment table
-(:func:`manifest_fields`), that table with one column per run (:func:`environment_table`) and the
-provenance table, one row per run (:func:`provenance_table`); how each run was isolated and confined."""
+(:func:`manifest_fields`, with the drive's identity from :mod:`iolab.report.driveidentity`), that table with
+one column per run (:func:`environment_table`) and the provenance table, one row per run
+(:func:`provenance_table`); how each run was isolated and confined."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from iolab.report import i18n
+from iolab.report import driveidentity, i18n
 from iolab.report.tables import DASH, MAX_COLUMNS, Table
 
 
@@ -76,7 +77,7 @@ def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
         "target_kind": target.get("kind"),
         "filesystem": target.get("filesystem"),
         "mount_options": target.get("mount_options"),
-        "device": device.get("model"),
+        "device": device.get("model") or driveidentity.model_of(manifest),
         "rotational": yes_no(device.get("rotational"), lang) if device.get("rotational") is not None else None,
         "scheduler": device.get("scheduler"),
         "emulated": emulated.get("profile") if emulated else None,
@@ -91,7 +92,13 @@ def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
         "repeat": options.get("repeat"),
         "tool": manifest.get("provenance") if manifest.get("imported") else None,  # iolab import: who measured it
     }
-    return {i18n.text(f"labels.{key}", lang): value for key, value in fields.items()}
+    shown = {}
+    for key, value in fields.items():
+        shown[i18n.text(f"labels.{key}", lang)] = value
+        if key == "scheduler":  # the drive itself, as the run recorded it (issue 25): after the block device's rows
+            shown.update({i18n.text(f"drives.labels.{k}", lang): v
+                          for k, v in driveidentity.identity_fields(manifest, lang=lang).items()})
+    return shown
 
 
 def _confinement(record, lang: str) -> str | None:

@@ -1,0 +1,84 @@
+"""The drive each run measured in the report's environment table (issue 25 item 1): what the manifest records,
+unknown with the tools' reasons where a value was not collected, nothing for runs from before drives were recorded.
+
+The NVMe drive is the lab's qemu drive as iolab's parsers read its captured smartctl and nvme-cli output
+(tests/drive_records.py); the loop device and the older run are stored real runs (tests/fixtures).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import drive_records
+from iolab.devices import health
+from iolab.report import driveidentity, environment
+from iolab.report.tables import DASH
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LOOP_RUN = FIXTURES / "flash" / "consumer-ssd" / "20261127T005944Z-sustained-write-2c3c"
+OLD_RUN = next((FIXTURES / "data").rglob("manifest.json")).parent  # a run from before drives were recorded
+ROWS = {"en": ("Firmware", "Capacity", "Sector size (logical / physical)", "NVMe namespace format", "Link",
+               "Controller", "Serial (hashed)", "Not read by"),
+        "ja": ("ファームウェア", "容量", "セクターサイズ（論理／物理）", "NVMeネームスペースのフォーマット", "リンク",
+               "コントローラー", "シリアル番号（ハッシュ）", "読めなかったツール")}
+
+
+def _manifest(run: Path) -> dict:
+    return {**json.loads((run / "manifest.json").read_text()), "run_dir": str(run)}
+
+
+@pytest.fixture
+def nvme(tmp_path, monkeypatch) -> dict:
+    link = drive_records.pcie_link(tmp_path / "sys", monkeypatch)
+    return _manifest(drive_records.nvme_run(LOOP_RUN, tmp_path / "runs", link))
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_an_nvme_drive_a_loop_device_and_an_older_run_side_by_side(nvme, lang):
+    table = environment.environment_table([nvme, _manifest(LOOP_RUN), _manifest(OLD_RUN)], lang=lang,
+                                          names=["qemu-nvme", "consumer-ssd", "old"]).frame
+    firmware, capacity, sectors, namespace, link, controller, serial, not_read = ROWS[lang]
+    drive = table["qemu-nvme"]
+    assert drive[firmware] == "7.2.22" and drive[serial] == health.hidden_serial(drive_records.SERIAL)
+    assert drive_records.SERIAL not in table.to_string()  # the serial itself is never shown
+    assert drive[capacity].startswith("256.0 MiB") and "268,435,456" in drive[capacity]
+    assert drive[sectors] == ("512 B / 512 B" if lang == "en" else "512 B／512 B")
+    assert drive[namespace].startswith("LBA format 0: 512 B data + 0 B metadata" if lang == "en"
+                                       else "LBAフォーマット0：データ512 B＋メタデータ0 B")
+    assert drive[link] == ("PCIe Gen3 x4 (8.0 GT/s PCIe)" if lang == "en" else "PCIe Gen3 x4（8.0 GT/s PCIe）")
+    assert drive[controller] == ("NVMe controller (nvme, 0000:3d:00.0)" if lang == "en"
+                                 else "NVMeコントローラー（nvme、0000:3d:00.0）")
+    assert drive[not_read] == DASH  # smartctl and nvme-cli both answered
+    loop = table["consumer-ssd"]
+    assert loop[not_read] == "smartctl: not a SMART device: /dev/loop0: Unable to detect device type"
+    assert loop[capacity].startswith("224.0 MiB")
+    # a loop device has no firmware, link or controller of its own: not applicable, not "unknown"
+    assert (loop[firmware], loop[link], loop[controller], loop[namespace]) == (DASH,) * 4
+    assert set(table.loc[list(ROWS[lang]), "old"]) == {DASH}
+    # a table of older runs alone has no identity rows at all
+    assert not set(ROWS[lang]) & set(environment.environment_table([_manifest(OLD_RUN)], lang=lang).frame.index)
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_what_a_missing_tool_could_not_tell_is_unknown_with_its_reason(lang):
+    """A SATA disk read by sysfs only (smartctl missing) and an NVMe drive without nvme-cli, as identity() records
+    them: the values sysfs gives are shown, the others are unknown with the tool's reason, none guessed."""
+    sata = {"device": "/dev/sda", "transport": "sata", "model": "Example SSD", "capacity_bytes": 10**12,
+            "logical_block_size": 512, "physical_block_size": 4096, "rotational": False,
+            "link": {"sata_speed": "6.0 Gbps"}, "sources": {"smartctl": "smartctl not installed"}}
+    nvme = {"device": "/dev/nvme0n1", "transport": "nvme", "model": "QEMU NVMe Ctrl", "firmware": "7.2.22",
+            "serial": health.hidden_serial("x"), "link": {},
+            "sources": {"smartctl": "ok", "nvme": "nvme not installed"}}
+    found = {name: driveidentity.identity_fields({"targets": [{"drives": [drive]}]}, lang=lang)
+             for name, drive in (("sata", sata), ("nvme", nvme))}
+    unknown = "unknown ({})" if lang == "en" else "不明（{}）"
+    assert found["sata"]["firmware"] == unknown.format("smartctl: smartctl not installed")
+    assert found["sata"]["serial"] == found["sata"]["controller"] == found["sata"]["firmware"]
+    assert found["sata"]["link"] == "SATA 6.0 Gbps" and found["sata"]["nvme_format"] is None
+    assert found["sata"]["sectors"] == ("512 B / 4,096 B" if lang == "en" else "512 B／4,096 B")
+    assert found["nvme"]["nvme_format"] == unknown.format("nvme: nvme not installed")
+    assert found["nvme"]["firmware"] == "7.2.22" and found["nvme"]["capacity"] is None
+    assert driveidentity.identity_fields({"targets": [{"name": "x"}]}, lang=lang) == dict.fromkeys(
+        driveidentity.FIELDS)
