@@ -42,6 +42,7 @@ from iolab.core.signals import sigterm_raises
 from iolab.engine.devicewatch import NoWatch, watching
 from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
+from iolab.engine.fiopass import STOP_GRACE_S, device_counter, expected_seconds  # noqa: F401 (also runner's names)
 from iolab.engine.fiospread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
 from iolab.analysis import mixfigure
@@ -52,10 +53,6 @@ from iolab.engine.store import Run, utcnow
 from iolab.core.units import fio_size
 
 log = logging.getLogger(__name__)
-
-#: How long fio gets to stop after SIGINT before it is killed.
-STOP_GRACE_S = 10
-
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process is so that every cleanup runs as for Ctrl-C."""
@@ -168,14 +165,6 @@ def _scratch_dir() -> str | None:
     """Where emulated devices keep their backing files: $TMPDIR when the user set it, else None
     (the emulated module's /var/tmp: disk-backed, unlike a /tmp that may live in RAM)."""
     return os.environ.get("TMPDIR") or None
-
-
-def expected_seconds(recipe, step) -> float | None:
-    """How long fio runs ``step`` (its runtime and the recipe's ramp_time), for progress; None: not timed."""
-    runtime = step.options.get("runtime")
-    if runtime is None:
-        return None
-    return watchdog.fio_seconds(runtime) + recipe.ramp_time
 
 
 class FioEngine(Engine):
@@ -341,18 +330,17 @@ class FioEngine(Engine):
                 time.sleep(pause)
             lines.start()
             if warmup:  # one unrecorded pass, as CrystalDiskMark's "Preparing..."
-                for target in self.targets:
-                    self.measure_step(sandbox, step, target, 0, jobs[(step.id, target.name)])
-            errors, values, rep = [], {t.name: [] for t in self.targets}, 0
+                for _ in self.measure_pass(sandbox, step, 0, jobs):
+                    pass
+            errors, values, rep = [], {}, 0
             # adaptive repeats: at least `repeat` passes, more while any target's CoV is high
             while rep < max_n and (rep < min_n or any(
                     needs_more(v, cov_target=cov_target, min_n=min_n, max_n=max_n) for v in values.values())):
                 rep += 1
-                for target in self.targets:  # interleaved: drift hits every target alike
-                    frame = self.measure_step(sandbox, step, target, rep, jobs[(step.id, target.name)])
+                for name, frame in self.measure_pass(sandbox, step, rep, jobs):  # each kept as soon as it exists
                     self.store(mixfigure.with_mix_row(frame, step))  # + a mix's one figure (KDiskMark's)
                     errors += [e for e in frame["error"].dropna().unique() if e]
-                    values[target.name].append(frame["bw_mbps"].sum(min_count=1))
+                    values.setdefault(name, []).append(frame["bw_mbps"].sum(min_count=1))
                 record["reps"] = rep
                 self.run.save_manifest()
                 if errors:  # a failing step does not get better by repeating it
@@ -376,6 +364,13 @@ class FioEngine(Engine):
                                buffered=buffered)
         flagged["flags"] = flagged["flags"].replace("", None)
         self.run.set_results(flagged)
+
+    def measure_pass(self, sandbox, step, rep, jobs):
+        """One pass of ``step`` (``rep`` 0: the warm-up) on every target, one after another (interleaved: drift
+        hits every target alike): yields ``(target name, rows)`` as each is measured
+        (a subclass may measure them at once)."""
+        for target in self.targets:
+            yield target.name, self.measure_step(sandbox, step, target, rep, jobs[(step.id, target.name)])
 
     def measure_step(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
         """One pass of ``step`` on ``target`` (``rep`` 0: the warm-up), annotated; the caller stores it."""
@@ -415,7 +410,7 @@ class FioEngine(Engine):
         the watchdog's. Ctrl-C stops the process and goes on up, except for a
         ``fio_run`` (:meth:`measure_step` first keeps what fio wrote; an empty raw file is removed).
         """
-        counter = _counter(target)
+        counter = device_counter(target)
         before = counter.snapshot() if counter else None
         probe = contention.Probe(counter.device if counter else None, sandbox)  # CPU starved? device shared?
         done = fioproc.run(argv, raw, popen=probe.watching(self.popen(sandbox)), label=label, expected=expected,
@@ -506,15 +501,3 @@ def _io_cgroup_v1() -> bool:
     where = detect().locate("io")
     return bool(where) and where[0] == "v1"
 
-
-def _counter(target):
-    """Byte counters of the block device serving the target (None: no block device, e.g. tmpfs)."""
-    from iolab.isolation.blockstat import BlockCounter
-    path = target.filename
-    if path and not os.path.exists(path):  # fio lays the test file out itself
-        path = os.path.dirname(path)
-    try:
-        return BlockCounter.for_path(path) if path else None
-    except IolabError as exc:
-        log.info("no block device counters for %s: %s", path, exc)
-        return None
