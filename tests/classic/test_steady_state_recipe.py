@@ -207,3 +207,14 @@ def test_a_time_bound_cuts_preconditioning_and_rounds_short_and_says_so(unsteady
     bounds = manifest["steady_state"]["bounds"]
     assert (bounds["max_time"], bounds["precondition"], bounds["precondition_s"]) == (6.0, 24 * MiB, 1.0)
     assert manifest["steady_state"]["targets"]["hdd"]["cut"] == rounds["steady_cut"].iloc[0]
+
+
+def test_the_preconditioning_codes_are_worded_in_both_languages():
+    """What the engine now says (precondition_under / precondition_off: twice the capacity), as the report words it."""
+    from iolab.report.sections.steadystate import worded
+    cut = "precondition_under bytes=8388608 pts=50331648; precondition_off pts=50331648"
+    en, ja = worded(cut, "cut", "en"), worded(cut, "cut", "ja")
+    assert en == ["Preconditioning wrote 8.0 MiB, less than the PTS's twice the capacity (48.0 MiB): bounded by "
+                  "--precondition-size.",
+                  "No preconditioning (--precondition-size 0): the PTS first writes twice the capacity (48.0 MiB)."]
+    assert "容量の2倍（48.0 MiB）より少ない" in ja[0] and "容量の2倍（48.0 MiB）を書く" in ja[1]
