@@ -53,6 +53,10 @@ def add_arguments(parser) -> None:
                         help="record the drives' serial numbers as they are (default: a SHA-256 digest of each)")
     parser.add_argument("--with-original", action="store_true",
                         help="also run the original tool (bonnie++, hdparm) where the recipe emulates one")
+    parser.add_argument("--simultaneous", action="store_true",
+                        help="measure all --target at the same time (one fio per pass, one job per target, e.g. "
+                             "an array's members): each target keeps its rows, plus a total row (target "
+                             "'a+b', column simultaneous=total); fio recipes only")
     parser.add_argument("--dry-run", action="store_true", help="print the job files and commands; run nothing")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (nor, when stderr is not a terminal, the line per finished test)")
@@ -92,6 +96,7 @@ def run_options(args):
                       log_interval_ms=getattr(args, "log_interval", None), ioengine=args.ioengine,
                       confirm=args.confirm, allow=Allowances(paths=tuple(args.allow_path), exec=args.allow_exec),
                       unconfined=args.unconfined, keep_serials=args.keep_serials, with_original=args.with_original,
+                      simultaneous=getattr(args, "simultaneous", False),
                       progress=False if args.no_progress else None, argv=sys.argv)
 
 
@@ -109,7 +114,11 @@ def run(args) -> int:
     recipe = bounded(args.recipe, precondition_size=args.precondition_size, max_rounds=args.max_rounds,
                      max_time=args.max_time)
     if args.dry_run:
-        print(dryrun.dry_run(recipe, args.target, options))
+        if options.simultaneous:
+            from iolab.engine import simultaneous
+            print(simultaneous.dry_run(*runner.plan(recipe, args.target, options)))
+        else:
+            print(dryrun.dry_run(recipe, args.target, options))
         print("dry run: nothing was created or run")
         return 0
     result = runner.run(recipe, args.target, options)
@@ -132,6 +141,9 @@ def _run_fleet(args) -> int:
             raise IolabError(f"{option} does not go with --hosts: the inventory gives each host's target "
                              "(and 'confirm'); jobs run inside the fio servers, out of reach of cgroups",
                              context="iolab run --hosts")
+    if getattr(args, "simultaneous", False):
+        raise IolabError("--simultaneous measures one host's targets together; --hosts already runs its hosts "
+                         "at once (one target each)", context="iolab run --hosts")
     if getattr(args, "keep_serials", False):
         raise IolabError("--keep-serials does not go with --hosts: a fleet run records no drive identity yet",
                          context="iolab run --hosts")

@@ -43,6 +43,7 @@ from iolab.engine.devicewatch import NoWatch, watching
 from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
 from iolab.engine.fiopass import STOP_GRACE_S, device_counter, expected_seconds  # noqa: F401 (also runner's names)
+from iolab.engine.simultaneous import Simultaneous
 from iolab.engine.fiospread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
 from iolab.analysis import mixfigure
@@ -86,6 +87,7 @@ def _checked_plan(recipe, target_specs, options: RunOptions):
     recipe = recipe.with_options(options)
     fio.fio_binary()  # fio missing: say how to install it, before anything else
     runinput.check(recipe, target_specs)  # bad input: refused before a run directory exists
+    Simultaneous.check(recipe, list(target_specs), options)  # --simultaneous: refused where it cannot work
     recipe, engine_choice = ioengines.choose(recipe, options.ioengine)  # --ioengine, or io_uring where preferred
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
     resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=options.confirm)
@@ -108,7 +110,7 @@ def run(recipe, target_specs, options: RunOptions | None = None, **keywords) -> 
     options = RunOptions.of(options, **keywords)
     reaper.reap_before_run(options.data_dir)  # what dead iolab processes left: devices, cgroups, pages, runs
     recipe, targets, outside, engine_choice = _checked_plan(recipe, target_specs, options)
-    engine_type = registry.engine_class(recipe.engine)
+    engine_type = SimultaneousEngine if options.simultaneous else registry.engine_class(recipe.engine)
     # confined or refused (without bwrap, unless --unconfined), decided before a run directory exists
     unconfined_reason = confine.decide(options.unconfined) if engine_type.confined else None
     # --allow-path split into places and devices once: one the confinement cannot bind is refused here,
@@ -151,7 +153,8 @@ def _create(recipe, targets, options: RunOptions, engine_choice) -> Run:
                       options={"size": recipe.size, "runtime": recipe.runtime, "repeat": recipe.repeat,
                                "preset": recipe.preset, "mem_limit": recipe.mem_limit,
                                "with_original": options.with_original, "warmup": recipe.warmup,
-                               "pause": recipe.pause, "log_interval_ms": recipe.log_interval_ms},
+                               "pause": recipe.pause, "log_interval_ms": recipe.log_interval_ms,
+                               "simultaneous": options.simultaneous},
                       targets=[{"spec": t.spec, "kind": t.kind} for t in targets],
                       safety=options.allow.record(options.confirm), ioengine=engine_choice,
                       tests=[{"name": s.id, "test": s.test, "rw": s.rw, "status": "pending", "reps": 0}
@@ -367,8 +370,8 @@ class FioEngine(Engine):
 
     def measure_pass(self, sandbox, step, rep, jobs):
         """One pass of ``step`` (``rep`` 0: the warm-up) on every target, one after another (interleaved: drift
-        hits every target alike): yields ``(target name, rows)`` as each is measured
-        (a subclass may measure them at once)."""
+        hits every target alike): yields ``(target name, rows)`` as each is measured; :mod:`iolab.engine.simultaneous`
+        measures them at once."""
         for target in self.targets:
             yield target.name, self.measure_step(sandbox, step, target, rep, jobs[(step.id, target.name)])
 
@@ -501,3 +504,6 @@ def _io_cgroup_v1() -> bool:
     where = detect().locate("io")
     return bool(where) and where[0] == "v1"
 
+
+class SimultaneousEngine(Simultaneous, FioEngine):
+    """``--simultaneous``: :class:`FioEngine` with each pass one fio for every target (:mod:`iolab.engine.simultaneous`)."""

@@ -150,6 +150,8 @@ class RunOptions:
     keep_serials: bool = False
     #: also run the original tool where the recipe emulates one
     with_original: bool = False
+    #: measure every target at the same time, one fio per pass, with a total row (:mod:`iolab.engine.simultaneous`)
+    simultaneous: bool = False
     #: progress bars (None: when stderr is a terminal)
     progress: Optional[bool] = None
     #: the command line, recorded in the manifest
@@ -177,7 +179,7 @@ class RunOptions:
             "argv": None if self.argv is None else tuple(str(a) for a in self.argv),
             "scratch_dir": None if self.scratch_dir is None else str(self.scratch_dir),
         }
-        for flag in ("unconfined", "keep_serials", "with_original"):
+        for flag in ("unconfined", "keep_serials", "with_original", "simultaneous"):
             if not isinstance(getattr(self, flag), bool):
                 raise IolabError(f"must be True or False, got {getattr(self, flag)!r}", context=_where(flag))
         if self.progress is not None and not isinstance(self.progress, bool):

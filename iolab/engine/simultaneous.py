@@ -1,0 +1,239 @@
+"""``iolab run ... --simultaneous``: a run's targets measured at the same time (e.g. all members of an array).
+
+Each step (test x direction) and pass is **one fio process** running one job per target, in one job
+file ``jobs/<step>.fio`` (``[global]`` the recipe's, then a section ``[<step>@<target>]`` per target
+with its own ``filename`` and ``new_group``, so fio reports every target apart) and one raw output
+``raw/<step>-<rep>.json``. fio starts every job together (no ``stonewall`` between them), inside the
+run's one confinement, which already names every target of the run and nothing more.
+
+Rows: each target keeps its own rows as in a run one target after another (``target`` its name, the
+job renamed back to the step), and each pass gains a **total** row per direction: ``target`` is the
+targets' names joined by ``+`` (``sda+sdb``; no target name can hold a ``+``, :func:`total_name`), the
+new column ``simultaneous`` is ``total`` there and ``target`` on the targets' rows, so a reader tells
+them apart without knowing the names. Throughput, IOPS, bytes and CPU are sums; the mean latency is
+weighted by IOPS; the maximum latency is the largest, and percentiles stay empty (a percentile of a
+union is not found from the parts' percentiles). A total over a target with an error carries the error.
+The manifest's ``simultaneous`` says which targets ran together and the total's name.
+
+Refused (naming the option): one target, a recipe whose engine is not fio, a ``.fio`` job file (its
+jobs are its own), ``--log-interval`` (each job's logs would share the step's name), and ``--hosts``
+(:mod:`iolab.cli.run`).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from iolab.core.errors import IolabError
+from iolab.engine import fio, fioproc, ioengines, targets as targets_mod, watchdog
+from iolab.engine.fiopass import STOP_GRACE_S, device_counter, expected_seconds
+from iolab.engine.fio import job_options
+from iolab.engine.fiooutcome import empty_frame
+from iolab.isolation import contention
+from iolab.isolation.sandbox import drop_caches
+
+log = logging.getLogger(__name__)
+
+WHERE = "run option --simultaneous"
+#: joins the targets' names into the total row's ``target`` (never part of a target's own name)
+SEPARATOR = "+"
+#: the ``simultaneous`` column: a target's own row, or the total of all
+TARGET_ROW, TOTAL_ROW = "target", "total"
+#: options that would make fio run the jobs one after another
+SERIALISING = ("stonewall", "wait_for")
+#: the CPU figures of the one fio process (the first probe samples them; every row repeats them)
+_CPU_FIGURES = ("cpu_s", "cpu_wait_s", "cpu_got_pct", "cpu_pct", "cpu_want_pct")
+#: figures that add up over targets measured at once
+_SUMMED = ("bw_mbps", "iops", "io_bytes", "cpu_usr_pct", "cpu_sys_pct", "dev_read_bytes", "dev_write_bytes",
+           "bw_total_mbps", "iops_total")
+
+
+def check(recipe, targets: list, options) -> None:
+    """Refuse a ``--simultaneous`` run that cannot measure its ``targets`` (specs or resolved) together; nothing
+    when not asked."""
+    if not options.simultaneous:
+        return
+    if len(targets) < 2:
+        raise IolabError(f"needs two or more --target, got {len(targets)}: one target is measured alone anyway",
+                         context=WHERE)
+    if recipe.engine != "fio":
+        raise IolabError(f"the recipe {recipe.name!r} runs on the {recipe.engine} engine, which runs its tests "
+                         "its own way; only fio recipes measure targets together", context=WHERE)
+    if recipe.jobfile is not None:
+        raise IolabError("a .fio job file names its own jobs and files; write one section per target in it "
+                         "instead", context=WHERE)
+    if options.log_interval_ms is not None or recipe.log_interval_ms:
+        raise IolabError("does not go with --log-interval yet: every target's job would log under the "
+                         "step's one name", context=WHERE)
+
+
+def total_name(targets) -> str:
+    """The total row's ``target``: the names joined by ``+`` (target names keep only letters, digits and
+    ``._-``: :func:`iolab.engine.targets._name`, so no target can be called this)."""
+    return SEPARATOR.join(t.name for t in targets)
+
+
+def job_name(step, target) -> str:
+    """The fio job (section) of ``step`` on ``target`` in the step's one job file."""
+    return f"{step.id}@{target.name}"
+
+
+def _section(name: str, options: dict) -> str:
+    text = fio.render_job(name, options)
+    return text[text.index(f"[{name}]"):]
+
+
+def job_text(recipe, step, targets, *, force_direct: bool) -> str:
+    """One job file for ``step``: the recipe's ``[global]``, then one section per target started together."""
+    sections, shared = [], None
+    for target in targets:
+        global_options, options = job_options(recipe, step, target, force_direct=force_direct)
+        own = {"filename": global_options.pop("filename", None)}
+        if target.emulated is not None:  # the device's own needs, not the other targets'
+            for key in target.emulated.fio_options:
+                own[key] = global_options.pop(key)
+                if key in recipe.fio:  # the recipe's own value stays for the other targets
+                    global_options[key] = recipe.fio[key]
+        if shared is None:
+            shared = global_options
+        options = {k: v for k, v in options.items() if k not in SERIALISING}
+        sections.append((job_name(step, target), {**own, **options, "new_group": 1}))
+    first = fio.render_job(*sections[0], shared)
+    return first + "".join("\n" + _section(name, options) for name, options in sections[1:])
+
+
+def total_rows(frames: list[pd.DataFrame], name: str) -> pd.DataFrame:
+    """Per direction, the targets' rows of one pass added up into the total row (see the module's docstring)."""
+    rows = pd.concat(frames, ignore_index=True)
+    rows = rows[rows["direction"].notna()]
+    out = []
+    for direction, part in rows.groupby("direction", sort=False):
+        row = part.iloc[0].copy()
+        for column in _SUMMED:
+            if column in part:
+                row[column] = pd.to_numeric(part[column], errors="coerce").sum(min_count=1)
+        iops = pd.to_numeric(part["iops"], errors="coerce")
+        lat = pd.to_numeric(part["lat_mean_us"], errors="coerce")
+        row["lat_mean_us"] = (lat * iops).sum(min_count=1) / iops.sum() if iops.sum() > 0 else float("nan")
+        row["lat_max_us"] = pd.to_numeric(part["lat_max_us"], errors="coerce").max()
+        for column in ("lat_p50_us", "lat_p99_us", "lat_p999_us"):
+            row[column] = float("nan")
+        row["runtime_s"] = pd.to_numeric(part["runtime_s"], errors="coerce").max()
+        for column in ("bs", "iodepth", "numjobs"):
+            if part[column].nunique(dropna=False) > 1:
+                row[column] = pd.NA
+        errors = [f"{t}: {e}" for t, e in zip(part["target"], part["error"]) if pd.notna(e) and e]
+        row["error"] = "; ".join(errors) or None
+        row["valid"] = bool(part["valid"].fillna(False).astype(bool).all()) if "valid" in part else not errors
+        flags = [f for value in part.get("flags", pd.Series(dtype=object)).dropna() for f in str(value).split(";")]
+        row["flags"] = ";".join(dict.fromkeys(f for f in flags if f)) or None
+        if "temp_max_c" in part:  # the hottest drive of the pass
+            row["temp_max_c"] = pd.to_numeric(part["temp_max_c"], errors="coerce").max()
+        for column in [c for c in contention.COLUMNS if c.startswith("dev_") and c in part]:
+            row[column] = pd.to_numeric(part[column], errors="coerce").sum(min_count=1)
+        row["target"], row["simultaneous"] = name, TOTAL_ROW
+        out.append(row.to_dict())
+    return pd.DataFrame(out, columns=rows.columns)
+
+
+class Simultaneous:
+    """What :class:`iolab.engine.runner.SimultaneousEngine` changes in :class:`~iolab.engine.runner.FioEngine` (its
+    other base): one job file per step and each pass one fio for every target at once."""
+
+    check = staticmethod(check)
+
+    def prepare(self, force_direct: bool) -> dict:
+        """One job file per step for all targets, checked by fio: ``{(step id, total name): path}``."""
+        total = total_name(self.targets)
+        self.run.update(simultaneous={"targets": [t.name for t in self.targets], "total": total})
+        jobs, commands = {}, {}
+        for step in self.recipe.steps():
+            rel = f"jobs/{step.id}.fio"
+            path = self.run.write(rel, job_text(self.recipe, step, self.targets, force_direct=force_direct))
+            fio.check_job(path)
+            jobs[(step.id, total)] = path
+            commands[rel] = self._argv(path, self.targets[0], step)
+        self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
+        return jobs
+
+    def measure_pass(self, sandbox, step, rep, jobs):
+        """One pass of ``step`` on every target at once: yields ``(target name, rows)`` per target, then
+        ``(total name, total rows)``."""
+        total = total_name(self.targets)
+        jobfile = os.path.abspath(jobs[(step.id, total)])
+        suffix = "-warmup.json" if rep == 0 else f"-{rep}.json"
+        raw = self.run.path / "raw" / f"{step.id}{suffix}"
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        if step.cache == "cold":
+            drop_caches()
+        elif step.cache == "isolation":
+            sandbox.prepare_test()
+        label = f"{step.id} @{total}" + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
+        limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
+                                       floor_bps=min(self.floor_bps(t) for t in self.targets), margin_s=self._margin())
+        counters = [device_counter(t) for t in self.targets]
+        before = [c.snapshot() if c else None for c in counters]
+        probes = [contention.Probe(c.device if c else None, sandbox) for c in counters]
+        with contextlib.ExitStack() as stack:  # each target's drives sampled while fio runs
+            temperatures = [stack.enter_context(self.watch.test(t, raw.with_name(f"{raw.stem}.{t.name}.json")))
+                            for t in self.targets]
+            done = fioproc.run(self._argv(jobfile, self.targets[0], step), raw,
+                               popen=probes[0].watching(self.popen(sandbox)), label=label,
+                               expected=expected_seconds(self.recipe, step), limit=limit,
+                               show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=True, cwd=raw.parent.absolute())
+        devices = [c.delta(b) if c else {} for c, b in zip(counters, before)]
+        evidence = self._evidence(sandbox, probes)
+        whole = self._parse(fioproc.read_raw(raw), done, step)
+        frames = {}
+        for target, device, found, temperature in zip(self.targets, devices, evidence, temperatures):
+            rows = self._rows_of(whole, step, target)
+            rows = ioengines.mark(rows, jobfile, ram_backed=self._ram_backed(target))  # by fio's job name
+            rows = rows.assign(job=step.id)
+            frame = temperature.annotate(self.annotate(rows, step, target, rep, device, found, done.elapsed, sandbox))
+            frames[target.name] = frame.assign(simultaneous=TARGET_ROW)
+        frames[total] = total_rows(list(frames.values()), total)
+        if done.interrupt is not None:
+            if rep:
+                for frame in frames.values():
+                    self.store(frame)
+            raise done.interrupt
+        yield from frames.items()
+
+    @staticmethod
+    def _evidence(sandbox, probes) -> list[dict]:
+        """The sandbox's evidence with each target's device figures; the one fio's CPU figures on every target."""
+        common = sandbox.test_evidence()
+        figures = [probe.finish() for probe in probes]
+        cpu = {k: figures[0].get(k) for k in _CPU_FIGURES}
+        return [{**common, **f, **cpu} for f in figures]
+
+    @staticmethod
+    def _rows_of(whole: pd.DataFrame, step, target) -> pd.DataFrame:
+        """``target``'s rows of the pass; fio's failure (rows of no job) is every target's."""
+        mine = whole[whole["job"] == job_name(step, target)]
+        if not mine.empty:
+            return mine.reset_index(drop=True)
+        if whole["direction"].isna().all() and whole["error"].notna().any():
+            return whole.assign(job=job_name(step, target)).reset_index(drop=True)
+        return empty_frame(job_name(step, target), "fio reported nothing for this target's job")
+
+
+def dry_run(recipe, targets) -> str:
+    """``iolab run --simultaneous --dry-run`` of a planned run (:func:`iolab.engine.runner.plan`): the one job
+    file per step every target shares; nothing is created."""
+    lines = [f"# recipe {recipe.name}: {recipe.description}",
+             f"# simultaneous: {', '.join(t.spec for t in targets)} measured at once (one fio per pass); "
+             f"total row: {total_name(targets)}"]
+    for target in targets:
+        if target.kind == "dir":
+            target.test_file = os.path.join(target.path, "iolab-<run_id>", targets_mod.TEST_FILE)
+        elif target.kind == "emulated":
+            target.test_file = f"<emulated {target.spec[len(targets_mod.EMULATED_PREFIX):]} device>"
+    for step in recipe.steps():
+        lines += [f"# --- {step.id}: fio --output-format={recipe.output_format} <job file>",
+                  job_text(recipe, step, targets, force_direct=False)]
+    return "\n".join(lines)
