@@ -10,7 +10,8 @@ Rows: each target keeps its own rows as in a run one target after another (``tar
 job renamed back to the step), and each pass gains a **total** row per direction: ``target`` is the
 targets' names joined by ``+`` (``sda+sdb``; no target name can hold a ``+``, :func:`total_name`), the
 new column ``simultaneous`` is ``total`` there and ``target`` on the targets' rows, so a reader tells
-them apart without knowing the names. Throughput, IOPS, bytes and CPU are sums; the mean latency is
+them apart without knowing the names, and its flags hold ``simultaneous_total`` (a flag that describes,
+as ``fleet_aggregate``: reports leave the row out of the systems they set side by side). Throughput, IOPS, bytes and CPU are sums; the mean latency is
 weighted by IOPS; the maximum latency is the largest, and percentiles stay empty (a percentile of a
 union is not found from the parts' percentiles). A total over a target with an error carries the error.
 The manifest's ``simultaneous`` says which targets ran together and the total's name.
@@ -43,6 +44,9 @@ WHERE = "run option --simultaneous"
 SEPARATOR = "+"
 #: the ``simultaneous`` column: a target's own row, or the total of all
 TARGET_ROW, TOTAL_ROW = "target", "total"
+#: the flag of a total row: a row that describes, as ``fleet_aggregate`` does; reports leave it out of the systems
+#: they set side by side (:func:`iolab.report.sections.common.without_aggregates`)
+TOTAL_FLAG = "simultaneous_total"
 #: options that would make fio run the jobs one after another
 SERIALISING = ("stonewall", "wait_for")
 #: the CPU figures of the one fio process (the first probe samples them; every row repeats them)
@@ -130,7 +134,7 @@ def total_rows(frames: list[pd.DataFrame], name: str) -> pd.DataFrame:
         row["error"] = "; ".join(errors) or None
         row["valid"] = bool(part["valid"].fillna(False).astype(bool).all()) if "valid" in part else not errors
         flags = [f for value in part.get("flags", pd.Series(dtype=object)).dropna() for f in str(value).split(";")]
-        row["flags"] = ";".join(dict.fromkeys(f for f in flags if f)) or None
+        row["flags"] = ";".join(dict.fromkeys([f for f in flags if f] + [TOTAL_FLAG]))
         if "temp_max_c" in part:  # the hottest drive of the pass
             row["temp_max_c"] = pd.to_numeric(part["temp_max_c"], errors="coerce").max()
         for column in [c for c in contention.COLUMNS if c.startswith("dev_") and c in part]:

@@ -130,7 +130,7 @@ def test_the_total_adds_up_the_targets_of_a_pass():
     assert row["lat_max_us"] == 200_000.0 and row["runtime_s"] == 3.0
     assert pd.isna(row["lat_p50_us"]) and pd.isna(row["lat_p99_us"])  # percentiles do not add up
     assert row["cpu_sys_pct"] == 4.0 and row["dev_read_bytes"] == 20
-    assert row["valid"] and pd.isna(row["error"]) and row["flags"] == "emulated_latency"
+    assert row["valid"] and pd.isna(row["error"]) and row["flags"] == "emulated_latency;simultaneous_total"
     assert list(total.columns) == list(a.columns)
 
 
@@ -146,3 +146,21 @@ def test_each_direction_gets_its_total():
     b = pd.DataFrame([_pass("b", "read", 20.0, 20.0, 1.0, 1.0), _pass("b", "write", 2.0, 2.0, 1.0, 1.0)])
     total = simultaneous.total_rows([a, b], "a+b").set_index("direction")
     assert total.loc["read", "bw_mbps"] == 30.0 and total.loc["write", "bw_mbps"] == 3.0
+
+
+def test_the_runner_refuses_before_anything_exists(tmp_path):
+    data = tmp_path / "data"
+    with pytest.raises(IolabError, match=r"run option --simultaneous: needs two or more --target"):
+        runner.plan("quick", [str(tmp_path)], RunOptions(simultaneous=True, data_dir=data))
+    assert not data.exists()
+
+
+def test_reports_leave_the_total_out_of_the_systems_they_set_side_by_side():
+    from iolab.report.sections import common
+    assert common.SIMULTANEOUS_TOTAL_FLAG == simultaneous.TOTAL_FLAG
+    a = pd.DataFrame([_pass("a", "read", 100.0, 100.0, 1.0, 1.0, flags="emulated_latency")])
+    b = pd.DataFrame([_pass("b", "read", 200.0, 200.0, 1.0, 1.0)])
+    rows = pd.concat([a, b, simultaneous.total_rows([a, b], "a+b")], ignore_index=True)
+    rows["system"] = "web1 · " + rows["target"]
+    assert list(common.without_aggregates(rows)["target"]) == ["a", "b"]
+    assert common.measured_systems(rows) == ["web1 · a", "web1 · b"]

@@ -21,6 +21,8 @@ GiB = 1024 * MiB
 ALL_HOSTS = "all"
 #: Flag of a fleet's aggregate rows.
 AGGREGATE_FLAG = "fleet_aggregate"
+#: Flag of a ``--simultaneous`` run's total rows (:data:`iolab.engine.simultaneous.TOTAL_FLAG`): its targets' sum.
+SIMULTANEOUS_TOTAL_FLAG = "simultaneous_total"
 
 
 @dataclass
@@ -199,16 +201,17 @@ def winner_lines(summary: pd.DataFrame, lang: str) -> list[str]:
 
 
 def without_aggregates(data: pd.DataFrame) -> pd.DataFrame:
-    """``data`` without a fleet's aggregate rows (host ``all`` or flag ``fleet_aggregate``).
+    """``data`` without a fleet's aggregate rows (host ``all`` or flag ``fleet_aggregate``) and a simultaneous
+    run's total rows (flag ``simultaneous_total``).
 
-    The aggregate is the sum of the hosts that ran together, not one more
+    The aggregate is the sum of the hosts (or targets) that ran together, not one more
     system: generic tables and charts must not set it beside the hosts.
     """
     if data.empty:
         return data
     mask = pd.Series(False, index=data.index)
     if "flags" in data.columns:
-        mask |= data["flags"].map(lambda v: AGGREGATE_FLAG in split_flags(v))
+        mask |= data["flags"].map(lambda v: bool({AGGREGATE_FLAG, SIMULTANEOUS_TOTAL_FLAG} & set(split_flags(v))))
     if "host" in data.columns:
         mask |= data["host"].astype(str) == ALL_HOSTS
     return data[~mask]
