@@ -91,24 +91,23 @@ def nvme_run(stored: Path, into: Path, link: dict, *, label: str = "qemu-nvme") 
     return run
 
 
-def write_series(run: Path, test: str, temperatures: list[dict], *, warning_c: float | None = None,
-                 started: str = "2026-11-27T00:59:50") -> str | None:
+def write_series(run: Path, test: str, temperatures: list[dict], *, started: str) -> str | None:
     """The series of ``test`` (rep 1) in ``run``'s raw/ as the sampler writes it (:data:`thermal.Sampler.COLUMNS`):
-    one sample a second, each a dict of ``temperatures`` ({sensor: degrees}); the test's maximum and the ``thermal``
-    flag where :func:`thermal.verdict` finds one (``warning_c``: the composite sensor's threshold), in its rows as
-    the engine's device watch writes them. Returns the verdict."""
+    one sample a second from ``started`` (UTC), each a dict of ``temperatures`` ({sensor: degrees}); the test's
+    maximum and the ``thermal`` flag in its rows as the engine's device watch writes them, from
+    :func:`thermal.verdict` against the warning temperature in the run's health snapshot before. Returns the verdict."""
     raw = run / "raw"
     raw.mkdir(exist_ok=True)
-    sensors = list(temperatures[0])
-    sampler = thermal.Sampler([thermal.Source("/dev/nvme0n1", "hwmon", lambda: None, sensor=sensor,
-                                              warning_c=warning_c if sensor == thermal.COMPOSITE else None)
-                               for sensor in sensors], raw / f"{test}-1.temp.csv")
+    manifest = json.loads((run / "manifest.json").read_text())
+    before = {s["device"]: s for s in manifest["targets"][0].get("health_before") or []}
+    sampler = thermal.Sampler([thermal.Source("/dev/nvme0n1", "hwmon", lambda: None, sensor=sensor)
+                               for sensor in temperatures[0]], raw / f"{test}-1.temp.csv")
     start = pd.Timestamp(started, tz="UTC")
     sampler.samples = [(float(second), (start + pd.Timedelta(seconds=second)).isoformat(timespec="milliseconds"),
                         "/dev/nvme0n1", sensor, float(degrees))
                        for second, sample in enumerate(temperatures) for sensor, degrees in sample.items()]
     pd.DataFrame(sampler.samples, columns=list(thermal.Sampler.COLUMNS)).to_csv(sampler.csv_path, index=False)
-    verdict = thermal.verdict(sampler, {}, {})
+    verdict = thermal.verdict(sampler, before, {})
     results = pd.read_csv(run / "results.csv")
     mine = results["test"].eq(test)
     annotated = devicewatch.TestTemperature(sampler.maximum, verdict).annotate(results[mine])

@@ -8,7 +8,8 @@ and, while each test ran, the temperature once a second (``raw/[<target>/]<test>
 drive and counter (before, after, the change), so a report can put systems side by side: how much
 each drive counted as written, its wear, errors that appeared, how hot it got. A drive no tool could
 read gets one row saying why (the tools' own words), never a guessed zero. :func:`temperature_series`
-reads a run's temperature files into one tidy frame for a chart over time.
+reads a run's temperature files into one tidy frame for a chart over time, :func:`run_timeline` places
+its samples on the run's clock and :func:`warning_thresholds` gives each drive's warning temperature.
 
 Computation only: no device is read here, nothing is drawn.
 """
@@ -38,7 +39,7 @@ COUNTERS = {
 #: the columns of :func:`health_deltas`
 DELTA_COLUMNS = ("system", "run_id", "target", "device", "counter", "kind", "before", "after", "delta", "unread")
 #: the columns of :func:`temperature_series`
-SERIES_COLUMNS = ("run_id", "target", "step", "rep", "device", "sensor", "elapsed_s", "temperature_c")
+SERIES_COLUMNS = ("run_id", "target", "step", "rep", "device", "sensor", "elapsed_s", "temperature_c", "utc")
 _SERIES_FILE = re.compile(r"^(?P<step>.+)-(?P<rep>\d+)\.temp\.csv$")
 
 
@@ -98,7 +99,8 @@ def health_deltas(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[s
 def temperature_series(run_dir: str | Path) -> pd.DataFrame:
     """Every temperature file of a run (``raw/[<target>/]<step>-<rep>.temp.csv``) as one tidy frame
     (:data:`SERIES_COLUMNS`; ``target`` None for a run of one target, ``sensor`` ``composite`` in files
-    written before sensors were told apart). Empty when the run's drives had no sensor."""
+    written before sensors were told apart, ``utc`` the sample's time as the sampler wrote it). Empty when
+    the run's drives had no sensor."""
     run_dir = Path(run_dir)
     raw = run_dir / "raw"
     frames = []
@@ -116,6 +118,8 @@ def temperature_series(run_dir: str | Path) -> pd.DataFrame:
             raise IolabError(f"no column(s) {', '.join(sorted(missing))}", context=str(path))
         if "sensor" not in frame.columns:
             frame["sensor"] = "composite"
+        if "utc" not in frame.columns:
+            frame["utc"] = None
         frame["step"], frame["rep"] = named.group("step"), int(named.group("rep"))
         frame["target"] = path.parent.name if path.parent != raw else None
         frame["run_id"] = run_dir.name
@@ -123,3 +127,38 @@ def temperature_series(run_dir: str | Path) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=list(SERIES_COLUMNS))
     return pd.concat(frames, ignore_index=True)[list(SERIES_COLUMNS)]
+
+
+def run_timeline(series: pd.DataFrame) -> pd.DataFrame:
+    """``series`` (:func:`temperature_series`) with ``run_s``, each sample's seconds since the run's first, for a
+    chart of the whole run (each test's ``elapsed_s`` starts at 0): from the samples' ``utc``; a file without it
+    (none written so far) is placed after the tests before it in the files' order, a second apart. Sorted by
+    ``run_s``."""
+    frame = series.copy().reset_index(drop=True)
+    if frame.empty:
+        return frame.assign(run_s=pd.Series(dtype=float))
+    stamps = pd.to_datetime(frame["utc"], utc=True, errors="coerce", format="ISO8601")
+    start = stamps.min()
+    frame["run_s"] = [(t - start).total_seconds() if pd.notna(t) else math.nan for t in stamps]
+    tests = pd.Series(["|".join(map(str, key)) for key in zip(frame["run_id"], frame["target"], frame["step"],
+                                                              frame["rep"])], index=frame.index)
+    clock = 0.0
+    for test in dict.fromkeys(tests):
+        rows = tests.eq(test)
+        if frame.loc[rows, "run_s"].isna().any():
+            frame.loc[rows, "run_s"] = clock + frame.loc[rows, "elapsed_s"].astype(float)
+        clock = max(clock, float(frame.loc[rows, "run_s"].max()) + 1.0)
+    return frame.sort_values("run_s", kind="stable").reset_index(drop=True)
+
+
+def warning_thresholds(manifest: dict) -> dict:
+    """``{device: degrees C}``: the warning temperature each drive reported in the health snapshot before the run
+    (``targets[].health_before[].warning_temp_c``: NVMe's WCTEMP, an ATA drive's SCT limit); drives that
+    reported none are absent."""
+    found = {}
+    for target in manifest.get("targets") or []:
+        for snapshot in (target.get("health_before") or []) if isinstance(target, dict) else []:
+            if isinstance(snapshot, dict) and _number(snapshot.get("warning_temp_c")) is not None:
+                found[snapshot.get("device")] = float(snapshot["warning_temp_c"])
+    return found
+

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from iolab.analysis.drivehealth import COUNTERS, DELTA_COLUMNS, SERIES_COLUMNS, health_deltas, temperature_series
+from iolab.analysis.drivehealth import (COUNTERS, DELTA_COLUMNS, SERIES_COLUMNS, health_deltas, run_timeline,
+                                      temperature_series, warning_thresholds)
 from iolab.core.errors import IolabError
 from iolab.devices import health, smart, thermal
 
@@ -110,3 +111,23 @@ def test_a_damaged_series_names_its_file(tmp_path):
     with pytest.raises(IolabError, match=r"t-1.temp.csv.*no column\(s\) device, elapsed_s, temperature_c|"
                                          r"no column\(s\) device, elapsed_s, temperature_c.*t-1.temp.csv"):
         temperature_series(tmp_path)
+
+
+def test_a_runs_samples_on_the_runs_clock_and_the_thresholds_it_recorded(tmp_path):
+    """Each test's series starts at elapsed 0: run_timeline places them by the samples' own time (utc); a file
+    without it after the tests before it. The warning temperature is the one the snapshot before the run holds."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a-1.temp.csv").write_text("elapsed_s,utc,device,sensor,temperature_c\n"
+                                      "0.0,2026-11-27T01:00:00.000+00:00,/dev/nvme0n1,composite,40\n"
+                                      "1.0,2026-11-27T01:00:01.000+00:00,/dev/nvme0n1,composite,41\n")
+    (raw / "b-1.temp.csv").write_text("elapsed_s,utc,device,sensor,temperature_c\n"
+                                      "0.0,2026-11-27T01:00:10.500+00:00,/dev/nvme0n1,composite,45\n")
+    (raw / "c-1.temp.csv").write_text("elapsed_s,device,temperature_c\n0.0,/dev/nvme0n1,44\n2.0,/dev/nvme0n1,43\n")
+    timeline = run_timeline(temperature_series(tmp_path))
+    assert list(zip(timeline["step"], timeline["run_s"])) == [("a", 0.0), ("a", 1.0), ("b", 10.5), ("c", 11.5),
+                                                              ("c", 13.5)]
+    snapshot = _snapshot("smartctl-x-qemu-nvme.json")
+    manifest = {"targets": [{"health_before": [{**snapshot, "warning_temp_c": 70}]}, {"name": "old"}]}
+    assert warning_thresholds(manifest) == {"/dev/nvme0n1": 70.0}
+    assert warning_thresholds({"targets": [{"health_before": [snapshot]}]}) == {}

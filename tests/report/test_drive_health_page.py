@@ -1,9 +1,12 @@
 """The compare report puts the systems' drives side by side (issue 25 items 2 and 3): each drive's health
-counters before and after its run, and the drives no tool could read in one line with the tools' reasons.
+counters before and after its run, the drives no tool could read in one line with the tools' reasons, and the
+temperature over each run that sampled it, with the drive's warning threshold and the tests flagged thermal.
 
 The runs are stored real runs (tests/fixtures/flash): the sata-ssd's sustained-write run as it is (a loop
 device: smartctl cannot read it), and a copy of the consumer-ssd's whose drive records are the lab's qemu NVMe
-drive's, read by iolab's parsers from captures taken before and after 64 MiB were written (tests/drive_records.py).
+drive's, read by iolab's parsers from captures taken before and after 64 MiB were written (tests/drive_records.py),
+and a temperature series of each of its tests in the sampler's format: the sustained write heats the drive past the
+70 °C warning temperature the drive reports (NVMe WCTEMP in the capture), so the engine's own verdict flags it thermal.
 The page is rendered by papermill, as `iolab report --notebook compare` renders it.
 """
 from __future__ import annotations
@@ -13,15 +16,22 @@ from pathlib import Path
 import pytest
 
 import drive_records
+from iolab.analysis.drivehealth import run_timeline, temperature_series
 from iolab.core.units import human_size
 from iolab.devices import smart
-from iolab.report import notebooks as report
+from iolab.engine import store
+from iolab.report import notebooks as report, temperature_chart
 
 FLASH = drive_records.FLASH
 STORED = FLASH / "consumer-ssd" / "20261127T005944Z-sustained-write-2c3c"
 LOOP = FLASH / "sata-ssd" / "20261127T010010Z-sustained-write-c366"
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "data"
 HEADING = {"en": "## Drive health before and after", "ja": "## 実行前後のドライブのヘルス"}
+TEMPERATURE = {"en": "## Drive temperature during the runs", "ja": "## 実行中のドライブ温度"}
+#: one sample a second: the sustained write heats the drive 3 °C a second from 50 °C (its sensor 1 runs 8 °C hotter),
+#: the short write after the pause starts cooler
+SUSTAINED = [{"composite": 50 + 3 * s, "sensor 1": 58 + 3 * s} for s in range(9)]
+RECOVERY = [{"composite": t, "sensor 1": t + 6} for t in (66, 62, 60)]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +39,10 @@ def runs(tmp_path_factory) -> list[Path]:
     root = tmp_path_factory.mktemp("drives")
     with pytest.MonkeyPatch.context() as monkeypatch:
         link = drive_records.pcie_link(root / "sys", monkeypatch)
-    return [drive_records.nvme_run(STORED, root / "runs", link), LOOP]
+    nvme = drive_records.nvme_run(STORED, root / "runs", link)
+    assert "70 C" in drive_records.write_series(nvme, "sustained", SUSTAINED, started="2026-11-27T00:59:50")
+    assert drive_records.write_series(nvme, "recovery", RECOVERY, started="2026-11-27T01:00:05") is None
+    return [nvme, LOOP]
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +81,42 @@ def test_health_before_after_and_change_per_system(pages, lang):
 def test_runs_without_health_records_say_nothing_of_it(render_once, lang):
     page = render_once(data=DATA, notebook="compare", lang=lang).markdown.read_text(encoding="utf-8")
     assert HEADING[lang] not in page and "not a SMART device" not in page and "ヘルスカウンター" not in page
+    assert TEMPERATURE[lang] not in page
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_temperature_chart_draws_the_series_the_threshold_and_the_thermal_test(runs, lang, request):
+    if lang == "ja":
+        request.getfixturevalue("japanese")
+    manifest = {**store.read_manifest(runs[0]), "run_dir": str(runs[0])}
+    section = temperature_chart.temperature_section([manifest, {**store.read_manifest(LOOP), "run_dir": str(LOOP)}],
+                                                    store.load(runs[0]), names=["qemu-nvme", "sata-ssd"], lang=lang)
+    (figure,) = section.figures  # the loop device sampled nothing: no chart
+    ax = figure.axes[0]
+    timeline = run_timeline(temperature_series(runs[0]))
+    composite = timeline[timeline["sensor"].eq("composite")]
+    drawn = [(list(line.get_xdata()), list(line.get_ydata())) for line in ax.lines if line.get_linewidth() == 2.0]
+    # a line per test, on the run's clock: the recovery write 15 s after the sustained one began
+    assert [x for x, _ in drawn] == [list(range(9)), [15.0, 16.0, 17.0]]
+    assert [y for _, y in drawn] == [list(p["temperature_c"]) for _, p in composite.groupby("step", sort=False)]
+    threshold = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert len(threshold) == 1 and set(threshold[0].get_ydata()) == {70.0}  # WCTEMP 343 K
+    (shaded,) = ax.patches  # the thermal test's span: the sustained write's 8 seconds
+    assert (shaded.get_x(), shaded.get_width()) == (0.0, 8.0)
+    if lang == "en":
+        assert "hottest composite reading was 74 °C" in figure.caption and "(70 °C)" in figure.caption
+        assert "flagged thermal (sustained)" in figure.caption
+    else:
+        assert "最高は74 °C" in figure.caption and "警告温度（70 °C）" in figure.caption
+        assert "thermalフラグの付いたテスト（sustained）" in figure.caption
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_compare_page_shows_the_chart_of_the_run_that_sampled_temperature(pages, lang):
+    page = pages[lang]
+    assert page.count(TEMPERATURE[lang]) == 1
+    part = page.split(TEMPERATURE[lang])[1].split("\n## ")[0]
+    images = [line for line in part.splitlines() if line.startswith("![")]
+    assert len(images) == 1 and "qemu-nvme" in images[0] and "sata-ssd" not in part
+    caption = [line for line in part.splitlines() if line.startswith("**")][-1]
+    assert ("74 °C" in caption and "70 °C" in caption and "sustained" in caption)
