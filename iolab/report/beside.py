@@ -147,7 +147,8 @@ def _base_system(system: str, systems: set) -> str:
     if system in systems:
         return system
     return next((s for s in systems if system.startswith(f"{s} (")
-                 or (s.endswith(")") and system.startswith(s[:-1] + ", "))), system)
+                 or (s.endswith(")") and system.startswith(s[:-1] + ", "))
+                 or (s.endswith("）") and system.startswith(s[:-1] + "、"))), system)  # a ja page's name (i18n.with_note)
 
 
 def _cache_bytes(manifest: dict) -> tuple[float, float]:

@@ -19,6 +19,7 @@ import copy
 import datetime as _dt
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -129,13 +130,34 @@ def _as_list(value) -> list[str]:
     return [str(v) for v in value if v is not None and str(v) != ""]
 
 
-def system_names(manifests: pd.DataFrame) -> list[str]:
-    """A column name per run: its label, made unique within a recipe.
+#: how a run names an emulated device in its label, the kit's ways: ``emulated hdd`` (tools/demo.sh gives it)
+#: and ``HDD (emulated)``; the device's name is the group
+_EMULATED_LABELS = (re.compile(r"^emulated (?P<name>\S.*)$"), re.compile(r"^(?P<name>.*\S) \(emulated\)$"))
+
+
+def display_name(label: str, manifest: dict, lang: str = "en") -> str:
+    """A run's label as a page in ``lang`` names it: an emulated device's label in the kit's wording
+    (``emulated hdd``, ``HDD (emulated)``) in the page's language (``hdd（エミュレート）``) when every target of
+    the run was emulated; any other label, and every label in English, as the run gave it."""
+    targets = manifest.get("targets") if isinstance(manifest.get("targets"), list) else []
+    emulated = bool(targets) and all(isinstance(t, dict) and t.get("kind") == "emulated" for t in targets)
+    if lang == "en" or not emulated:
+        return label
+    for pattern in _EMULATED_LABELS:
+        match = pattern.match(label)
+        if match:
+            return i18n.text("system_names.emulated", lang, name=match.group("name"))
+    return label
+
+
+def system_names(manifests: pd.DataFrame, lang: str = "en") -> list[str]:
+    """A column name per run: its label (:func:`display_name` in ``lang``), made unique within a recipe.
 
     Two runs of one recipe with the same label get the host added, then the
     run ID (``label @ host``, ``label (run_id)``) so no two runs share a column.
     """
-    names = [str(m.get("label") or m.get("host") or m.get("run_id")) for m in manifests.to_dict("records")]
+    names = [display_name(str(m.get("label") or m.get("host") or m.get("run_id")), m, lang)
+             for m in manifests.to_dict("records")]
     recipes = manifests["recipe"].astype(str).tolist() if "recipe" in manifests else [""] * len(names)
     hosts = manifests["host"].astype(str).tolist() if "host" in manifests else [""] * len(names)
     run_ids = manifests["run_id"].astype(str).tolist() if "run_id" in manifests else [""] * len(names)
@@ -156,13 +178,14 @@ FLEET_HOST = "all"
 
 def select(data_dir: str | os.PathLike | None = None, runs: Iterable[str | os.PathLike] = (), *,
            host=None, label=None, recipe=None, with_results: bool = False,
-           aggregates: bool = True) -> Selection:
+           aggregates: bool = True, lang: str = "en") -> Selection:
     """Read the runs under ``runs`` (run directories or directories of runs), else under ``data_dir``.
 
     ``host``, ``label`` and ``recipe`` (a string or a list) keep matching runs
     only. ``with_results`` drops runs that measured nothing. ``aggregates=False``
     leaves out a fleet's own runs (``data/_fleet/``, host ``all``): they sum the
-    hosts that ran together and are no system of their own. Raises
+    hosts that ran together and are no system of their own. ``lang``: the page's
+    language, in which the systems are named (:func:`display_name`). Raises
     :class:`IolabError` naming the directory or the filter when nothing is found.
     """
     sources = _as_list(runs) or _as_list(data_dir)
@@ -204,7 +227,7 @@ def select(data_dir: str | os.PathLike | None = None, runs: Iterable[str | os.Pa
         manifests = manifests[manifests["has_results"]].reset_index(drop=True)
         if manifests.empty:
             raise IolabError("none of the selected runs has results", context=", ".join(sources))
-    manifests["system_name"] = system_names(manifests)
+    manifests["system_name"] = system_names(manifests, lang)
     names = dict(zip(manifests["run_id"], manifests["system_name"]))
     results = results[results["run_id"].isin(names)].copy()
     results["system"] = results["run_id"].map(names)

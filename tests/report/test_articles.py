@@ -162,12 +162,12 @@ def test_runs_beside_an_article_keep_their_flags(tmp_path):
     for lang, sentences in {"en": ["buffered writes under cgroup v1", "(cache_suspect)",
                                    "HDD (emulated) was not isolated from the page cache, and no isolated run",
                                    "Not put beside the article: SATA SSD (emulated) (quick)"],
-                            "ja": ["v1_writeback", "cache_suspect", "HDD (emulated)はページキャッシュから隔離されておらず",
-                                   "記事の表に並べていないもの：SATA SSD (emulated)（quick）"]}.items():
+                            "ja": ["v1_writeback", "cache_suspect", "HDD（エミュレート）はページキャッシュから隔離されておらず",
+                                   "記事の表に並べていないもの：SATA SSD（エミュレート）（quick）"]}.items():
         md = report.report([bonnie, tio, quick], reference=ARTICLE, lang=lang, out=tmp_path / lang) \
             .markdown.read_text(encoding="utf-8")
         bonnie_part = [p for p in md.split("\n## ") if p.startswith("Bonnie++")][0]  # its throughput table
-        assert "HDD (emulated)" in bonnie_part and "v1_writeback" in bonnie_part
+        assert ("HDD (emulated)" if lang == "en" else "HDD（エミュレート）") in bonnie_part and "v1_writeback" in bonnie_part
         for sentence in sentences:
             assert sentence in md, (lang, sentence)
 

@@ -51,7 +51,7 @@ def test_measured_figures_are_rounded_like_the_rest_of_the_report(pages, lang):
     ("en", "*Figures as published in the article, except the columns measured by iolab: HDD (emulated) and "
            "HDD (emulated, bonnie++) (rounded as everywhere in this report).*",
      ("*Figures as published in the article.*", "*Figures as published in the article; +++++")),
-    ("ja", "*HDD (emulated)、HDD (emulated, bonnie++)の列はiolabによる測定値（このレポートのほかの数値と同じ規則で丸めた）。"
+    ("ja", "*HDD（エミュレート）、HDD（エミュレート、bonnie++）の列はiolabによる測定値（このレポートのほかの数値と同じ規則で丸めた）。"
            "それ以外の列は記事に掲載された数値。*", ("*記事に掲載された数値。",)),
 ])
 def test_captions_say_which_columns_are_measured(pages, lang, note, published_only):
@@ -59,13 +59,13 @@ def test_captions_say_which_columns_are_measured(pages, lang, note, published_on
     md = pages[lang]
     assert md.count(note) == 3  # Bonnie++'s throughput, seeks and latency tables
     assert md.count("except the columns measured by iolab: HDD (emulated) (rounded" if lang == "en"
-                    else "*HDD (emulated)の列はiolabによる測定値") == 3  # tiobench's three tables
+                    else "*HDD（エミュレート）の列はiolabによる測定値") == 3  # tiobench's three tables
     for wrong in published_only:  # every table here has measured columns
         assert wrong not in md, wrong
     intro = md.split("\n## ")[0]
     assert ("The tables put HDD (emulated), HDD (emulated, bonnie++) and SATA SSD (emulated) beside the article's "
             "published figures" if lang == "en" else
-            "表は記事に掲載された数値にHDD (emulated)、HDD (emulated, bonnie++)、SATA SSD (emulated)の測定値を並べたもの") in intro
+            "表は記事に掲載された数値にHDD（エミュレート）、HDD（エミュレート、bonnie++）、SATA SSD（エミュレート）の測定値を並べたもの") in intro
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
@@ -74,20 +74,20 @@ def test_sqlbench_at_another_scale_is_said_beside_its_figures_and_kept_out_of_fa
     part = _section(pages[lang], "sql-bench")
     header = next(line for line in part.splitlines() if line.startswith("| Test" if lang == "en" else "| テスト"))
     scaled = ("HDD (emulated) (scale 0.01)", "SATA SSD (emulated) (scale 0.01)") if lang == "en" else \
-        ("HDD (emulated)（規模0.01）", "SATA SSD (emulated)（規模0.01）")
+        ("HDD（エミュレート）（規模0.01）", "SATA SSD（エミュレート）（規模0.01）")
     assert header.endswith(f"| {scaled[0]} | {scaled[1]} |")
     assert ("*HDD (emulated) and SATA SSD (emulated): sql-bench at scale 0.01 (1% of its published loop counts and "
             "sizes), so these seconds cannot be compared with the article's full-size figures; the findings leave them "
             "out of every comparison with the article's columns.*" if lang == "en" else
-            "*HDD (emulated)、SATA SSD (emulated)のsql-benchは規模0.01（公表されたループ回数とサイズの1%）で実行したもので、"
+            "*HDD（エミュレート）、SATA SSD（エミュレート）のsql-benchは規模0.01（公表されたループ回数とサイズの1%）で実行したもので、"
             "記事の実寸の秒数とは比べられない。所見では記事の列との比較に含めていない。*") in part
     findings = part.split("**Findings**" if lang == "en" else "**所見**")[1]
     marker = ("**At scale 0.01** (HDD (emulated) and SATA SSD (emulated), compared with each other only):"
-              if lang == "en" else "**規模0.01の測定**（HDD (emulated)、SATA SSD (emulated)。互いにのみ比較）：")
+              if lang == "en" else "**規模0.01の測定**（HDD（エミュレート）、SATA SSD（エミュレート）。互いにのみ比較）：")
     against_article, among_runs = findings.split(marker)
     assert "emulated" not in against_article  # no factor between a 0.01-scale run and the article's seconds
     assert ("SATA SSD (emulated) is lowest at 25.3 s; HDD (emulated) is 2.0x as high (51 s)" if lang == "en" else
-            "SATA SSD (emulated)が25.3秒で最も短い。HDD (emulated)（51秒）はその2.0倍") in among_runs
+            "SATA SSD（エミュレート）が25.3秒で最も短い。HDD（エミュレート）（51秒）はその2.0倍") in among_runs
     assert "mem=512M" not in among_runs
 
 
@@ -100,9 +100,9 @@ def test_sqlbench_at_another_scale_is_said_beside_its_figures_and_kept_out_of_fa
 def test_file_size_against_memory_is_said_under_bonnie_and_tiobench(pages, lang, sentence):
     """Bonnie++ 'not changed by the cache' vs tiobench 'inflated 8,028x' with no word on file size vs RAM."""
     md = pages[lang]
-    both = "HDD (emulated) and HDD (emulated, bonnie++)" if lang == "en" else "HDD (emulated)、HDD (emulated, bonnie++)"
+    both = "HDD (emulated) and HDD (emulated, bonnie++)" if lang == "en" else "HDD（エミュレート）、HDD（エミュレート、bonnie++）"
     assert md.count(sentence.format(systems=both, tool="Bonnie++")) == 3  # once per Bonnie++ table, for both columns
-    assert md.count(sentence.format(systems="HDD (emulated)", tool="tiobench")) == 3
+    assert md.count(sentence.format(systems="HDD (emulated)" if lang == "en" else "HDD（エミュレート）", tool="tiobench")) == 3
     assert "test file" not in _section(md, "sql-bench") and "テストファイル" not in _section(md, "sql-bench")
 
 
@@ -110,7 +110,7 @@ def test_file_size_against_memory_is_said_under_bonnie_and_tiobench(pages, lang,
     ("en", ["| HDD (emulated) | iolab emulated HDD (loop, throttled), ext4 | 512.0 MiB cgroup limit, 32.0 GiB RAM | yes |",
             "| SATA SSD (emulated) | iolab emulated SATA SSD (loop, throttled), ext4 | 512.0 MiB cgroup limit, "
             "32.0 GiB RAM | yes |"]),
-    ("ja", ["| HDD (emulated) | iolab emulated HDD (loop, throttled), ext4 | cgroupで512.0 MiBに制限、RAM 32.0 GiB | はい |"]),
+    ("ja", ["| HDD（エミュレート） | iolab emulated HDD (loop, throttled), ext4 | cgroupで512.0 MiBに制限、RAM 32.0 GiB | はい |"]),
 ])
 def test_environment_rows_of_measured_systems_come_from_their_manifests(pages, lang, rows):
     """The measured systems' device and memory cells were blank."""

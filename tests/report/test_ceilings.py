@@ -104,7 +104,7 @@ def test_compare_page_states_the_emulated_hdds_ceilings(render_once, lang):
         assert "**Emulated devices.** HDD (emulated) is an emulated device (profile hdd" in md
         assert "HDD (emulated) stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" in md
     else:
-        assert "**エミュレートしたデバイス。** HDD (emulated)はエミュレートしたデバイス（プロファイルhdd" in md
+        assert "**エミュレートしたデバイス。** HDD（エミュレート）はエミュレートしたデバイス（プロファイルhdd" in md
         assert "RND4K-Q1T1 読み込み（100 IOPS、上限150 IOPSの67%）" in md
 
 

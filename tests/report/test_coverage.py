@@ -103,7 +103,7 @@ def test_compare_page_lists_failures_under_the_tables_they_explain(render_once, 
         assert "HDD, cached is left out of the comparison: not isolated from the page cache" in quick
         assert "**quick** (" in md and "): 4 tests;" in md.split("**quick** (")[1]
     else:
-        assert "SATA SSD (emulated)の数値は8個のテストのうち1個（SEQ1M-Q8T1 読み込み）だけ" in quick
+        assert "SATA SSD（エミュレート）の数値は8個のテストのうち1個（SEQ1M-Q8T1 読み込み）だけ" in quick
 
 
 def test_coverage_note_beside_a_cached_system_says_cache_isolated():

@@ -35,7 +35,7 @@ def test_the_report_carries_the_why_of_the_compare_page(render_once, lang):
 @pytest.mark.parametrize("lang", ["en", "ja"])
 def test_each_recipe_section_and_its_reasons_are_on_the_report(render_once, lang):
     single = render_once(data=SECTIONS, notebook="report", lang=lang).markdown.read_text(encoding="utf-8")
-    sel = report.select(SECTIONS, with_results=True)
+    sel = report.select(SECTIONS, with_results=True, lang=lang)  # named as the page names them
     kinds, findings = [], []
     for name in sel.recipes:
         found, _rest = sections.build(sel.for_recipe(name).results, lang=lang, context=sel.results)

@@ -1,0 +1,56 @@
+"""An emulated device's system name in the page's language: the demo's ("emulated hdd") and the kit's
+("HDD (emulated)") in Japanese on a ja page, every name unchanged on an en page (issue 23)."""
+import json
+import shutil
+
+import pytest
+
+from iolab.engine import store
+from iolab.report import i18n, notebooks as report
+from cli_helpers import FIXTURES
+
+DATA = FIXTURES / "data"
+HDD_QUICK = DATA / "hdd-node" / "20261120T223550Z-quick-312c"
+
+
+def _ja(name):
+    return i18n.text("system_names.emulated", "ja", name=name)
+
+
+def test_only_an_emulated_runs_label_in_the_kits_wording_is_named_in_japanese():
+    emulated = store.read_manifest(HDD_QUICK)
+    plain = store.read_manifest(DATA / "nvme-node" / "20261120T223550Z-crystaldiskmark-f5be")
+    assert {t["kind"] for t in emulated["targets"]} == {"emulated"} and plain["targets"][0]["kind"] == "dir"
+    assert report.display_name("HDD (emulated)", emulated, "ja") == _ja("HDD") == "HDD（エミュレート）"
+    assert report.display_name("emulated sata-ssd", emulated, "ja") == _ja("sata-ssd")
+    for label in ("HDD (emulated)", "emulated hdd", "HDD, cached"):
+        assert report.display_name(label, emulated, "en") == label  # en unchanged
+    assert report.display_name("HDD, cached", emulated, "ja") == "HDD, cached"  # a label of the user's own
+    assert report.display_name("emulated hdd", plain, "ja") == "emulated hdd"  # no emulated device measured
+
+
+def test_select_names_the_systems_in_the_pages_language():
+    en, ja = report.select(DATA), report.select(DATA, lang="ja")
+    assert set(en.systems) == {"HDD (emulated)", "HDD, cached", "NVMe", "SATA SSD (emulated)"}
+    assert set(ja.systems) == {_ja("HDD"), "HDD, cached", "NVMe", _ja("SATA SSD")}
+    assert list(ja.manifests["run_id"]) == list(en.manifests["run_id"])
+
+
+def _demo_run(tmp_path):
+    """A stored run on the emulated hdd labelled as tools/demo.sh labels it."""
+    run = shutil.copytree(HDD_QUICK, tmp_path / "runs" / HDD_QUICK.name)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["label"] = "emulated hdd"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_demo_page_names_its_emulated_devices_in_its_language(tmp_path, lang):
+    runs = [_demo_run(tmp_path), DATA / "ssd-node" / "20261120T223550Z-quick-6c0d"]
+    md = report.report(runs, notebook="compare", out=tmp_path / "page", lang=lang).markdown.read_text()
+    if lang == "en":
+        assert "emulated hdd" in md and "SATA SSD (emulated)" in md
+    else:
+        assert _ja("hdd") in md and _ja("SATA SSD") in md
+        assert "emulated hdd" not in md and "SATA SSD (emulated)" not in md
