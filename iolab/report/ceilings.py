@@ -197,18 +197,30 @@ def _span(values, lang: str) -> str:
     return low if low == high else f"{low}–{high}"
 
 
-def _reason(rows: pd.DataFrame, lang: str) -> str:
+def _reason(rows: pd.DataFrame, lang: str, said: set | None = None) -> str:
+    """Why ``rows`` (one verdict and reason) missed their ceiling. An explanation already given in ``said`` (one I/O
+    in flight, the loop device) is not given again: the rows' own figures then, with a word that it was said."""
     first = rows.iloc[0]
     fields = {"lat": _span([(v or 0) / 1000 for v in rows["lat_mean_us"]], lang),
               "oio": "–".join(dict.fromkeys(str(int(v)) for v in sorted(rows["outstanding"])))}
     if first["reason"] == "latency":
         key = "why_latency_delay" if first["delay_ms"] else "why_latency"
-        return _t(key, lang, delay=f"{first['delay_ms'] or 0:g}", **fields)
+        return _t(_once(key, said), lang, delay=f"{first['delay_ms'] or 0:g}", **fields)
     if first["reason"] == "loop":
-        return _t("why_loop", lang, **fields)
+        return _t(_once("why_loop", said), lang, **fields)
     if first["reason"] == "host":
         return _t("why_host", lang, held=_held([j.get("held_by") for j in rows["unreached"] if j], lang))
     return _t(f"why_{first['reason']}", lang)
+
+
+def _once(key: str, said: set | None) -> str:
+    """``key`` the first time, ``key_again`` (the figures without the explanation) after: ``said`` keeps track."""
+    if said is None:
+        return key
+    if key in said:
+        return f"{key}_again"
+    said.add(key)
+    return key
 
 
 def _same_ceiling(reached: pd.DataFrame, lang: str) -> list[str]:
@@ -229,32 +241,57 @@ def _same_ceiling(reached: pd.DataFrame, lang: str) -> list[str]:
 
 
 def sentences(found: pd.DataFrame, *, lang: str = "en") -> list[list[str]]:
-    """Per emulated profile: its ceilings once (the first item), then one text per system: the tests that reached
-    them and, grouped by reason, those that fell short or went above, each measured against its ceiling."""
+    """Per emulated profile: its ceilings (the first item), then one text per system: the tests that reached them
+    and, grouped by reason, those that fell short or went above, each measured against its ceiling.
+
+    What the systems share is said once: what an emulated device's limits are (the first profile's intro; the
+    next profiles name their limits), one sentence for every system whose probe reached all its limits, and
+    each explanation of a shortfall (one I/O in flight, the loop device), given where it first applies; a later
+    system gets its own figures only."""
     i18n.check_lang(lang)
     gap = " " if lang == "en" else ""
-    out = []
-    for profile, of_profile in found.groupby("profile", sort=False):
+    out, said = [], set()
+    probed = _probe_reached(found)
+    for i, (profile, of_profile) in enumerate(found.groupby("profile", sort=False)):
         systems = list(dict.fromkeys(of_profile["system"]))
-        parts = [_t("intro", lang, systems=i18n.join(systems, lang), n=len(systems), profile=profile,
-                    limits=_limits_text(of_profile["limits"].iloc[0], lang))]
+        intro = _t("intro" if i == 0 else "intro_more", lang, systems=i18n.join(systems, lang), n=len(systems),
+                   profile=profile, limits=_limits_text(of_profile["limits"].iloc[0], lang))
+        if i == 0 and probed:
+            intro += gap + _t("probe_reached", lang, systems=i18n.join(probed, lang), n=len(probed))
+        parts = [intro]
         for system in systems:
-            rows = of_profile[of_profile["system"] == system]
-            said = _probe_sentences(system, rows["probe"].iloc[0], lang)  # what the host can reach, first
-            label = lambda r: i18n.test_label(r["test"], r["direction"], lang)
-            reached = [label(r) for _, r in rows[rows["verdict"] == "reached"].iterrows()]
-            if reached:
-                said.append(_t("reached", lang, system=system, tests=i18n.join_capped(reached, lang),
-                                n=len(reached)))
-            said.extend(_same_ceiling(rows[rows["verdict"] == "reached"], lang))
-            rest = rows[rows["verdict"] != "reached"]
-            for (verdict, _reason_key), group in rest.groupby(["verdict", "reason"], sort=False):
-                items = [f"{label(r)}{_t('paren', lang, text=_measured(r, lang))}" for _, r in group.iterrows()]
-                said.append(_t(verdict, lang, system=system, tests=i18n.join_capped(items, lang), n=len(items),
-                                reason=_reason(group, lang)))
-            parts.append(gap.join(said))
+            parts.append(gap.join(_system_sentences(system, of_profile[of_profile["system"] == system], lang, said)))
         out.append(parts)
     return out
+
+
+def _system_sentences(system: str, rows: pd.DataFrame, lang: str, said: set) -> list[str]:
+    """One system's sentences: what the probe found (unless it reached every limit: said once for all), the tests
+    that reached the ceiling, then those that did not, grouped by verdict and reason."""
+    probe = rows["probe"].iloc[0]
+    found = _probe_sentences(system, probe, lang) if not _reached_every_limit(probe) else []
+    label = lambda r: i18n.test_label(r["test"], r["direction"], lang)  # noqa: E731
+    reached = [label(r) for _, r in rows[rows["verdict"] == "reached"].iterrows()]
+    if reached:
+        found.append(_t("reached", lang, system=system, tests=i18n.join_capped(reached, lang), n=len(reached)))
+    found.extend(_same_ceiling(rows[rows["verdict"] == "reached"], lang))
+    rest = rows[rows["verdict"] != "reached"]
+    for (verdict, _reason_key), group in rest.groupby(["verdict", "reason"], sort=False):
+        items = [f"{label(r)}{_t('paren', lang, text=_measured(r, lang))}" for _, r in group.iterrows()]
+        found.append(_t(verdict, lang, system=system, tests=i18n.join_capped(items, lang), n=len(items),
+                        reason=_reason(group, lang, said)))
+    return found
+
+
+def _reached_every_limit(probe) -> bool:
+    return isinstance(probe, dict) and bool(probe.get("ran")) and not any(
+        isinstance(j, dict) and j.get("reached") is False for j in probe.get("jobs") or [])
+
+
+def _probe_reached(found: pd.DataFrame) -> list[str]:
+    """The systems whose probe, when their device was made, reached every declared limit on this host."""
+    systems = found.drop_duplicates("system")
+    return [s for s, probe in zip(systems["system"], systems["probe"]) if _reached_every_limit(probe)]
 
 
 def _held(causes, lang: str) -> str:
@@ -281,7 +318,7 @@ def _probe_sentences(system: str, probe: dict | None, lang: str) -> list[str]:
         return [_t("probe_skipped", lang, system=system)] if probe.get("reason") != "no declared limits" else []
     short = [j for j in probe.get("jobs") or [] if isinstance(j, dict) and j.get("reached") is False]
     if not short:
-        return [_t("probe_reached", lang, system=system)]
+        return [_t("probe_reached", lang, systems=system, n=1)]
     return [_t("probe_short", lang, system=system, held=_held([j.get("held_by") for j in short], lang),
                seconds=f"{float(probe.get('seconds') or 0):g}", figures=i18n.join([_probe_figure(j, lang) for j in short],
                                                                              lang))]
@@ -316,8 +353,9 @@ def _emulated_markdown(results: pd.DataFrame, manifests: pd.DataFrame, *, lang: 
     if found.empty:
         return f"**{_t('heading', lang)}** " + (" " if lang == "en" else "").join(unknown) if unknown else ""
     blocks = []
-    for intro, *systems in sentences(found, lang=lang):
-        blocks.append(f"**{_t('heading', lang)}** {intro}\n\n" + "\n".join(f"- {s}" for s in systems))
+    for i, (intro, *systems) in enumerate(sentences(found, lang=lang)):
+        heading = f"**{_t('heading', lang)}** " if i == 0 else ""  # one heading: the next profiles follow on
+        blocks.append(f"{heading}{intro}\n\n" + "\n".join(f"- {s}" for s in systems))
     if unknown:
         blocks.append((" " if lang == "en" else "").join(unknown))
     return "\n\n".join(blocks)

@@ -231,3 +231,44 @@ def test_a_probe_that_reached_every_limit_flags_nothing_and_a_skipped_one_is_sai
     results, manifests = _run(skipped, [("RND4K-Q32T1", "write", 4096, 32, 6812.0, 4700.0, None)])
     assert "the probe of the declared limits was skipped on request" in ceilings.markdown(results, manifests)
     assert "測っていない" in ceilings.markdown(results, manifests, lang="ja")
+
+
+# --------------------------------------------------------------------------- each shared fact once (issue 23)
+
+def _two_runs(rows_by_system):
+    """The demo's shape: one run per emulated device, each with its own profile and the probe it made."""
+    reached = {"read_bps": 499e6, "write_bps": 497e6, "read_iops": 19_990.0, "write_iops": 19_980.0}
+    frames, manifests = [], []
+    for i, (system, emulated_, rows) in enumerate(rows_by_system):
+        results, manifest = _run(emulated_ | {"ceiling_probe": _probed(reached)["ceiling_probe"]}, rows)
+        frames.append(results.assign(system=system, run_id=f"r{i}"))
+        manifests.append(manifest.assign(run_id=f"r{i}"))
+    return pd.concat(frames, ignore_index=True), pd.concat(manifests, ignore_index=True)
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_what_the_systems_share_is_said_once_and_each_systems_figures_for_it(lang):
+    hdd = SATA_SSD | {"profile": "hdd", "declared": HDD_DM_DELAY["declared"]}
+    results, manifests = _two_runs([
+        ("emulated hdd", hdd, [("RND4K-Q1T1", "read", 4096, 1, 100.0, 9900.0, None),
+                               ("RND4K-Q32T1", "write", 4096, 32, 100.0, 300000.0, None)]),
+        ("emulated sata-ssd", SATA_SSD, [("RND4K-Q1T1", "read", 4096, 1, 444.0, 2250.0, None),
+                                         ("RND4K-Q32T1", "write", 4096, 32, 6812.0, 4700.0, None)])])
+    text = ceilings.markdown(results, manifests, lang=lang)
+    t = lambda key, **fields: i18n.text(f"ceilings.{key}", lang, **fields)  # noqa: E731
+    # once: the heading, what a declared limit is, the probe's finding, each explanation of a shortfall
+    assert text.count(t("heading")) == 1
+    general = t("intro", systems="emulated hdd", n=1, profile="hdd", limits="@").split("@")[1]
+    assert text.count(general) == 1 and general.strip(" 。.;；")
+    assert text.count(t("probe_reached", systems=i18n.join(["emulated hdd", "emulated sata-ssd"], lang), n=2)) == 1
+    first_latency = t("why_latency", lat="9.90")
+    first_loop = t("why_loop", oio="32", lat="300")
+    assert first_latency in text and first_loop in text
+    for key in ("why_latency", "why_loop"):
+        shared = t(key, lat="@", oio="@").split("@")[-1]  # the explanation after the figures
+        assert text.count(shared) == 1, (key, shared, text)
+    # per system only its own figures: the sata-ssd's latency and I/Os in flight
+    assert t("why_latency_again", lat="2.25") in text and t("why_loop_again", oio="32", lat="4.70") in text
+    assert t("intro_more", systems="emulated sata-ssd", n=1, profile="sata-ssd",
+             limits=t("limits_both", limits=f"500 {i18n.unit('MB/s', lang)}" +
+                      ("、" if lang == "ja" else " and ") + "20,000 IOPS")) in text
