@@ -360,5 +360,18 @@ def article_table(data: pd.DataFrame, *, metric: str = "bw_mbps", system: str = 
     return Table(shown, caption=caption or caption_for(metric, metric_unit(metric), lang), notes=[note], data=numbers)
 
 
+def article_tables(data: pd.DataFrame, *, metrics: Sequence[str] = ("bw_mbps", "iops"), lang: str = "en",
+                   **options) -> list[Table]:
+    """:func:`article_table` per metric, shown one after another: a note the table before already carries (how
+    many repetitions, what ± means) is not repeated under the next one."""
+    out, said = [], set()
+    for metric in metrics:
+        table = article_table(data, metric=metric, lang=lang, **options)
+        table.notes = [n for n in table.notes if n not in said]
+        said.update(table.notes)
+        out.append(table)
+    return out
+
+
 # ---------------------------------------------------------------------------
 # provenance

@@ -280,3 +280,32 @@ def test_a_run_start_reads_as_a_date_and_time(stamp, shown):
     """The environment table printed '2026-11-20T22:35:50+00:00', broken at its hyphen in every column."""
     from iolab.report import environment
     assert environment.when(stamp) == shown
+
+
+# ---------------------------------------------------------------------------
+# a note two tables share is said once (issue 23)
+
+
+def test_the_throughput_and_iops_tables_share_one_repetitions_note():
+    sel = report.select(FIXTURES, recipe="quick", with_results=True)
+    separate = [tables.article_table(sel.results, metric=m) for m in ("bw_mbps", "iops")]
+    assert separate[0].notes == separate[1].notes and separate[0].notes  # what the page showed twice
+    shown = tables.article_tables(sel.results, metrics=("bw_mbps", "iops"))
+    assert shown[0].notes == separate[0].notes and shown[1].notes == []
+    assert separate[1].notes[0] not in shown[1].to_markdown()
+    # the tables themselves unchanged
+    assert [t.frame.equals(s.frame) for t, s in zip(shown, separate)] == [True, True]
+    # a note that differs (one table from a single pass) stays under its own table
+    one = sel.results[(sel.results["rep"] == 1) | (sel.results["test"] != "SEQ1M-Q8T1")].copy()
+    one.loc[one["test"] == "SEQ1M-Q8T1", "iops"] = float("nan")
+    both = tables.article_tables(one, metrics=("bw_mbps", "iops"))
+    assert both[0].notes and both[1].notes and both[0].notes != both[1].notes
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_compare_page_says_the_repetitions_note_once_per_recipe(render_once, lang):
+    md = render_once(data=FIXTURES, notebook="compare", lang=lang).markdown.read_text(encoding="utf-8")
+    sel = report.select(FIXTURES, recipe="quick", with_results=True)
+    note = tables.article_table(sel.results, metric="bw_mbps", lang=lang).notes[0]
+    quick = md.split("## " + report.i18n.text("headings.recipe", lang, recipe="quick"), 1)[1].split("\n## ", 1)[0]
+    assert quick.count(note) == 1
