@@ -199,7 +199,9 @@ class Simultaneous:
             rows = rows.assign(job=step.id)
             frame = temperature.annotate(self.annotate(rows, step, target, rep, device, found, done.elapsed, sandbox))
             frames[target.name] = frame.assign(simultaneous=TARGET_ROW)
-        frames[total] = total_rows(list(frames.values()), total)
+        summed = total_rows(list(frames.values()), total)
+        if not summed.empty:  # no total of a pass that measured nothing (each target's row says why)
+            frames[total] = summed
         if done.interrupt is not None:
             if rep:
                 for frame in frames.values():

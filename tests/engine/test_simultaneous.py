@@ -164,3 +164,8 @@ def test_reports_leave_the_total_out_of_the_systems_they_set_side_by_side():
     rows["system"] = "web1 · " + rows["target"]
     assert list(common.without_aggregates(rows)["target"]) == ["a", "b"]
     assert common.measured_systems(rows) == ["web1 · a", "web1 · b"]
+
+
+def test_a_pass_that_measured_nothing_has_no_total():
+    failed = {**_pass("a", None, 0.0, 0.0, 0.0, 0.0, error="fio ran no job"), "bw_mbps": None, "iops": None}
+    assert simultaneous.total_rows([pd.DataFrame([failed]), pd.DataFrame([{**failed, "target": "b"}])], "a+b").empty
