@@ -36,7 +36,7 @@ def test_runs_that_disagree_on_the_statistic_are_said_to_and_none_is_picked(tmp_
     # the first run (hdd) records best: before, the page took its statistic for both runs
     runs = _copies(tmp_path, ["best", "mean"])
     md = report.report(runs, out=tmp_path / "page", lang=lang).markdown.read_text()
-    sel = report.select(None, runs)
+    sel = report.select(None, runs, lang=lang)  # the systems as the page names them
     _, note = report.tool_statistic(sel.manifests, lang)
     assert note and note in md
     for name in sel.manifests["system_name"]:
