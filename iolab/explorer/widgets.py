@@ -157,7 +157,7 @@ class Explorer:
         with self._hold():
             self.language.value = lang
             self._relabel()
-        self.refresh()
+        self.reload()  # the systems named in the language too (report.select), then refreshed
 
     def _relabel(self) -> None:
         """The controls' descriptions, hints and option labels in the current language (values kept)."""
@@ -216,7 +216,7 @@ class Explorer:
         self.selection = None
         if usable:
             try:
-                self.selection = report.select(runs=usable, with_results=True)
+                self.selection = report.select(runs=usable, with_results=True, lang=self.lang)  # named as the page
             except IolabError as exc:
                 notes.append((None, {"text": str(exc)}))
         with self._hold():
