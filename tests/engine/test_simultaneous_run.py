@@ -1,7 +1,6 @@
 """``iolab run --simultaneous`` for real: two emulated devices throttled at known, different rates, read by one
 fio at the same time, each land at their own rate and the total at their sum; two directories share one
 confined fio; the reports keep the total apart from the targets. Needs root and fio (the device window)."""
-import json
 import os
 import shutil
 import tempfile
@@ -12,7 +11,7 @@ import pytest
 from cli_helpers import cli_main
 from kernel_fixtures import machine_clean, needs_fio, needs_root  # noqa: F401  (fixture)
 from iolab.devices import emulated
-from iolab.engine import runner
+from iolab.engine import fiotext, runner
 from iolab.report import notebooks
 from iolab.report.sections import common
 
@@ -90,7 +89,7 @@ def test_two_throttled_devices_read_at_once_each_at_its_own_rate_and_the_total_t
     assert manifest["options"]["simultaneous"] is True
     # one fio for both: one job file, one raw output holding both jobs, started together
     assert sorted(p.name for p in (result.path / "raw").glob("*.json")) == ["seqread-1.json"]
-    raw = json.loads((result.path / "raw" / "seqread-1.json").read_text())
+    raw = fiotext.documents((result.path / "raw" / "seqread-1.json").read_text())[-1]  # after fio's notes
     assert sorted(j["jobname"] for j in raw["jobs"]) == ["seqread@consumer-ssd", "seqread@hdd"]
     starts = [j["job_start"] for j in raw["jobs"] if "job_start" in j]
     if len(starts) == 2:
