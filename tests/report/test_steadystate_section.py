@@ -130,7 +130,7 @@ def test_not_reached_says_within_how_many_rounds_and_why(unsteady, japanese):
                                "the measurement window's 5. ")
     assert verdict["why_not"] not in sentence  # the codes are worded, not shown
     written = human_size(int(rows.loc[rows["test"].eq("precondition"), "io_bytes"].iloc[0]))
-    assert "Preconditioning wrote 24.0 MiB, less than the PTS's twice the test area (32.0 MiB): bounded by " \
+    assert "Preconditioning wrote 24.0 MiB, less than the PTS's twice the capacity (32.0 MiB): bounded by " \
            "--precondition-size." in sentence
     assert (f"The time bound (--max-time) left preconditioning 1 s and cut it short after {written} of 24.0 MiB."
             in sentence)
