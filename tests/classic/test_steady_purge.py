@@ -91,10 +91,11 @@ def test_a_loop_device_without_discard_is_not_purged_and_says_why(tmp_path):
 @needs_fio
 def test_a_steady_state_run_purges_the_confirmed_device_first(tmp_path):
     """`iolab run steady-state` on a confirmed loop device: the whole device is discarded before
-    preconditioning (which writes only the 16 MiB test area), so the rest of it reads as zeros after the
-    run; the round rows say it was purged."""
+    preconditioning (a declared 16 MiB, written from the start: the PTS's twice the capacity would write the
+    whole device over), so the rest of it reads as zeros after the run; the round rows say it was purged."""
     with loop_over(tmp_path / "disk.img", 48 * MiB) as device:
-        run_dir, rows, found = steady_run(tmp_path, device, "16M", "--confirm", device, "--max-rounds", "5")
+        run_dir, rows, found = steady_run(tmp_path, device, "16M", "--confirm", device, "--max-rounds", "5",
+                                          "--precondition-size", "16M")
         name = Path(device).name
         assert found["purge"][0]["purged"] is True
         assert set(rows.loc[rows["test"].eq("round"), "steady_purge"]) == {f"blkdiscard device={name}"}
