@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from iolab.core import files
 from iolab.core.errors import IolabError
 
 SOURCES = ("device", "emulated", "file", "file_empty", "dir")
@@ -46,20 +47,11 @@ class Amount:
                 "capacity_source": self.capacity.source}
 
 
-def device_bytes(path: str) -> int:
-    """A block device's size in bytes (as fio sees it: the end of the device)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.seek(0, os.SEEK_END)
-    except OSError as exc:
-        raise IolabError(f"cannot read the device's size: {exc.strerror or exc}", context=path) from None
-
-
 def capacity(target, area: int) -> Capacity:
     """``target``'s capacity (:class:`Capacity`); ``area`` is the test area (``--size``), what a directory,
     an empty file and an emulated device not yet made stand for."""
     if target.kind == "block":
-        return Capacity(device_bytes(target.path), "device")
+        return Capacity(files.size_of(target.path), "device")
     if target.kind == "emulated":
         device = target.emulated
         if device is not None and getattr(device, "mountpoint", None):  # a file system: its test file

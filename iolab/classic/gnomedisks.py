@@ -36,8 +36,9 @@ import logging
 import pandas as pd
 
 from iolab.analysis import curves
+from iolab.core import files
 from iolab.core.errors import IolabError
-from iolab.classic.originals import ClassicEngine, Option, file_size
+from iolab.classic.originals import ClassicEngine, Option
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class Engine(ClassicEngine):
             if self.options["write"] and target.kind == "emulated" and target.test_file is None:
                 from iolab.devices.safety import check_writable
                 check_writable(target.filename)
-            size = file_size(target.filename)
+            size = files.size_of(target.filename)
             if size < self.options["sample_size"]:
                 raise IolabError(f"smaller ({size} bytes) than one sample ({self.options['sample_size']} bytes)",
                                  context=f"--target {target.spec}")

@@ -36,8 +36,9 @@ import subprocess
 
 import pandas as pd
 
+from iolab.core import files
 from iolab.core.errors import IolabError
-from iolab.classic.originals import MiB, ClassicEngine, Option, file_size, parse_hdparm
+from iolab.classic.originals import MiB, ClassicEngine, Option, parse_hdparm
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class Engine(ClassicEngine):
                 self.layout(target, None)      # a fresh emulated device reads holes: give it data
             elif target.created_file:
                 self.layout(target, self.recipe.size)
-            size = file_size(target.filename)
+            size = files.size_of(target.filename)
             if size < BUFFER + self.options["offset"] * 1024 * MiB:
                 raise IolabError(f"too small for hdparm's 2 MiB reads at offset {self.options['offset']} GiB "
                                  f"({size} bytes)", context=f"--target {target.spec}")
@@ -116,7 +117,7 @@ class Engine(ClassicEngine):
         if self.options["offset"]:
             options["offset"] = f"{self.options['offset']}g"
         if target.test_file:
-            options["size"] = file_size(target.filename) - self.options["offset"] * 1024 * MiB
+            options["size"] = files.size_of(target.filename) - self.options["offset"] * 1024 * MiB
         frame = self.fio_step(step, target, rep, options)
         frame["hdparm_mb_sec"] = pd.to_numeric(frame["bw_mbps"], errors="coerce") * 1e6 / MiB
         return frame

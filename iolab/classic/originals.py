@@ -484,12 +484,3 @@ class ClassicEngine(FioEngine):
         from iolab.analysis.stats import split_flags
         frame["flags"] = [";".join(f for f in split_flags(v) if f != flag) or None for v in frame["flags"]]
         return frame
-
-
-def file_size(path: str) -> int:
-    """Bytes in a file or block device."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.lseek(fd, 0, os.SEEK_END)
-    finally:
-        os.close(fd)

@@ -1,9 +1,11 @@
-"""Writing files so that a reader never sees half of one."""
+"""Writing files so that a reader never sees half of one, and the size of a file or block device."""
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+
+from iolab.core.errors import IolabError
 
 
 def _file_mode() -> int:
@@ -31,3 +33,16 @@ def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def size_of(path: str | os.PathLike) -> int:
+    """Bytes in a file or block device, as fio sees them (the end of it: ``lseek(SEEK_END)``, a block
+    device's BLKGETSIZE64); an unreadable one is an :class:`IolabError` naming it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise IolabError(f"cannot read its size: {exc.strerror or exc}", context=str(path)) from None
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)

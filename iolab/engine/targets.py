@@ -15,6 +15,7 @@ from pathlib import Path
 
 from iolab.devices import health
 from iolab.engine import sysinfo, workdirs
+from iolab.core import files
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size
 
@@ -136,8 +137,7 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
 
 
 def _check_device_size(path: Path, needed: int, spec: str) -> None:
-    with open(path, "rb") as handle:
-        size = handle.seek(0, os.SEEK_END)
+    size = files.size_of(path)
     if size < needed:
         raise IolabError(f"the device holds {human_size(size)}, the test needs {human_size(needed)}",
                          context=f"--target {spec}", hint="use a smaller --size")
