@@ -17,10 +17,8 @@ anything but reading a size.
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from iolab.core import files
-from iolab.core.errors import IolabError
 
 SOURCES = ("device", "emulated", "file", "file_empty", "dir")
 
@@ -58,10 +56,7 @@ def capacity(target, area: int) -> Capacity:
             return Capacity(area, "dir")
         return Capacity(int(getattr(device, "size", None) or area), "emulated")
     if target.kind == "file":
-        try:
-            size = os.path.getsize(target.path)
-        except OSError as exc:
-            raise IolabError(f"cannot read the file's size: {exc.strerror or exc}", context=target.path) from None
+        size = files.size_of(target.path)
         return Capacity(size, "file") if size > 0 else Capacity(area, "file_empty")
     return Capacity(area, "dir")
 
