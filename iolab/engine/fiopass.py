@@ -15,6 +15,11 @@ log = logging.getLogger(__name__)
 STOP_GRACE_S = 10
 
 
+def pass_suffix(rep: int) -> str:
+    """The end of a pass's raw output's name: ``-warmup.json`` for the unrecorded warm-up (``rep`` 0), else ``-N.json``."""
+    return "-warmup.json" if rep == 0 else f"-{rep}.json"
+
+
 def expected_seconds(recipe, step) -> float | None:
     """How long fio runs ``step`` (its runtime and the recipe's ramp_time), for progress; None: not timed."""
     runtime = step.options.get("runtime")

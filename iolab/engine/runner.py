@@ -42,7 +42,7 @@ from iolab.core.signals import sigterm_raises
 from iolab.engine.devicewatch import NoWatch, watching
 from iolab.engine.fiooutcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
-from iolab.engine.fiopass import STOP_GRACE_S, device_counter, expected_seconds  # noqa: F401 (also runner's names)
+from iolab.engine.fiopass import STOP_GRACE_S, device_counter, expected_seconds, pass_suffix  # noqa: F401 (also runner's names)
 from iolab.engine.simultaneous import Simultaneous
 from iolab.engine.fiospread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
@@ -380,13 +380,9 @@ class FioEngine(Engine):
         # fio runs in the raw file's directory, inside the run: its side files by relative name
         # (exec_prerun's <job>.prerun.txt) stay with the run, not in the caller's working directory
         argv = self._argv(os.path.abspath(jobfile), target, step)
-        suffix = "-warmup.json" if rep == 0 else f"-{rep}.json"
-        raw = self.run.path / relpath("raw", step.id, target, self.multi, suffix)
+        raw = self.run.path / relpath("raw", step.id, target, self.multi, pass_suffix(rep))
         raw.parent.mkdir(parents=True, exist_ok=True)
-        if step.cache == "cold":
-            drop_caches()  # whatever the isolation: this test must start cold
-        elif step.cache == "isolation":
-            sandbox.prepare_test()
+        self.prepare_cache(sandbox, step)
         label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
         limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
                                        floor_bps=self.floor_bps(target), margin_s=self._margin())
@@ -403,6 +399,15 @@ class FioEngine(Engine):
                 self.store(frame)
             raise done.interrupt
         return frame
+
+    @staticmethod
+    def prepare_cache(sandbox, step) -> None:
+        """The page cache as ``step`` must find it before a pass: dropped for a cold test (whatever the
+        isolation), the sandbox's own emptied for an isolated one."""
+        if step.cache == "cold":
+            drop_caches()
+        elif step.cache == "isolation":
+            sandbox.prepare_test()
 
     def measure_process(self, sandbox, argv, target, raw, label, expected, limit=None, *, fio_run=False, cwd=None):
         """Run ``argv`` in the sandbox with its stdout in ``raw``, counting the device's bytes.

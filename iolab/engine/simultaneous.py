@@ -31,11 +31,10 @@ import pandas as pd
 
 from iolab.core.errors import IolabError
 from iolab.engine import fio, fioproc, ioengines, targets as targets_mod, watchdog
-from iolab.engine.fiopass import STOP_GRACE_S, device_counter, expected_seconds
+from iolab.engine.fiopass import STOP_GRACE_S, device_counter, expected_seconds, pass_suffix
 from iolab.engine.fio import job_options
 from iolab.engine.fiooutcome import empty_frame
 from iolab.isolation import contention
-from iolab.isolation.sandbox import drop_caches
 
 log = logging.getLogger(__name__)
 
@@ -169,13 +168,9 @@ class Simultaneous:
         ``(total name, total rows)``."""
         total = total_name(self.targets)
         jobfile = os.path.abspath(jobs[(step.id, total)])
-        suffix = "-warmup.json" if rep == 0 else f"-{rep}.json"
-        raw = self.run.path / "raw" / f"{step.id}{suffix}"
+        raw = self.run.path / "raw" / f"{step.id}{pass_suffix(rep)}"
         raw.parent.mkdir(parents=True, exist_ok=True)
-        if step.cache == "cold":
-            drop_caches()
-        elif step.cache == "isolation":
-            sandbox.prepare_test()
+        self.prepare_cache(sandbox, step)
         label = f"{step.id} @{total}" + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
         limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
                                        floor_bps=min(self.floor_bps(t) for t in self.targets), margin_s=self._margin())
