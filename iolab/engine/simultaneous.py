@@ -63,6 +63,12 @@ def check(recipe, targets: list, options) -> None:
     if len(targets) < 2:
         raise IolabError(f"needs two or more --target, got {len(targets)}: one target is measured alone anyway",
                          context=WHERE)
+    specs = [t if isinstance(t, str) else t.spec for t in targets]
+    real = [os.path.realpath(s) for s in specs if not s.startswith(targets_mod.EMULATED_PREFIX)]
+    twice = sorted({path for path in real if real.count(path) > 1})
+    if twice:  # each emulated:PROFILE is a device of its own; a path twice would be one file written by two jobs
+        raise IolabError(f"names {twice[0]} twice: two jobs would write one file at once and the total would "
+                         "count it twice", context=WHERE)
     if recipe.engine != "fio":
         raise IolabError(f"the recipe {recipe.name!r} runs on the {recipe.engine} engine, which runs its tests "
                          "its own way; only fio recipes measure targets together", context=WHERE)

@@ -50,6 +50,13 @@ def test_one_target_is_refused_naming_the_option():
         simultaneous.check(recipes.load("quick"), ["/a"], SIMULTANEOUS)
 
 
+def test_a_path_named_twice_is_refused_and_two_emulated_devices_are_not(tmp_path):
+    (tmp_path / "z").mkdir()
+    with pytest.raises(IolabError, match=r"run option --simultaneous.*names .*z twice"):
+        simultaneous.check(recipes.load("quick"), [str(tmp_path / "z"), f"{tmp_path}/./z/"], SIMULTANEOUS)
+    simultaneous.check(recipes.load("quick"), ["emulated:hdd", "emulated:hdd"], SIMULTANEOUS)
+
+
 def test_a_recipe_whose_engine_is_not_fio_is_refused_naming_the_option():
     with pytest.raises(IolabError, match=r"run option --simultaneous: .*'bonnie'.*bonnie engine"):
         simultaneous.check(recipes.load("bonnie"), ["/a", "/b"], SIMULTANEOUS)
