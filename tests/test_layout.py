@@ -202,7 +202,7 @@ def test_imports_by_a_computed_name_only_where_named():
 
 def test_what_runs_things_is_found_from_what_modules_do():
     runs = runs_things()
-    assert {"iolab.engine.runner", "iolab.engine.fioproc", "iolab.engine.fio", "iolab.isolation.cgroups",
+    assert {"iolab.engine.runner", "iolab.engine.fio.process", "iolab.engine.fio", "iolab.isolation.cgroups",
             "iolab.isolation.hugepages", "iolab.devices.loopdev", "iolab.devices.plan.steps", "iolab.fleet.batch",
             "iolab.explorer.runpanel"} <= runs
     assert not {"iolab.engine.store", "iolab.engine.recipes", "iolab.report.notebooks", "iolab.report.sections",

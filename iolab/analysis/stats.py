@@ -403,7 +403,7 @@ def flag_results(results: pd.DataFrame, *, cpu_count: int | None = None, min_run
       of one core) reaches ``cpu_bound_pct`` % of what they could get:
       ``100 x numjobs`` (each job near a full core), or ``100 x cpu_count``
       when there are more jobs than CPUs. With ``cpu_is_total=True`` (the
-      convention of :mod:`iolab.engine.fioparse`, which sums the jobs' CPU) the
+      convention of :mod:`iolab.engine.fio.parse`, which sums the jobs' CPU) the
       values are totals over the row's ``numjobs`` jobs; with False they are
       per-job averages (what fio itself prints with ``group_reporting``).
     * ``too_short``: ``runtime_s < min_runtime_s``.

@@ -35,10 +35,11 @@ from collections import defaultdict
 import pandas as pd
 
 from iolab.core import commands
-from iolab.engine import directio, fio, jobrules
+from iolab.engine import directio, fio
+from iolab.engine.jobfile import rules as jobrules
 from iolab.core.errors import IolabError
 from iolab.engine.recipes import Step
-from iolab.engine.fiooutcome import empty_frame
+from iolab.engine.fio.outcome import empty_frame
 from iolab.engine.runner import FioEngine, relpath
 from iolab.engine.store import utcnow
 from iolab.core.units import fio_size

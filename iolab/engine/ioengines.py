@@ -8,7 +8,7 @@ engine, not the device, set a figure.
   ``kernel.io_uring_disabled``, this process's seccomp mode, and a real ``io_uring_setup(2)`` under the
   run's confinement (bubblewrap drops every capability, so a kernel that allows io_uring to privileged
   processes only refuses it there). :func:`uring_verdict` decides on those facts alone.
-* :func:`of_job_text` reads a job file as fio does (:mod:`iolab.engine.jobreader`): each job's engine,
+* :func:`of_job_text` reads a job file as fio does (:mod:`iolab.engine.jobfile.reader`): each job's engine,
   O_DIRECT and iodepth. :func:`with_engines` puts the engines in the manifest's tests, :func:`mark` in each
   result row (column ``ioengine``), with the flag ``engine_sync`` where the engine submitted one I/O at a
   time although the job asked for more (:func:`submits_synchronously`): libaio on a file system in RAM or
@@ -32,7 +32,8 @@ import pandas as pd
 from iolab.analysis.stats import split_flags
 from iolab.core import commands
 from iolab.core.errors import IolabError
-from iolab.engine import jobreader, jobrules
+from iolab.engine.jobfile import reader as jobreader
+from iolab.engine.jobfile import rules as jobrules
 from iolab.isolation import confine
 
 log = logging.getLogger(__name__)

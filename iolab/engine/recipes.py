@@ -31,7 +31,8 @@ from iolab.core import paths
 from iolab.core import schema, yamlfile
 from iolab.core.errors import IolabError
 from iolab.core.units import fio_size, parse_size
-from iolab.engine import jobrules, recipe_schema
+from iolab.engine import recipe_schema
+from iolab.engine.jobfile import rules as jobrules
 from iolab.engine.runoptions import RunOptions
 from iolab.engine.recipemix import MIX_RATIOS, MIXED_RW, direction_rank, parse_mix, with_mixes  # noqa: F401
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from iolab.engine import targets as targets_mod
 from iolab.core.errors import IolabError
-from iolab.engine.fioparse import block_sizes
+from iolab.engine.fio.parse import block_sizes
 from iolab.core.units import human_size
 
 #: The block size iolab lays test files out with (see FioEngine._layout).

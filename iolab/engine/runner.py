@@ -31,8 +31,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from iolab.engine import (fio, fioproc, ioengines, jobgate, reaper, recipes, registry, runinput, sysinfo,
-                          targets as targets_mod, timelogs, watchdog)
+from iolab.engine import (fio, ioengines, reaper, recipes, registry, runinput, sysinfo, targets as targets_mod,
+                          timelogs, watchdog)
+from iolab.engine.fio import process as fioproc
+from iolab.engine.jobfile import gate as jobgate
 from iolab.engine.runoptions import RunOptions
 from iolab.engine.interface import Engine
 from iolab.engine.timelogs import keep_pass, with_logs
@@ -40,11 +42,11 @@ from iolab.core import progress as progress_
 from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
 from iolab.engine.devicewatch import NoWatch, watching
-from iolab.engine.fiooutcome import fio_reason, judge, killed_by
+from iolab.engine.fio.outcome import fio_reason, judge, killed_by
 from iolab.engine.fio import job_options
-from iolab.engine.fiopass import STOP_GRACE_S, device_counter, expected_seconds, pass_suffix  # noqa: F401 (also runner's names)
+from iolab.engine.fio.passes import STOP_GRACE_S, device_counter, expected_seconds, pass_suffix  # noqa: F401 (also runner's names)
 from iolab.engine.simultaneous import Simultaneous
-from iolab.engine.fiospread import client_fairness, latency_over
+from iolab.engine.fio.spread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
 from iolab.analysis import mixfigure
 from iolab.isolation import confine, contention
@@ -412,7 +414,7 @@ class FioEngine(Engine):
     def measure_process(self, sandbox, argv, target, raw, label, expected, limit=None, *, fio_run=False, cwd=None):
         """Run ``argv`` in the sandbox with its stdout in ``raw``, counting the device's bytes.
 
-        Returns how the process ended (:class:`iolab.engine.fioproc.Finished`, with
+        Returns how the process ended (:class:`iolab.engine.fio.process.Finished`, with
         ``returncode``), its stderr, the device's byte counts, the sandbox's
         evidence and the wall time: what :meth:`annotate` takes. ``limit`` is
         the watchdog's. Ctrl-C stops the process and goes on up, except for a

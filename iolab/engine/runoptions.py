@@ -28,7 +28,7 @@ from iolab.engine.timelogs import interval_ms
 @dataclasses.dataclass(frozen=True)
 class Allowances:
     """What the user allowed on purpose (``--allow-path``, ``--allow-exec``); recorded in the manifest and
-    enforced by :func:`iolab.engine.jobgate.check`."""
+    enforced by :func:`iolab.engine.jobfile.gate.check`."""
 
     paths: tuple = ()
     exec: bool = False

@@ -30,10 +30,11 @@ from pathlib import Path
 import pandas as pd
 
 from iolab.core.errors import IolabError
-from iolab.engine import fio, fioproc, ioengines, targets as targets_mod, watchdog
-from iolab.engine.fiopass import STOP_GRACE_S, device_counter, expected_seconds, pass_suffix
+from iolab.engine import fio, ioengines, targets as targets_mod, watchdog
+from iolab.engine.fio import process as fioproc
+from iolab.engine.fio.passes import STOP_GRACE_S, device_counter, expected_seconds, pass_suffix
 from iolab.engine.fio import job_options
-from iolab.engine.fiooutcome import empty_frame
+from iolab.engine.fio.outcome import empty_frame
 from iolab.isolation import contention
 
 log = logging.getLogger(__name__)

@@ -82,7 +82,7 @@ def fio_options(step_id: str, ms: int) -> dict:
 def with_logs(recipe, step, options: dict) -> dict:
     """A step's job options plus the log options when the run has ``--log-interval``.
 
-    Added to the job file the run writes, not to the one :mod:`iolab.engine.jobgate` checks: the logs
+    Added to the job file the run writes, not to the one :mod:`iolab.engine.jobfile.gate` checks: the logs
     are iolab's own files, in the run's ``raw/`` (fio's working directory), which the gate cannot
     place before the run directory exists and the confinement lets fio write anyway."""
     ms = recipe.log_interval_ms

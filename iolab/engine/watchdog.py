@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from iolab.engine.fioparse import parse_fio_size
+from iolab.engine.fio.parse import parse_fio_size
 
 #: The slowest a device is assumed to move data (bytes/s) when nothing better is known.
 FLOOR_BPS = 10e6
@@ -89,10 +89,10 @@ def jobfile_limit(text: str, *, default_size: int, floor_bps: float = FLOOR_BPS,
                   margin_s: float = MARGIN_S) -> Limit:
     """The limit of a whole fio job file: every job, ``[global]`` merged in, summed.
 
-    The jobs are read the way fio reads them (:func:`iolab.engine.jobaccess.jobs`, from fio's own view of
+    The jobs are read the way fio reads them (:func:`iolab.engine.jobfile.access.jobs`, from fio's own view of
     the file), so ``$ncpus``, ``[globalX]`` and values cut at ``;`` count as they do for fio.
     """
-    from iolab.engine import jobaccess
+    from iolab.engine.jobfile import access as jobaccess
     total = Limit(0.0, 0.0, 0.0, margin_s)
     for job in jobaccess.jobs(text, "job file"):
         total = total + job_limit(job.options, default_size=default_size, floor_bps=floor_bps, margin_s=margin_s)

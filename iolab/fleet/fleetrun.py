@@ -22,7 +22,7 @@ import pandas as pd
 import yaml
 
 from iolab.engine import fio, sysinfo
-from iolab.engine.fioparse import documents
+from iolab.engine.fio.parse import documents
 from iolab.engine.interface import Engine
 from iolab.engine.runner import expected_seconds
 from iolab.engine.store import Run, utcnow

@@ -9,8 +9,8 @@ file it will send with :func:`check`, from the *server's* point of view:
   names, ``opendir``, ``write_iolog``, ``read_iolog``, ``replay_redirect``,
   ``merge_blktrace_file``; fio's aliases included) must be the inventory
   entry's ``target`` or lie below it; the list comes from
-  :func:`iolab.engine.jobgate.accesses`, so the job file is read the way the local
-  gate reads it: from fio's own view (:mod:`iolab.engine.jobreader`), a
+  :func:`iolab.engine.jobfile.gate.accesses`, so the job file is read the way the local
+  gate reads it: from fio's own view (:mod:`iolab.engine.jobfile.reader`), a
   ``[global]`` section's files added to every job, every ``filename=`` line
   adding files; a ``read_iolog`` (read on the server, out of iolab's sight) is
   refused unless ``replay_redirect`` sends its I/O to one place inside the target;
@@ -25,7 +25,7 @@ file it will send with :func:`check`, from the *server's* point of view:
   are written by fio's *client*, on this machine, into the fleet's ``logs/``
   directory: their names must be plain names, without ``/``;
 * ``ioscheduler``, ``cgroup*`` and network ioengines, as the local gate refuses them
-  (:data:`iolab.engine.jobgate.OUTSIDE_OPTIONS`);
+  (:data:`iolab.engine.jobfile.gate.OUTSIDE_OPTIONS`);
 * ``${VAR}`` in any of these values is refused: it would be expanded from the
   server's environment, so the path that runs is not the one checked.
 
@@ -38,7 +38,8 @@ import dataclasses
 import os
 import re
 
-from iolab.engine import jobgate, jobreader
+from iolab.engine.jobfile import gate as jobgate
+from iolab.engine.jobfile import reader as jobreader
 from iolab.core.errors import IolabError
 
 #: Logs that fio's client writes on this machine (the server sends them over).
@@ -110,7 +111,7 @@ def _inside(path: str, root: str, local: bool) -> bool:
 def _raw_refusals(text: str, source: str) -> list[Refusal]:
     """``$`` in a path option as written: expanded from the server's environment, so never checkable here.
 
-    Read from the file's lines as fio splits them (:func:`iolab.engine.jobreader.lines`), before any expansion.
+    Read from the file's lines as fio splits them (:func:`iolab.engine.jobfile.reader.lines`), before any expansion.
     """
     found = []
     for line in jobreader.lines(text, source):
@@ -199,7 +200,7 @@ def _job_refusals(job: jobgate.Job, source: str, root: str, local: bool) -> list
 def refusals(text: str, source: str, *, root: str, local: bool = False, allow_code: bool = False) -> list[Refusal]:
     """Every path of job file ``text`` that the fio server of a host with target ``root`` must not open.
 
-    The job file is read the way fio reads it (:func:`iolab.engine.jobaccess.jobs`: fio's own view of it,
+    The job file is read the way fio reads it (:func:`iolab.engine.jobfile.access.jobs`: fio's own view of it,
     global files added to every job, every ``filename=`` line adding files). ``local``: the server runs on
     this machine, so symlinks are resolved and iologs read here. ``allow_code``: external ioengines were
     allowed (``allow_job_options: [exec]``); fio loads them to read the job, so without it they are refused.

@@ -11,7 +11,8 @@ import logging
 import secrets
 from pathlib import Path
 
-from iolab.engine import fio, jobcheck, targets as targets_mod
+from iolab.engine import fio, targets as targets_mod
+from iolab.engine.jobfile import check as jobcheck
 from iolab.engine.store import Run, safe_name, utcnow
 from iolab.fleet import fioserver, gate as fleetgate
 from iolab.fleet.inventory import Host, Inventory

@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from iolab.engine.fioparse import parse_output
+from iolab.engine.fio.parse import parse_output
 from iolab.engine.store import order_columns
 from iolab.fleet.hostplan import LOG_MS
 from iolab.fleet.inventory import ALL_HOSTS
@@ -30,7 +30,7 @@ def match(entry: dict, specs: dict) -> str | None:
 
 
 def rows_by_host(text: str, per_host: dict) -> dict:
-    """:func:`iolab.engine.fioparse.parse_output` of fio's combined client output, its rows split per host.
+    """:func:`iolab.engine.fio.parse.parse_output` of fio's combined client output, its rows split per host.
 
     The parser names a client by its address, or ``address:port`` where one
     address has several servers; the output entries each host owns (``per_host``,

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Iterable, Sequence
 
-from iolab.engine import jobcheck
+from iolab.engine.jobfile import check as jobcheck
 from iolab.fleet import fioserver, privatedir
 from iolab.fleet.inventory_schema import ALL_HOSTS, FLEET_DIR, InventoryFile  # noqa: F401 - the fleet's names
 from iolab.core import schema, yamlfile

@@ -1,7 +1,7 @@
 """Many servers: an inventory of fio servers and coordinated runs on fio's client/server engine.
 
 ``iolab run RECIPE --hosts inventory.yaml`` renders the recipe's job files for
-every host (each with its own target), checks them here (:mod:`iolab.engine.jobcheck`,
+every host (each with its own target), checks them here (:mod:`iolab.engine.jobfile.check`,
 then ``fio --parse-only``), and runs every host **at once** through one
 ``fio --client=H1 job1 --client=H2 job2 ...`` per test and repetition: fio's
 client sends every job first and starts them together. ``--sequential`` runs
@@ -40,7 +40,7 @@ never talks to a server on a non-loopback address unless the caller passes
 ``insecure_network=True`` (``--insecure-network``), which every manifest of the
 run records. ``0.0.0.0``/``::`` are refused always. The
 check is made on the inventory before any connection. Job files are checked by
-:func:`iolab.engine.jobcheck.check_text` (what the server would run) and
+:func:`iolab.engine.jobfile.check.check_text` (what the server would run) and
 :func:`iolab.fleet.gate.check` (every path a job opens, reads a pattern from or
 logs to must be inside that host's ``target``; no ``..``) before anything
 connects.

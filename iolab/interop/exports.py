@@ -41,7 +41,7 @@ from iolab.core.errors import IolabError
 from iolab.core.files import atomic_write
 from iolab.core.units import human_size
 from iolab.engine import store
-from iolab.engine.fiotext import scan_documents
+from iolab.engine.fio.text import scan_documents
 from iolab.interop import cdmtext
 
 log = logging.getLogger(__name__)

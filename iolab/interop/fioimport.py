@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from iolab.core.errors import IolabError
-from iolab.engine.fioparse import parse_fio_size, parse_output
-from iolab.engine.fiotext import scan_documents
+from iolab.engine.fio.parse import parse_fio_size, parse_output
+from iolab.engine.fio.text import scan_documents
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Kernel confinement: a process iolab starts for a run reaches only what the user named.
 
-The job gate (:mod:`iolab.engine.jobgate`) reads job files to *explain* what a
+The job gate (:mod:`iolab.engine.jobfile.gate`) reads job files to *explain* what a
 run will touch; it cannot be trusted to predict fio, whose job-file grammar it
 re-reads. The boundary itself is enforced by the kernel: every process iolab
 starts to do I/O for a run (fio, the direct-I/O worker, bonnie++, hdparm, fio

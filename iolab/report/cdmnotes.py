@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from iolab.core.errors import IolabError
-from iolab.engine.fiotext import scan_documents
+from iolab.engine.fio.text import scan_documents
 from iolab.report import i18n
 
 log = logging.getLogger(__name__)

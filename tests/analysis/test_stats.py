@@ -252,7 +252,7 @@ def test_flag_results_recomputes_its_own_flags():
 
 
 def test_flag_results_cpu_bound_counts_jobs_and_cpus():
-    # iolab.engine.fioparse sums the jobs' CPU: 8 jobs at 50 % of a core each = 400 %
+    # iolab.engine.fio.parse sums the jobs' CPU: 8 jobs at 50 % of a core each = 400 %
     frame = results({"rnd": [1.0]}, cpu_usr_pct=300.0, cpu_sys_pct=100.0, numjobs=8)
     assert not has_flag(flag_results(frame), "cpu_bound").any()
     # ... but on 4 CPUs, 400 % is all the machine has

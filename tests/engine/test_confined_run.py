@@ -15,7 +15,8 @@ import pytest
 
 from cli_helpers import cli_main, needs_fio, needs_root
 from device_fixtures import make_loop, requires, scratch, sh  # noqa: F401  (fixtures)
-from iolab.engine import jobgate, runner
+from iolab.engine import runner
+from iolab.engine.jobfile import gate as jobgate
 from iolab.isolation import confine
 
 pytestmark = [needs_fio, needs_root, requires("bwrap", "mkfs.ext4")]

@@ -17,7 +17,8 @@ import pytest
 
 import iolab
 from iolab.core.procstat import children
-from iolab.engine import fio, fiooutcome, runner
+from iolab.engine import fio, runner
+from iolab.engine.fio import outcome as fiooutcome
 from iolab.core.errors import IolabError
 
 from cli_helpers import IOLAB, ROOT, cli_main, live_processes, needs_fio, needs_root

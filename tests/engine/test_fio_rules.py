@@ -1,9 +1,9 @@
 """fio's rules that iolab applies without running fio (issue 22, item 3: one rule per decision).
 
-* Whether a job opens its files with O_DIRECT (:func:`iolab.engine.jobrules.is_direct`): fio's bool
+* Whether a job opens its files with O_DIRECT (:func:`iolab.engine.jobfile.rules.is_direct`): fio's bool
   options take an integer (parse.c ``check_int``: ``sscanf("%u")``, ``"%x"`` when "0x" is in the value),
   at most 1; ``direct`` and ``buffered`` store into one field, ``buffered`` negated, the later one wins.
-* A section's kind (:func:`iolab.engine.jobrules.is_global`): global when its name starts with "global".
+* A section's kind (:func:`iolab.engine.jobfile.rules.is_global`): global when its name starts with "global".
 
 Each table is checked against the fio installed here with ``fio --parse-only --debug=parse`` (fio parses the
 job and runs nothing): whether fio accepts the value, and the value its parser stored, read from fio's own
@@ -18,7 +18,9 @@ import pytest
 
 from cli_helpers import needs_fio
 from iolab.core.errors import IolabError
-from iolab.engine import fio, ioengines, jobreader, jobrules
+from iolab.engine import fio, ioengines
+from iolab.engine.jobfile import reader as jobreader
+from iolab.engine.jobfile import rules as jobrules
 
 REFUSED = "refused"
 

@@ -1,4 +1,4 @@
-"""iolab.engine.fioparse against real fio 3.33 output (tests/fixtures/fio, see capture.py there).
+"""iolab.engine.fio.parse against real fio 3.33 output (tests/fixtures/fio, see capture.py there).
 
 The expected values are read from the fixtures' JSON here, independently of the
 parser (plain ``json`` on the text between a "{" line and its "}" line).
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.engine import fioparse
+from iolab.engine.fio import parse as fioparse
 from iolab.core.columns import PARSE_COLUMNS
 from iolab.core.errors import IolabError
 import cli_helpers
@@ -144,7 +144,7 @@ def test_status_interval_uses_the_last_document():
 def test_truncated_last_document_falls_back_to_the_previous_one(caplog):
     output = text("status_interval")
     cut = output[: output.rindex("\n{\n") + len(output[output.rindex("\n{\n"):]) // 2]
-    with caplog.at_level(logging.WARNING, logger="iolab.engine.fioparse"):
+    with caplog.at_level(logging.WARNING, logger="iolab.engine.fio.parse"):
         frame = fioparse.parse_output(cut)
     assert frame.attrs["truncated_tail"] is True
     assert only(frame, direction="read").io_bytes == raw_docs(output)[1]["jobs"][0]["read"]["io_bytes"]

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from iolab.engine.fiospread import latency_over
-from iolab.engine.fiotext import documents
+from iolab.engine.fio.spread import latency_over
+from iolab.engine.fio.text import documents
 import cli_helpers
 
 FIXTURES = cli_helpers.FIXTURES / "fio"
@@ -39,7 +39,7 @@ def test_entries_of_one_job_are_added_and_plain_json_gives_nothing():
 
 
 def test_client_fairness_from_per_client_entries():
-    from iolab.engine.fiospread import client_fairness
+    from iolab.engine.fio.spread import client_fairness
     text = (FIXTURES / "numjobs4.out").read_text()
     clients = [j["read"]["bw_bytes"] / 1e6 for j in documents(text)[-1]["jobs"] if j["read"]["io_bytes"]]
     row = client_fairness(text).iloc[0]
@@ -55,7 +55,7 @@ def test_two_servers_on_one_address_are_two_hosts(servers, tmp_path):
     """fio names a client by its address only: the port tells two loopback servers apart."""
     import subprocess
 
-    from iolab.engine.fioparse import parse_output
+    from iolab.engine.fio.parse import parse_output
     a, b = servers(port=0, writable=[tmp_path]), servers(port=0, writable=[tmp_path])
     job = tmp_path / "job.fio"
     job.write_text(f"[r]\nfilename={tmp_path}/f\nsize=4m\nrw=randread\nbs=4k\nruntime=1\ntime_based\n")

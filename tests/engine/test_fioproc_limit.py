@@ -1,4 +1,4 @@
-"""The watchdog's limit passing at the moment fio ends by itself (iolab.engine.fioproc).
+"""The watchdog's limit passing at the moment fio ends by itself (iolab.engine.fio.process).
 
 Seen in the lab VM on a loaded host: a test's fio finished on its own just as
 its watchdog limit passed, and the test was failed as
@@ -12,7 +12,8 @@ import signal
 import pytest
 
 from iolab.core import progress
-from iolab.engine import fio, fioproc, watchdog
+from iolab.engine import fio, watchdog
+from iolab.engine.fio import process as fioproc
 
 from cli_helpers import needs_fio
 

@@ -1,7 +1,7 @@
 """Job files sent to fio servers: what is refused, how the error reads, what can be allowed."""
 import pytest
 
-from iolab.engine import jobcheck
+from iolab.engine.jobfile import check as jobcheck
 from iolab.core.errors import IolabError
 
 CLEAN = """; written by iolab

@@ -18,7 +18,7 @@ import pytest
 from cli_helpers import IOLAB, ROOT, iolab_cli, live_processes, needs_fio, needs_root
 from device_fixtures import detach, make_loop, mounted_image, requires, scratch, sh, unmount  # noqa: F401
 from iolab.devices import blockdev
-from iolab.engine import jobgate
+from iolab.engine.jobfile import gate as jobgate
 from iolab.core.errors import IolabError
 
 pytestmark = [needs_fio]
@@ -355,7 +355,7 @@ def test_one_list_of_options_reaching_outside_the_targets_for_the_local_and_the_
     """jobgate.outside_problems is the one reading of OUTSIDE_OPTIONS and the network ioengines: the local gate
     refuses its first, the fleet's gate all of them, each in its own words; ioengine is read as fio reads it
     (quotes, spaces and case dropped) by jobcheck.engine_name, which jobcheck's exec-engine check uses too."""
-    from iolab.engine import jobcheck
+    from iolab.engine.jobfile import check as jobcheck
     from iolab.fleet import gate
     text = f"[reader]\ndirectory={tmp_path}\nrw=read\nsize=1M\nioscheduler=none\ncgroup=mine\nioengine= 'RBD' \n"
     job, = jobgate.parse(text, "t.fio")

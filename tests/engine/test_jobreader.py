@@ -19,7 +19,11 @@ import pytest
 from cli_helpers import iolab_cli, needs_fio, needs_root
 from device_fixtures import make_loop, mounted_image, requires, scratch, sh  # noqa: F401  (fixtures)
 from iolab.core.errors import IolabError
-from iolab.engine import jobaccess, jobcheck, jobgate, jobreader, watchdog
+from iolab.engine import watchdog
+from iolab.engine.jobfile import access as jobaccess
+from iolab.engine.jobfile import check as jobcheck
+from iolab.engine.jobfile import gate as jobgate
+from iolab.engine.jobfile import reader as jobreader
 from iolab.fleet import gate as fleetgate
 
 pytestmark = [needs_fio]

@@ -11,7 +11,8 @@ import pytest
 from cli_helpers import cli_main
 from kernel_fixtures import machine_clean, needs_fio, needs_root  # noqa: F401  (fixture)
 from iolab.devices import emulated
-from iolab.engine import fiotext, runner
+from iolab.engine import runner
+from iolab.engine.fio import text as fiotext
 from iolab.report import notebooks
 from iolab.report.sections import common
 

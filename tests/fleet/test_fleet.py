@@ -23,7 +23,7 @@ import yaml
 from iolab.fleet import fioserver, inventory as fleet_inventory, privatedir, runs as fleet, scaling
 from iolab.fleet.tunnel import Tunnel
 from iolab.core.errors import IolabError
-from iolab.engine.fioparse import documents
+from iolab.engine.fio.parse import documents
 
 from cli_helpers import IOLAB, ROOT, iolab_cli, live_processes, needs_fio
 from sshd_fixtures import throwaway_sshd

@@ -21,7 +21,7 @@ they are. Where the two cannot be matched the reader refuses with the reason,
 naming the file, the section and the line.
 
 Also from fio: canonical option names and aliases (``fio --cmdhelp``). The rules that need no fio (a
-section's kind, whether a job opens its files with O_DIRECT) are in :mod:`iolab.engine.jobrules`.
+section's kind, whether a job opens its files with O_DIRECT) are in :mod:`iolab.engine.jobfile.rules`.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import re
 import subprocess
 
 from iolab.core.errors import IolabError
-from iolab.engine.jobrules import is_global
+from iolab.engine.jobfile.rules import is_global
 from iolab.isolation import confine
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 fio's stdout is rarely "just JSON" (notes, ``fio: pid=..., err=...`` lines,
 ``<host>``-prefixed server output, several documents with
 ``--status-interval``); this module finds the complete fio documents and reads
-the lines between them. Turning a document into rows is :mod:`iolab.engine.fioparse`.
+the lines between them. Turning a document into rows is :mod:`iolab.engine.fio.parse`.
 """
 from __future__ import annotations
 

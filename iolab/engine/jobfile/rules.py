@@ -6,7 +6,7 @@
 * :func:`is_direct`: whether a job opens its files with O_DIRECT: ``direct`` and ``buffered`` (negated)
   store into one field (``options.c``), the later one wins.
 
-:mod:`iolab.engine.jobreader` reads a job file as fio does (with fio); the job's options it yields, the recipe's
+:mod:`iolab.engine.jobfile.reader` reads a job file as fio does (with fio); the job's options it yields, the recipe's
 options iolab writes into a job and the classic engines' options are all decided here.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pandas as pd
 
 from iolab.core.columns import PARSE_COLUMNS
 from iolab.core.errors import IolabError
-from iolab.engine.fioparse import parse_output
+from iolab.engine.fio.parse import parse_output
 
 #: Lines of fio's stderr that are chatter, not a reason.
 _CHATTER = ("note:", "{", "}", "Jobs:", "Starting ")

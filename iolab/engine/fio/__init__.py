@@ -1,6 +1,6 @@
 """The fio engine: render job files, check them with fio, run fio without a shell.
 
-Parsing lives in :mod:`iolab.engine.fioparse`; :func:`parse_output` is re-exported
+Parsing lives in :mod:`iolab.engine.fio.parse`; :func:`parse_output` is re-exported
 here because it is the contract name (``iolab.engine.fio.parse_output``).
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from iolab.core import commands
 from iolab.core.errors import IolabError
 from iolab.core.units import fio_size
 from iolab.isolation import confine
-from iolab.engine.fioparse import parse_output  # noqa: F401  (contract: iolab.fio.parse_output)
+from iolab.engine.fio.parse import parse_output  # noqa: F401  (contract: iolab.fio.parse_output)
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from iolab.engine.fioparse import did_io, job_entries
-from iolab.engine.fiotext import documents
+from iolab.engine.fio.parse import did_io, job_entries
+from iolab.engine.fio.text import documents
 
 
 def latency_over(text: str, thresholds_s: Iterable[float] = (2.0, 10.0)) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Parse fio's output into one tidy row per job x direction.
 
 Finding the JSON documents and fio's error lines in the text is
-:mod:`iolab.engine.fiotext`; this module turns the last complete document into rows.
+:mod:`iolab.engine.fio.text`; this module turns the last complete document into rows.
 
 fio's stdout is rarely "just JSON". The parser survives what real runs print
 (see the design notes, "fio: what the parser must survive"):
@@ -70,7 +70,7 @@ import pandas as pd
 
 from iolab.core.columns import PARSE_COLUMNS
 from iolab.core.errors import IolabError
-from iolab.engine.fiotext import (FioErrorLine, first_meaningful_line, outside_documents, scan_documents,
+from iolab.engine.fio.text import (FioErrorLine, first_meaningful_line, outside_documents, scan_documents,
                                   documents, error_lines, error_text, fio_version)  # noqa: F401 (documents)
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Before a run, iolab reads every job it will hand to fio the way fio reads it
 and lists each file, device and directory a job touches with what the job does
-to it (:func:`iolab.engine.jobaccess.accesses`). :func:`check` then refuses, naming the job, the
+to it (:func:`iolab.engine.jobfile.access.accesses`). :func:`check` then refuses, naming the job, the
 option and the path, unless the user allowed it on purpose:
 
 =====================================  ==========================================
@@ -25,7 +25,7 @@ a file backing a loop device           treated like that device, and it needs
 state outside the targets, fio out of  to do instead)
 iolab's cgroup), network ioengines
 ``exec_prerun``/``exec_postrun``,      ``--allow-exec`` (checked by
-``ioengine=exec``, external engines,   :mod:`iolab.engine.jobcheck`)
+``ioengine=exec``, external engines,   :mod:`iolab.engine.jobfile.check`)
 ``trigger*`` options
 ``include`` lines                      never (inline the file: iolab checks
                                        only text it sees)
@@ -37,10 +37,10 @@ trimming, ``verify`` trims (``trim_percentage``), ``zonemode=zbd`` (zone
 resets), ``unlink``, file-creating/deleting engines, and iolab's own layout
 pass over a ``--target`` file smaller than the test.
 
-How a job file is read: :mod:`iolab.engine.jobreader` (fio's own view of it, from ``fio --showcmd``;
+How a job file is read: :mod:`iolab.engine.jobfile.reader` (fio's own view of it, from ``fio --showcmd``;
 where that view is ambiguous the gate refuses); what each job touches, as fio sets it up (global files
 added to every job, each ``filename=`` line adding files, ``opendir``, iolog replays, a read job's
-layout rewriting a short file): :mod:`iolab.engine.jobaccess`.
+layout rewriting a short file): :mod:`iolab.engine.jobfile.access`.
 """
 from __future__ import annotations
 
@@ -48,10 +48,12 @@ import dataclasses
 import os
 
 from iolab.core.errors import IolabError
-from iolab.engine import jobcheck, jobreader, workdirs
+from iolab.engine import workdirs
+from iolab.engine.jobfile import check as jobcheck
+from iolab.engine.jobfile import reader as jobreader
 from iolab.engine.targets import TEST_FILE
 from iolab.engine.runoptions import Allowances  # a run option (--allow-path, --allow-exec)
-from iolab.engine.jobaccess import (DEFAULT_FORMAT, FILE_ENGINES, LOG_OPTIONS, MAX_NAMES, Access, Job,  # noqa: F401
+from iolab.engine.jobfile.access import (DEFAULT_FORMAT, FILE_ENGINES, LOG_OPTIONS, MAX_NAMES, Access, Job,  # noqa: F401
                                     accesses, canonical, effects, jobs, outside, parse, path_kind)
 
 
@@ -189,7 +191,7 @@ REMOTE_HINT = "benchmark other machines with iolab run --hosts (a fio server on 
 def _check_options(text: str, source: str, allow: Allowances, target: str | None = None) -> None:
     """allow_mounted_write, options that change the machine outside the targets and network engines are
     never accepted; exec hooks and triggers need ``--allow-exec``. Read from fio's view of the file
-    (:mod:`iolab.engine.jobreader`): what fio applies, also from ``[global]`` sections."""
+    (:mod:`iolab.engine.jobfile.reader`): what fio applies, also from ``[global]`` sections."""
     for job in jobs(text, source, target=target, load_code=allow.exec):
         if str(job.options.get("allow_mounted_write", "0") or "1").strip() not in ("0", "", "false"):
             raise IolabError("allow_mounted_write: refused: iolab never writes to a mounted file system's device",

@@ -1,6 +1,6 @@
 """Every file, device and directory each job of a fio job file touches, read the way fio reads it.
 
-The job file itself is read by fio (:mod:`iolab.engine.jobreader`: ``fio
+The job file itself is read by fio (:mod:`iolab.engine.jobfile.reader`: ``fio
 --showcmd`` gives sections, options by their canonical names and values after
 fio's own ``${VAR}``/``$ncpus``/``$mb_memory``/``$pagesize`` expansion). This
 module models what fio does with those options, as fio 3.33 does it:
@@ -19,7 +19,7 @@ module models what fio does with those options, as fio 3.33 does it:
 * a job that only reads still writes a regular file that is missing or smaller
   than its size: fio lays it out (unlinks and rewrites it).
 
-What the run allows is :mod:`iolab.engine.jobgate`.
+What the run allows is :mod:`iolab.engine.jobfile.gate`.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ import stat
 from typing import Iterable
 
 from iolab.core.errors import IolabError
-from iolab.engine import jobreader
-from iolab.engine.fioparse import parse_fio_size
+from iolab.engine.jobfile import reader as jobreader
+from iolab.engine.fio.parse import parse_fio_size
 
 #: Options whose value names files fio writes (logs).
 LOG_OPTIONS = ("write_iolog", "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")

@@ -25,7 +25,7 @@ Pass ``allow={"exec", ...}`` to accept a category on purpose (the inventory's
 the job file, the section and the option (``jobs/a.fio: [seq] exec_prerun: ...``),
 and every problem of a file is reported at once.
 
-Lines are split by fio's own rules (:func:`iolab.engine.jobreader.lines`):
+Lines are split by fio's own rules (:func:`iolab.engine.jobfile.reader.lines`):
 ``[section]`` headers (any line starting with ``[``), ``key=value`` or bare
 ``key`` lines, ``;`` or ``#`` ending a line wherever they are, any line starting
 with ``include`` an include; option names are compared without regard to case
@@ -101,13 +101,13 @@ def option_problem(name: str, value) -> tuple[str, str] | None:
 def problems(text: str, source: str = "job file") -> list[Problem]:
     """Every refused line of job file ``text`` (nothing is allowed).
 
-    Lines are split as fio splits them (:func:`iolab.engine.jobreader.lines`:
+    Lines are split as fio splits them (:func:`iolab.engine.jobfile.reader.lines`:
     only ``\\n`` ends a line, ``;`` and ``#`` cut it anywhere, any line starting
     with ``include`` includes); no fio is run, so the ``$`` in a line is seen
     before anything expands it. Undecodable text or a null byte is an
     :class:`IolabError`.
     """
-    from iolab.engine import jobreader
+    from iolab.engine.jobfile import reader as jobreader
     found = []
     for line in jobreader.lines(text, source):
         section = line.section
