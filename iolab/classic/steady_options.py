@@ -165,21 +165,26 @@ def bounded(recipe, *, precondition_size=None, max_rounds=None, max_time=None):
         return recipe
     from iolab.engine import recipes
     recipe = recipes.load(recipe) if isinstance(recipe, str) else recipe
-    flags = ", ".join(FLAGS[key] for key in given)
     if recipe.engine != "steadystate":
-        raise IolabError(f"{flags}: bounds of a steady-state run, but recipe {recipe.name} runs on engine "
+        raise IolabError(f"bounds of a steady-state run, but recipe {recipe.name} runs on engine "
                          f"{recipe.engine}",
-                         context="command line", hint="e.g. iolab run steady-state --max-time 2h")
+                         context=_where(*given), hint="e.g. iolab run steady-state --max-time 2h")
     typed = {}
     for key, value in given.items():
         try:
             typed[key] = {"precondition": _precondition, "max_time": _seconds_or_none,
                           "max_rounds": lambda v: _rounds(_whole(v))}[key](value)
         except ValueError as exc:
-            raise IolabError(str(exc), context=f"command line: {FLAGS[key]}") from None
+            raise IolabError(str(exc), context=_where(key)) from None
     recipe = copy.deepcopy(recipe)
     recipe.options = {**recipe.options, **typed}
     return recipe
+
+
+def _where(*keys: str) -> str:
+    """How an error names the bounds given: ``run option --max-time``, as every other run option is named
+    (:mod:`iolab.engine.runoptions`)."""
+    return ("run options " if len(keys) > 1 else "run option ") + ", ".join(FLAGS[key] for key in keys)
 
 
 def _whole(value):

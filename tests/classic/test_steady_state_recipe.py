@@ -15,6 +15,7 @@ from iolab.classic.steadystate import STEADY_COLUMNS, Engine
 from iolab.core.errors import IolabError
 from iolab.devices.emulated import get_profile
 from iolab.engine import recipes
+from iolab.engine.runoptions import RunOptions
 from iolab.engine.targets import Target
 
 from kernel_fixtures import machine_clean, module_clean, needs_fio, needs_root  # noqa: F401
@@ -76,19 +77,25 @@ def test_the_command_lines_bounds_reach_the_engine_typed():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"max_rounds": "3"}, "--max-rounds.*>= 5"),
-    ({"max_rounds": "many"}, "--max-rounds.*whole number"),
-    ({"precondition_size": "lots"}, "--precondition-size.*not a size"),
-    ({"max_time": "soon"}, "--max-time.*not a duration"),
+    ({"max_rounds": "3"}, "run option --max-rounds: .*>= 5"),
+    ({"max_rounds": "many"}, "run option --max-rounds: .*whole number"),
+    ({"precondition_size": "lots"}, "run option --precondition-size: .*not a size"),
+    ({"max_time": "soon"}, "run option --max-time: .*not a duration"),
 ])
 def test_bad_bounds_are_refused_naming_the_option(kwargs, message):
-    with pytest.raises(IolabError, match=message):
+    """Named as every run option is (``run option --size``: iolab.engine.runoptions), not 'command line'."""
+    with pytest.raises(IolabError, match=message) as refused:
         bounded("steady-state", **kwargs)
+    assert "command line" not in str(refused.value)
+    with pytest.raises(IolabError, match="run option --size: "):  # the wording the bounds follow
+        RunOptions(size="lots")
 
 
 def test_bounds_are_refused_for_other_recipes_and_a_time_too_short_for_a_window():
-    with pytest.raises(IolabError, match="--max-rounds: bounds of a steady-state run.*crystaldiskmark"):
+    with pytest.raises(IolabError, match="run option --max-rounds: bounds of a steady-state run.*crystaldiskmark"):
         bounded("crystaldiskmark", max_rounds="8")
+    with pytest.raises(IolabError, match="run options --precondition-size, --max-time: "):
+        bounded("crystaldiskmark", precondition_size="1G", max_time="2h")
     recipe = bounded("steady-state", max_time="4").with_overrides(runtime="1")
     with pytest.raises(IolabError, match="4 s leaves no time for a measurement window of 5 rounds of 1 s"):
         parse_options(recipe, 1.0)
