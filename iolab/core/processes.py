@@ -1,5 +1,7 @@
 """Ending processes: a gentle step, a grace period, SIGKILL, the reaping. The one ladder iolab climbs to
-stop a child (a :class:`subprocess.Popen`), a process it knows only by PID, or a child's process group."""
+stop a child (a :class:`subprocess.Popen`), a process it knows only by PID, or a child's process group. (One
+place cannot climb it: :mod:`iolab.engine.directio`, which runs as a stdlib-only script, ends its forked seek
+children itself, SIGKILL and ``waitpid``.)"""
 from __future__ import annotations
 
 import contextlib

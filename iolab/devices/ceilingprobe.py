@@ -43,7 +43,7 @@ import os
 import subprocess
 import time
 
-from iolab.core import commands
+from iolab.core import commands, processes
 from iolab.core.errors import IolabError
 from iolab.core.units import human_size
 from iolab.isolation.sandbox import open_sandbox
@@ -160,6 +160,17 @@ def judge(profile, jobs: list[Job], report: dict, *, seconds: float = SECONDS) -
             "reachable": reachable, "held_by": held}
 
 
+def collect(proc: subprocess.Popen, limit: float, *, context: str) -> tuple[bytes, bytes]:
+    """fio's stdout and stderr once it has ended; past ``limit`` seconds it is ended with its job processes
+    (:func:`iolab.core.processes.end`: SIGKILL at once, nothing left running, reaped) and the probe gives up."""
+    try:
+        return proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        processes.end(proc, first=[], family=True)
+        proc.communicate()
+        raise IolabError(f"fio did not finish within {limit:.0f} s", context=context) from None
+
+
 def probe(device, *, seconds: float = SECONDS) -> dict:
     """Probe ``device`` (an :class:`iolab.devices.emulated.EmulatedDevice` before its file system is made).
 
@@ -175,13 +186,8 @@ def probe(device, *, seconds: float = SECONDS) -> dict:
     prefill(device.device, span(device.size))
     with open_sandbox("direct", buffered=False, throttles=device.throttles) as box:
         proc = box.popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-        try:
-            out, err = proc.communicate(timeout=(seconds + RAMP) * len(jobs) + 60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise IolabError(f"fio did not finish within {(seconds + RAMP) * len(jobs) + 60:.0f} s",
-                             context=f"ceiling probe of emulated:{profile.name} on {device.device}") from None
+        out, err = collect(proc, (seconds + RAMP) * len(jobs) + 60,
+                           context=f"ceiling probe of emulated:{profile.name} on {device.device}")
     text = out.decode(errors="replace")
     if proc.returncode != 0 or "{" not in text:
         detail = err.decode(errors="replace").strip().splitlines()[-3:]

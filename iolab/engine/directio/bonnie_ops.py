@@ -199,9 +199,11 @@ def bonnie_seeks(spec: dict) -> dict:
                     os.close(fd)
                 except OSError:
                     pass
+        # the children's ending, here and not by iolab.core.processes.end: this script imports the standard
+        # library only (see the package), and forked children of our own need waitpid, not a poll of /proc
         for pid in children:
             try:
-                if not done:  # interrupted: the tickets left in the pipe would keep them seeking
+                if not done:  # interrupted or failed: the tickets left in the pipe would keep them seeking
                     os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
             except (ChildProcessError, ProcessLookupError):
