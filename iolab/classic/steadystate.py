@@ -62,6 +62,10 @@ def _seconds(value: float) -> str:
 class Engine(FioEngine):
     """Runs an ``engine: steadystate`` recipe; built and driven by :func:`iolab.engine.runner.run`."""
 
+    #: without ``--size`` a block device is preconditioned over its own capacity and its rounds' test area is
+    #: the recipe's 1G or the whole device if smaller: the run checks it holds no more (:meth:`job_text`)
+    fills_capacity = True
+
     def __init__(self, recipe, targets, run_, **kwargs):
         super().__init__(recipe, targets, run_, **kwargs)
         ctx = recipe.name
@@ -132,10 +136,13 @@ class Engine(FioEngine):
 
     def job_text(self, step, target, force_direct: bool) -> str:
         plan = self.plans.get(target.name)
+        device = plan is not None and plan.capacity_source == "device"  # a block device: never past its end
         if step.test == PRECONDITION and plan is not None and plan.bytes:  # over the whole capacity
-            region = max(plan.capacity, self.recipe.size)
+            region = plan.capacity if device else max(plan.capacity, self.recipe.size)
             step = dataclasses.replace(step, options={**step.options, "size": fio_size(region),
                                                       "io_size": fio_size(plan.bytes)})
+        elif step.test == ROUND and device and self.recipe.size > plan.capacity:  # no --size: the whole device
+            step = dataclasses.replace(step, options={**step.options, "size": fio_size(plan.capacity)})
         return super().job_text(step, target, force_direct)
 
     def _precondition(self, sandbox, jobs) -> None:

@@ -43,6 +43,9 @@ SUSTAINED, RECOVERY = "sustained", "recovery"
 class Engine(FioEngine):
     """Runs an ``engine: sustained`` recipe; built and driven by :func:`iolab.engine.runner.run`."""
 
+    #: without ``--size`` a block device is written to its own capacity: the run checks it holds no more
+    fills_capacity = True
+
     def __init__(self, recipe, targets, run_, **kwargs):
         super().__init__(recipe, targets, run_, **kwargs)
         names = {step.test for step in recipe.steps()}

@@ -92,7 +92,10 @@ def _checked_plan(recipe, target_specs, options: RunOptions):
     Simultaneous.check(recipe, list(target_specs), options)  # --simultaneous: refused where it cannot work
     recipe, engine_choice = ioengines.choose(recipe, options.ioengine)  # --ioengine, or io_uring where preferred
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
-    resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=options.confirm)
+    # sustained-write, steady-state without --size write a block device's own capacity: it holds what they write
+    fills = not recipe.size_declared and getattr(registry.engine_class(recipe.engine), "fills_capacity", False)
+    resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=options.confirm,
+                                   device_size=max((t.size for t in recipe.tests if t.size), default=0) if fills else None)
     accesses = jobgate.check(recipe, resolved, confirm=options.confirm, allow=options.allow)
     return recipe, resolved, jobgate.devices_outside_targets(accesses, resolved), engine_choice
 

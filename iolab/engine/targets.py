@@ -86,8 +86,10 @@ def _name(spec: str, used: set) -> str:
     return name
 
 
-def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = None) -> list[Target]:
-    """Check every ``--target`` and describe it; raises :class:`IolabError` naming it."""
+def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = None,
+            device_size: int | None = None) -> list[Target]:
+    """Check every ``--target`` and describe it; raises :class:`IolabError` naming it. A block device must hold
+    ``device_size`` (default ``size``; less where the recipe writes the device's own capacity)."""
     if not specs:
         raise IolabError("no target given", context="--target", hint="e.g. --target /mnt/scratch")
     targets, used = [], set()
@@ -117,7 +119,7 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
             if writes:
                 from iolab.devices.safety import check_writable
                 check_writable(str(path), confirm=confirm)
-            _check_device_size(path, size, spec)
+            _check_device_size(path, size if device_size is None else device_size, spec)
             targets.append(Target(spec=spec, kind="block", path=str(path.resolve()), name=name,
                                   writes=writes, confirm=confirm))
         elif stat.S_ISREG(mode):

@@ -125,6 +125,23 @@ def test_what_a_bound_cut_short_is_said_as_codes(small_drive):
     assert [str(r) for r in none.cut_short("drive", None, reached=True)] == ["precondition_off pts=50331648"]
 
 
+def test_a_block_device_smaller_than_the_test_area_is_written_within_its_end(small_drive):
+    """No --size on a 32 MiB block device: preconditioning over its 32 MiB (not max(capacity, 1G)), the rounds
+    over the whole device; a file keeps its region of at least the test area. The job files only (the device
+    itself: tests/classic/test_flash_small_device.py)."""
+    recipe = recipes.load("steady-state").with_overrides(runtime="1")
+    device = Target(spec="/dev/loop9", kind="block", name="loop9", path="/dev/loop9")
+    engine = Engine(recipe, [device, small_drive], None, mem_limit=None, progress=False, scratch_dir=None)
+    engine.plans = {"loop9": engine.bounds.plan(Capacity(32 * MiB, "device")),
+                    "drive": engine.bounds.plan(Capacity(24 * MiB, "file"))}
+    steps = {s.test: s for s in engine.recipe.steps()}
+    jobs = {(test, t.name): engine.job_text(steps[test], t, False) for test in steps for t in (device, small_drive)}
+    assert "\nsize=32m\n" in jobs[("precondition", "loop9")] and "\nio_size=64m\n" in jobs[("precondition", "loop9")]
+    assert "\nsize=32m\n" in jobs[("round", "loop9")]
+    assert "\nsize=1g\n" in jobs[("precondition", "drive")] and "\nio_size=48m\n" in jobs[("precondition", "drive")]
+    assert "\nsize=1g\n" in jobs[("round", "drive")]  # a file is the test area, grown as before
+
+
 @pytest.mark.parametrize("target, code", [
     (Target(spec="emulated:hdd", kind="emulated", name="hdd"), "emulated"),
     (Target(spec="/mnt/x", kind="dir", name="x", path="/mnt/x"), "not_device kind=dir"),
