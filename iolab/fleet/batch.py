@@ -124,6 +124,7 @@ class Entry:
     tests: list = dataclasses.field(default_factory=list)
     confirm: str | None = None
     timeout: float | None = None
+    lang: str | None = None   # the language the notebook writes in (None: English)
 
     def parameters(self, *, data_dir, result_file: str = "", dry_run: bool = False,
                    progress: bool = False) -> dict:
@@ -136,7 +137,7 @@ class Entry:
                 "label": self.label or self.name, "isolation": self.isolation, "mem_limit": self.mem_limit,
                 "size": self.size, "runtime": self.runtime, "repeat": self.repeat, "preset": self.preset,
                 "confirm": self.confirm, "data_dir": str(data_dir), "dry_run": bool(dry_run),
-                "progress": bool(progress), "result_file": str(result_file)}
+                "progress": bool(progress), "result_file": str(result_file), "lang": self.lang or "en"}
 
 
 @dataclasses.dataclass

@@ -36,6 +36,8 @@ class EntryFields(Schema):
     tests: Optional[one_or_many(NonEmptyText, min_length=0)] = None
     confirm: Optional[NonEmptyText] = None
     timeout: Optional[float] = Field(None, gt=0, description="seconds the entry may take")
+    lang: Optional[Literal["en", "ja"]] = Field(
+        None, description="language of the notebook's headings, tables and findings (default: en)")
 
 
 class BatchEntry(EntryFields):

@@ -45,6 +45,7 @@ def write(path: Path, text: str) -> Path:
     ("entries: [{name: a, recipe: quick, target: /tmp, preset: nvme}]\n", "entries[0] (a).preset: unknown preset 'nvme'"),
     ("entries: [{name: a, recipe: quick, target: [], label: x}]\n", "entries[0] (a): missing required field 'target'"),
     ("entries: [{name: a, recipe: quick, target: /tmp, timeout: -1}]\n", "entries[0] (a).timeout"),
+    ("entries: [{name: a, recipe: quick, target: /tmp, lang: fr}]\n", "entries[0] (a).lang: must be one of"),
     ("- just a list\n", "an inventory must be a YAML mapping"),
     ("entries: [{name: a\n", "not valid YAML"),
 ])
@@ -79,7 +80,8 @@ def test_inventory_defaults_and_relative_paths(tmp_path):
         defaults: {recipe: quick, size: 16M, runtime: 2}
         entries:
           - {name: a, target: disk}
-          - {name: b, target: [disk, emulated:hdd], recipe: [mine.yaml, quick], runtime: 1, label: B disk}
+          - {name: b, target: [disk, emulated:hdd], recipe: [mine.yaml, quick], runtime: 1, label: B disk,
+             lang: ja}
     """)
     inv = batch.load_inventory(path)
     assert inv.data == tmp_path / "results"
@@ -91,11 +93,14 @@ def test_inventory_defaults_and_relative_paths(tmp_path):
     # every notebook parameter is passed: the notebook's own small defaults never leak into a batch
     assert params["label"] == "B disk" and params["tests"] == [] and params["repeat"] is None
     assert a.parameters(data_dir="/d")["label"] == "a" and params["size"] == "16M"
+    # the notebook's language: the entry's, else English (passed either way, like every parameter)
+    assert params["lang"] == "ja" and a.parameters(data_dir="/d")["lang"] == "en"
     import nbformat as nbf
     cell = next(c for c in nbf.read(str(ROOT / "notebooks" / "measure.ipynb"), 4).cells
                 if "parameters" in c.metadata.get("tags", []))
     names = {line.split("=")[0].strip() for line in cell.source.splitlines() if "=" in line}
-    assert names == set(params)
+    # the measure notebook's parameters, lang among them, are exactly the ones a batch passes
+    assert names == set(params) and "lang" in names
 
 
 def test_select_tests_keeps_order_and_applies_preset_first():
