@@ -8,14 +8,20 @@ folder cannot tell apart (fio-plot's issue #116), so each pass gets its folder (
 statistic). Each file is fio's last JSON document of that pass (text fio printed around it left out)
 with its ``job options`` completed by fio's own defaults where the job file did not set them
 (``rw=read``, ``iodepth=1``, ``numjobs=1``, ``bs=4k``): fio-plot skips files without them. A run of
-several targets gets one such tree per target. A run with ``--log-interval`` kept fio's bw/iops/lat logs
+several targets gets one such tree per target. A ``--simultaneous`` run (:mod:`iolab.engine.simultaneous`)
+holds one fio JSON per pass with one job per target (``<step>@<target>``): each target's tree gets its own
+job only (its best pass is its own), and a folder ``total-<a+b>`` holds the whole JSON of each pass, which
+fio-plot reads as the targets together (it adds up their bandwidth and IOPS, as iolab's total row does, but
+averages their mean latencies unweighted where iolab weights them by IOPS; the README says so). A run with
+``--log-interval`` kept fio's bw/iops/lat logs
 of each pass (:mod:`iolab.engine.timelogs`): they are copied beside that pass's JSON under bench-fio's
 names, ``<rw>-iodepth-<iodepth>-numjobs-<numjobs>_bw.1.log`` ..., which ``fio-plot -g`` reads.
 
 ``cdm-text``: the run's figures in CrystalDiskMark 8's text layout (:mod:`iolab.interop.cdmtext`),
-one file per target: the best pass (or the mean of the passes) of each test, MB/s = 10^6 B/s,
-latency = iolab's mean total latency (fio's ``lat``). A mixed test gets one line under ``[Mix]``, the
-figure CrystalDiskMark 8 shows as far as is known: the TOTAL of its reads and writes (CrystalDiskMark
+one file per target (a ``--simultaneous`` run's total row is no drive and gets no file: each target's text
+says which others ran beside it, and a warning says the total was left out): the best pass (or the mean of
+the passes) of each test, MB/s = 10^6 B/s, latency = iolab's mean total latency (fio's ``lat``). A mixed
+test gets one line under ``[Mix]``, the figure CrystalDiskMark 8 shows as far as is known: the TOTAL of its reads and writes (CrystalDiskMark
 runs one DiskSpd ``-w<write %>`` job per mixed row, and DiskSpd's single figure for it is the total),
 i.e. read + write MB/s and IOPS and their IOPS-weighted mean latency, computed from fio's read and
 write rows of each pass. It is not the figure of results.csv's ``mix`` row (KDiskMark's
@@ -40,7 +46,7 @@ from iolab import __version__
 from iolab.core.errors import IolabError
 from iolab.core.files import atomic_write
 from iolab.core.units import human_size
-from iolab.engine import store
+from iolab.engine import simultaneous, store
 from iolab.engine.fio.text import scan_documents
 from iolab.interop import cdmtext
 
@@ -52,6 +58,8 @@ FIO_DEFAULTS = {"rw": "read", "iodepth": "1", "numjobs": "1", "bs": "4k"}
 _RAW = re.compile(r"^(?P<step>.+)-(?P<rep>warmup|\d+)\.json$")
 #: a time-series log's name after its stem (iolab.engine.timelogs)
 _LOG = re.compile(r"^_(bw|iops|lat|clat|slat)\.\d+\.log$")
+#: the fio-plot folder of a simultaneous run's total (``total-sda+sdb``: no target name holds a ``+``)
+TOTAL_FOLDER = "total-{}"
 
 
 def export(run_dir, out_dir, *, fmt: str, statistic: str = "best") -> list[Path]:
@@ -112,11 +120,7 @@ def fio_plot(run_dir: Path, out_dir: Path, manifest: dict) -> list[Path]:
         raise IolabError("no raw fio JSON files (raw/<test>-<rep>.json) in the run", context=str(run_dir))
     written: dict[Path, str] = {}
     best: dict[tuple, tuple[float, Path, dict, str]] = {}
-    for target, step, pass_name, path in files:
-        doc = _document(path)
-        if doc is None:
-            log.warning("%s: no complete fio JSON document; left out of the export", path)
-            continue
+    for target, step, pass_name, path, doc in _passes(files, manifest.get("simultaneous")):
         doc, options = _completed(doc)
         name = f"{options['rw']}-{options['iodepth']}-{options['numjobs']}.json"
         where = (Path(target) if target else Path()) / pass_name / str(options["bs"]) / name
@@ -131,8 +135,40 @@ def fio_plot(run_dir: Path, out_dir: Path, manifest: dict) -> list[Path]:
         stat = (Path(target) if target else Path()) / "best" / Path(*where.parts[-2:])
         _put(out_dir, stat, doc, step, written)
         _copy_logs(out_dir / where, out_dir / stat.parent, None)
+    together = manifest.get("simultaneous")
+    if together:
+        log.info("simultaneous run: one folder per target (its own fio job); %s holds each pass's whole fio "
+                 "JSON, whose latency fio-plot averages unweighted (iolab's total row weights it by IOPS)",
+                 TOTAL_FOLDER.format(together["total"]))
     atomic_write(out_dir / "README.txt", _readme(manifest))
     return sorted({out_dir / p.parent for p in written})
+
+
+def _passes(files, together: dict | None):
+    """(folder, step, pass name, raw path, fio's JSON document) of each raw file; a simultaneous run's
+    (``together``: the manifest's ``simultaneous``) file once per target with that target's job only, and
+    once whole in the total's folder."""
+    for target, step, pass_name, path in files:
+        doc = _document(path)
+        if doc is None:
+            log.warning("%s: no complete fio JSON document; left out of the export", path)
+            continue
+        if not together:
+            yield target, step, pass_name, path, doc
+            continue
+        for name in together.get("targets") or []:
+            jobs = [job for job in doc.get("jobs") or [] if _target_of(job) == name]
+            if jobs:
+                yield name, step, pass_name, path, {**doc, "jobs": jobs}
+            else:
+                log.warning("%s: no job of target %s (%s@%s); left out of its folder", path, name, step, name)
+        yield TOTAL_FOLDER.format(together["total"]), step, pass_name, path, doc
+
+
+def _target_of(job: dict) -> str:
+    """The target of a simultaneous run's fio job ``<step>@<target>`` (:func:`iolab.engine.simultaneous.job_name`;
+    a target's name holds no ``@``)."""
+    return str(job.get("jobname", "")).rpartition("@")[2]
 
 
 def _put(out_dir: Path, where: Path, doc: dict, step: str, written: dict) -> None:
@@ -173,7 +209,21 @@ def _readme(manifest: dict) -> str:
             "(rw=read, iodepth=1, numjobs=1, bs=4k) where the job file did not set them.\n"
             "Example: fio-plot -i best/4k -T title -l -r randread -d 1 32 -n 1\n"
             "With --log-interval, each folder also holds fio's logs under bench-fio's names "
-            "(<rw>-iodepth-<iodepth>-numjobs-<numjobs>_bw.1.log ...), for fio-plot -g.\n")
+            "(<rw>-iodepth-<iodepth>-numjobs-<numjobs>_bw.1.log ...), for fio-plot -g.\n"
+            + _simultaneous_readme(manifest))
+
+
+def _simultaneous_readme(manifest: dict) -> str:
+    together = manifest.get("simultaneous")
+    if not together:
+        return ""
+    total = TOTAL_FOLDER.format(together["total"])
+    return (f"\nThe targets {', '.join(together.get('targets') or [])} were measured at the same time (iolab run "
+            "--simultaneous: one fio per pass, one job per target).\nEach target's folder holds its own job "
+            f"only; its best is its own best pass.\n{total}/ holds each pass's whole fio JSON (every target's "
+            "job): fio-plot adds their bandwidth and IOPS up, as iolab's total row does, but its latency is the "
+            "plain mean of the targets' mean latencies (iolab's total weights them by IOPS); its best is the "
+            "pass with the highest total bandwidth.\n")
 
 
 # ------------------------------------------------------------------------------------- cdm-text
@@ -241,6 +291,7 @@ def cdm_text(run_dir: Path, out_dir: Path, manifest: dict, *, statistic: str) ->
         raise IolabError(f"statistic {statistic!r}: best or mean", context="export --statistic")
     results = store.load(run_dir)
     results = results[(results["rep"].fillna(0).astype(int) > 0) & results["valid"].fillna(True).astype(bool)]
+    results = _without_total(results, manifest)
     results = results.dropna(subset=["bs", "iodepth", "numjobs", "bw_mbps"])
     if results.empty:
         raise IolabError("no result with a block size, queue depth and thread count to write", context=str(run_dir))
@@ -266,8 +317,32 @@ def cdm_text(run_dir: Path, out_dir: Path, manifest: dict, *, statistic: str) ->
             copied = any(set(rows["direction"].dropna()) == {MIX_ROW} for _, rows in part.groupby("test"))
             note = MIX_COPIED if copied else MIX_NOTE
             written.append(_write_text(out_dir, manifest, target, sections, statistic, mixes, part, len(targets) > 1,
-                                       note))
+                                       note, _beside(manifest, target)))
     return written
+
+
+def _without_total(results: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+    """``results`` without a ``--simultaneous`` run's total rows (column ``simultaneous`` = ``total``, flag
+    ``simultaneous_total``): the sum of several drives is no drive CrystalDiskMark's text could show."""
+    total = pd.Series(False, index=results.index)
+    if "simultaneous" in results:
+        total |= results["simultaneous"].astype(str) == simultaneous.TOTAL_ROW
+    if "flags" in results:
+        total |= results["flags"].map(lambda v: isinstance(v, str) and simultaneous.TOTAL_FLAG in v.split(";"))
+    if total.any():  # a warning: the CLI shows it by default
+        names = sorted(set(results.loc[total, "target"].dropna().astype(str)))
+        log.warning("simultaneous run: the total %s is left out of the CrystalDiskMark text (one file per drive; "
+                    "iolab report shows it)", ", ".join(names) or (manifest.get("simultaneous") or {}).get("total"))
+    return results[~total]
+
+
+def _beside(manifest: dict, target: str) -> list[str]:
+    """The header line of a simultaneous run's target: the drives measured at the same time."""
+    others = [t for t in (manifest.get("simultaneous") or {}).get("targets") or [] if t != target]
+    if not others:
+        return []
+    return [f"* Measured at the same time as {', '.join(others)} (iolab run --simultaneous);",
+            "  figures are this drive's own, the total is not written"]
 
 
 #: the header line of a text with a [Mix] section: which of the two tools' figures it holds
@@ -278,7 +353,8 @@ MIX_NOTE = ("* Mix = read + write MB/s and IOPS (latency IOPS-weighted), as Crys
 MIX_COPIED = "* Mix = the figure of the imported text's [Mix] line, as the tool that measured it showed it"
 
 
-def _write_text(out_dir, manifest, target, sections, statistic, mixes, part, several, mix_note=MIX_NOTE) -> Path:
+def _write_text(out_dir, manifest, target, sections, statistic, mixes, part, several, mix_note=MIX_NOTE,
+                more_notes=()) -> Path:
     mix = sorted({v for k, v in mixes.items() if k in set(part["test"])})
     headings = {"Read": "[Read]", "Write": "[Write]",
                 "Mix": f"[Mix] Read {mix[0]}%/Write {100 - mix[0]}%" if len(mix) == 1 else "[Mix]"}
@@ -297,7 +373,7 @@ def _write_text(out_dir, manifest, target, sections, statistic, mixes, part, sev
         "Date": manifest.get("started"),
         "OS": f"{system.get('os') or '?'} [{system.get('kernel') or '?'}]",
     }
-    notes = [mix_note] if sections.get(headings["Mix"]) else []
+    notes = ([mix_note] if sections.get(headings["Mix"]) else []) + list(more_notes)
     text = cdmtext.render(sections, iolab_version=__version__, run_id=manifest["run_id"],
                           fio_version=(manifest.get("versions") or {}).get("fio"), statistic=statistic, footer=footer,
                           notes=notes)
