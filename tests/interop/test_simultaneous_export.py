@@ -151,7 +151,8 @@ def test_a_measured_simultaneous_run_exports_per_target_and_total(measured_run, 
     assert sorted(p.name for p in texts) == sorted(f"{measured_run.name}-{n}.txt" for n in names)
     if FIO_PLOT.exists():
         out = tmp_path / "total"
-        proc = subprocess.run([str(FIO_PLOT), "-i", str(tmp_path / "plot" / f"total-{total}" / "best" / "4k"), "-l",
+        (best,) = (tmp_path / "plot" / f"total-{total}" / "best").iterdir()  # the one block size's folder
+        proc = subprocess.run([str(FIO_PLOT), "-i", str(best), "-l",
                                "-r", "randread", "-d", "1", "-n", "1", "-T", "t", "-o", str(out)],
                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert (tmp_path / "total.png").exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
