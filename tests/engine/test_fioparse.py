@@ -24,7 +24,7 @@ FIXTURES = cli_helpers.FIXTURES / "fio"
 DIRECTIONS = ("read", "write", "trim")
 DATA_FIXTURES = [
     "json_randread", "jsonplus_randread", "psync_note", "status_interval", "numjobs4",
-    "numjobs4_jsonplus", "numjobs4_group_reporting", "randrw_mix", "stonewall_groups",
+    "numjobs4_jsonplus", "numjobs4_group_reporting", "numjobs_uneven", "randrw_mix", "stonewall_groups",
     "clat_only", "enospc_tmpfs", "trimwrite_loop", "client_server",
 ]
 
@@ -86,10 +86,14 @@ def test_every_row_matches_fio_units(name):
                 and e.get("hostname") == row.host]
         assert same, row.job
         stats = [e[row.direction] for e in same]
-        assert row.bw_mbps * 1e6 == pytest.approx(sum(s["bw_bytes"] for s in stats), rel=1e-12)
-        assert row.iops == pytest.approx(sum(s["iops"] for s in stats), rel=1e-12)
         assert row.io_bytes == sum(s["io_bytes"] for s in stats) > 0
         assert row.runtime_s == max(s["runtime"] for s in stats) / 1000
+        if len(stats) == 1:  # fio's own figures
+            assert row.bw_mbps * 1e6 == pytest.approx(stats[0]["bw_bytes"], rel=1e-12)
+            assert row.iops == pytest.approx(stats[0]["iops"], rel=1e-12)
+        else:  # merged: their I/O over the longest runtime (fio's group_reporting)
+            assert row.bw_mbps * 1e6 * row.runtime_s == pytest.approx(row.io_bytes, rel=1e-12)
+            assert row.iops * row.runtime_s == pytest.approx(sum(s["total_ios"] for s in stats), rel=1e-12)
         assert row.lat_max_us * 1000 == pytest.approx(max(s["lat_ns"]["max"] for s in stats))
         assert 0 < row.lat_p50_us <= row.lat_p99_us <= row.lat_p999_us
         assert row.lat_mean_us <= row.lat_max_us
@@ -193,8 +197,12 @@ def test_numjobs_without_group_reporting_is_summed():
     reads = [e["read"] for e in entries]
     row = only(fioparse.parse_output(text("numjobs4")), direction="read")
     assert row.numjobs == 4
-    assert row.bw_mbps == pytest.approx(sum(r["bw_bytes"] for r in reads) / 1e6, rel=1e-12)
-    assert row.iops == pytest.approx(sum(r["iops"] for r in reads), rel=1e-12)
+    longest = max(r["runtime"] for r in reads) / 1000
+    assert row.bw_mbps == pytest.approx(sum(r["io_bytes"] for r in reads) / longest / 1e6, rel=1e-12)
+    assert row.iops == pytest.approx(sum(r["total_ios"] for r in reads) / longest, rel=1e-12)
+    # the four ran equally long: the same as the sum of their own rates (fio rounds bw_bytes down)
+    assert row.bw_mbps == pytest.approx(sum(r["bw_bytes"] for r in reads) / 1e6, rel=1e-6)
+    assert row.iops == pytest.approx(sum(r["iops"] for r in reads), rel=1e-6)
     assert row.io_bytes == sum(r["io_bytes"] for r in reads)
     assert row.runtime_s == max(r["runtime"] for r in reads) / 1000
     n = [r["lat_ns"]["N"] for r in reads]
@@ -209,6 +217,20 @@ def test_numjobs_without_group_reporting_is_summed():
         expected = sum(v * k for v, k in zip(values, n)) / sum(n) / 1000
         assert row[column] == pytest.approx(expected, rel=1e-12)
         assert min(values) / 1000 <= row[column] <= max(values) / 1000
+
+
+def test_jobs_that_end_apart_are_rated_over_the_longest_runtime():
+    """Two jobs with one name, rate-limited to 1 MiB/s, reading 1 and 2 MiB: they end a second apart.
+    The row's rate is their 3 MiB over the longer one's ~2 s (fio's group_reporting, tiotest's Rate), not
+    the sum of their own ~1 MiB/s rates, which would say 2 MiB/s of a test that moved 3 MiB in 2 s."""
+    reads = [e["read"] for e in raw_doc("numjobs_uneven")["jobs"]]
+    assert len(reads) == 2 and reads[0]["runtime"] < 0.75 * reads[1]["runtime"]  # they did end apart
+    row = only(fioparse.parse_output(text("numjobs_uneven")), direction="read")
+    assert row.io_bytes == 3 * 1024**2 and row.numjobs == 2
+    assert row.runtime_s == reads[1]["runtime"] / 1000
+    assert row.bw_mbps * 1e6 * row.runtime_s == pytest.approx(row.io_bytes, rel=1e-9)
+    assert row.iops * row.runtime_s == pytest.approx(sum(r["total_ios"] for r in reads), rel=1e-9)
+    assert row.bw_mbps < 0.8 * sum(r["bw_bytes"] for r in reads) / 1e6  # the sum of rates overstates it
 
 
 def test_numjobs_json_plus_merges_histograms_exactly():

@@ -28,7 +28,9 @@ in microseconds (fio 3.x reports nanoseconds), ``runtime_s`` in seconds.
 How entries that share a job name are merged (``numjobs`` without
 ``group_reporting``; the key is client host, group id and job name):
 
-* ``bw_mbps``, ``iops``, ``io_bytes``, ``cpu_usr_pct``, ``cpu_sys_pct``: sums
+* ``bw_mbps``, ``iops``: the jobs' I/O over the longest runtime, as fio's ``group_reporting`` and
+  tiotest give them (not the sum of the jobs' rates: :func:`_rates`);
+* ``io_bytes``, ``cpu_usr_pct``, ``cpu_sys_pct``: sums
   (CPU is percent of one CPU, so four busy jobs may show 400 %; a
   ``group_reporting`` entry, where fio prints the jobs' *mean* CPU, is scaled
   by its number of jobs to the same sum). A job's CPU covers all its
@@ -255,6 +257,24 @@ def job_entries(doc: Mapping) -> tuple[list[Mapping], bool]:
     return list(doc.get("jobs", [])), False
 
 
+def _rates(stats: list[Mapping]) -> dict:
+    """``bw_mbps`` and ``iops`` of one direction of entries merged into one row.
+
+    One entry: fio's own figures. Several (``numjobs`` without ``group_reporting``): their I/O over the
+    longest runtime -- what fio's ``group_reporting`` entry gives for the same jobs (its runtime is the
+    longest of its jobs', its bandwidth the summed bytes over it) and what tiotest prints as a test's Rate
+    (total MiB over first start to last stop). The sum of the jobs' own rates is not: a job that finished
+    early counts at its rate for the whole test, and eight threads served unevenly by a 150 IOPS disk
+    summed to 165.7 IOPS. An entry without a runtime (fio's before 3.x) leaves the sum of the rates.
+    """
+    runtime_ms = max(float(s.get("runtime", 0) or 0) for s in stats)
+    if len(stats) == 1 or runtime_ms <= 0 or any("total_ios" not in s for s in stats):
+        return {"bw_mbps": sum(float(s.get("bw_bytes", 0)) for s in stats) / 1e6,
+                "iops": sum(float(s.get("iops", 0.0)) for s in stats)}
+    return {"bw_mbps": sum(int(s.get("io_bytes", 0)) for s in stats) * 1000.0 / runtime_ms / 1e6,
+            "iops": sum(int(s["total_ios"]) for s in stats) * 1000.0 / runtime_ms}
+
+
 def _empty_row(job: str | None, host: str | None, groupid: int | None) -> dict:
     row = {column: None for column in PARSE_COLUMNS}
     row.update({column: math.nan for column in _FLOAT_COLUMNS})
@@ -296,8 +316,7 @@ def _rows_for(entries: list[Mapping], *, host: str | None, global_options: Mappi
         row.update(latency)
         row.update(
             direction=ddir, bs=sizes[ddir], iodepth=iodepth, numjobs=numjobs,
-            bw_mbps=sum(float(s.get("bw_bytes", 0)) for s in stats) / 1e6,
-            iops=sum(float(s.get("iops", 0.0)) for s in stats),
+            **_rates(stats),
             cpu_usr_pct=cpu_scale * sum(float(e.get("usr_cpu", 0.0)) for e in entries),
             cpu_sys_pct=cpu_scale * sum(float(e.get("sys_cpu", 0.0)) for e in entries),
             io_bytes=sum(int(s.get("io_bytes", 0)) for s in stats),
