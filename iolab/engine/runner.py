@@ -43,14 +43,14 @@ from iolab.core.errors import IolabError
 from iolab.core.signals import sigterm_raises
 from iolab.engine.devicewatch import NoWatch, watching
 from iolab.engine.fio.outcome import fio_reason, judge, killed_by
-from iolab.engine.fio import job_options
-from iolab.engine.fio.passes import STOP_GRACE_S, device_counter, expected_seconds, pass_suffix  # noqa: F401 (also runner's names)
+from iolab.engine.fio import job_options, passes
+from iolab.engine.fio.passes import STOP_GRACE_S, expected_seconds, pass_suffix  # noqa: F401 (also runner's names)
 from iolab.engine.simultaneous import Simultaneous
 from iolab.engine.fio.spread import client_fairness, latency_over
 from iolab.analysis.stats import HIGH_VARIANCE_COV, flag_results, needs_more
 from iolab.analysis import mixfigure
 from iolab.isolation import confine, contention
-from iolab.isolation.sandbox import drop_caches, flag_cache_suspect, open_sandbox
+from iolab.isolation.sandbox import flag_cache_suspect, open_sandbox
 from iolab.isolation.resident import kept_resident
 from iolab.engine.store import Run, utcnow
 from iolab.core.units import fio_size
@@ -382,56 +382,57 @@ class FioEngine(Engine):
 
     def measure_step(self, sandbox, step, target, rep, jobfile) -> pd.DataFrame:
         """One pass of ``step`` on ``target`` (``rep`` 0: the warm-up), annotated; the caller stores it."""
-        # fio runs in the raw file's directory, inside the run: its side files by relative name
-        # (exec_prerun's <job>.prerun.txt) stay with the run, not in the caller's working directory
-        argv = self._argv(os.path.abspath(jobfile), target, step)
         raw = self.run.path / relpath("raw", step.id, target, self.multi, pass_suffix(rep))
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        self.prepare_cache(sandbox, step)
-        label = f"{step.id}" + (f" @{target.name}" if self.multi else "") + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
-        limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
-                                       floor_bps=self.floor_bps(target), margin_s=self._margin())
-        with self.watch.test(target, raw) as temperature:  # sampled each second while fio runs
-            done, _, device, evidence, elapsed = self.measure_process(sandbox, argv, target, raw, label,
-                                                                      expected_seconds(self.recipe, step), limit,
-                                                                      fio_run=True, cwd=raw.parent.absolute())
-        keep_pass(self.recipe, raw.parent, step.id, rep)  # --log-interval: <step>-<rep>_bw.1.log ...
-        frame = self._parse(fioproc.read_raw(raw), done, step)
-        frame = temperature.annotate(self.annotate(frame, step, target, rep, device, evidence, elapsed, sandbox))
-        frame = ioengines.mark(frame, jobfile, ram_backed=self._ram_backed(target))  # ioengine; engine_sync
-        if done.interrupt is not None:  # keep what fio wrote before it was stopped, then stop the run
-            if rep:
-                self.store(frame)
-            raise done.interrupt
+        measured = self.fio_pass(sandbox, step, rep, [target], jobfile, raw, where=target.name if self.multi else None)
+        frame = self.pass_rows(measured, 0, measured.frame, step, target, rep, jobfile, sandbox)
+        self.end_pass(measured.done, rep, [frame])
         return frame
 
-    @staticmethod
-    def prepare_cache(sandbox, step) -> None:
-        """The page cache as ``step`` must find it before a pass: dropped for a cold test (whatever the
-        isolation), the sandbox's own emptied for an isolated one."""
-        if step.cache == "cold":
-            drop_caches()
-        elif step.cache == "isolation":
-            sandbox.prepare_test()
+    def fio_pass(self, sandbox, step, rep, targets, jobfile, raw, *, where=None) -> passes.Measured:
+        """One fio process measuring a pass of ``step`` (``rep`` 0: the warm-up) over ``targets`` (one, or all at
+        once) into ``raw``: page cache prepared, watchdog limit from the job file, each target's device counters,
+        contention probe and temperatures around fio, its logs kept, its output parsed; ``where``: for the label."""
+        # fio runs in the raw file's directory, inside the run: its side files by relative name
+        # (exec_prerun's <job>.prerun.txt) stay with the run, not in the caller's working directory
+        jobfile = os.path.abspath(jobfile)
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        passes.prepare_cache(sandbox, step)
+        limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
+                                       floor_bps=min(self.floor_bps(t) for t in targets), margin_s=self._margin())
+        with contextlib.ExitStack() as stack:  # each target's drives sampled each second while fio runs
+            temperatures = [stack.enter_context(self.watch.test(target, path))
+                            for target, path in zip(targets, passes.temperature_files(raw, targets))]
+            done, devices, evidence = passes.measured_run(
+                sandbox, self.popen(sandbox), self._argv(jobfile, targets[0], step), targets, raw,
+                label=passes.pass_label(step, rep, self.recipe.repeat, where), expected=expected_seconds(self.recipe, step),
+                limit=limit, show_progress=self.progress, drop_empty=True, cwd=raw.parent.absolute())
+        keep_pass(self.recipe, raw.parent, step.id, rep)  # --log-interval: <step>-<rep>_bw.1.log ...
+        frame = self._parse(fioproc.read_raw(raw), done, step)
+        return passes.Measured(done, frame, devices, evidence, temperatures)
 
-    def measure_process(self, sandbox, argv, target, raw, label, expected, limit=None, *, fio_run=False, cwd=None):
-        """Run ``argv`` in the sandbox with its stdout in ``raw``, counting the device's bytes.
+    def pass_rows(self, measured: passes.Measured, index: int, rows, step, target, rep, jobfile, sandbox):
+        """``rows`` of a measured pass's ``index``-th target: :meth:`annotate`, temperatures, ioengine by job name."""
+        frame = self.annotate(rows, step, target, rep, measured.devices[index], measured.evidence[index],
+                              measured.done.elapsed, sandbox)
+        frame = measured.temperatures[index].annotate(frame)
+        return ioengines.mark(frame, jobfile, ram_backed=self._ram_backed(target))  # ioengine; engine_sync
 
-        Returns how the process ended (:class:`iolab.engine.fio.process.Finished`, with
-        ``returncode``), its stderr, the device's byte counts, the sandbox's
-        evidence and the wall time: what :meth:`annotate` takes. ``limit`` is
-        the watchdog's. Ctrl-C stops the process and goes on up, except for a
-        ``fio_run`` (:meth:`measure_step` first keeps what fio wrote; an empty raw file is removed).
-        """
-        counter = device_counter(target)
-        before = counter.snapshot() if counter else None
-        probe = contention.Probe(counter.device if counter else None, sandbox)  # CPU starved? device shared?
-        done = fioproc.run(argv, raw, popen=probe.watching(self.popen(sandbox)), label=label, expected=expected,
-                           limit=limit, show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=fio_run, cwd=cwd)
-        device = counter.delta(before) if counter else {}
-        if done.interrupt is not None and not fio_run:
+    def end_pass(self, done, rep, frames) -> None:
+        """After a pass stopped by Ctrl-C or SIGTERM: keep what fio wrote (not a warm-up's), then stop the run."""
+        if done.interrupt is not None:
+            for frame in frames if rep else ():
+                self.store(frame)
             raise done.interrupt
-        return done, done.stderr, device, {**sandbox.test_evidence(), **probe.finish()}, done.elapsed
+
+    def measure_process(self, sandbox, argv, target, raw, label, expected, limit=None):
+        """Run another tool's ``argv`` as a pass's fio runs (:func:`~iolab.engine.fio.passes.measured_run`), Ctrl-C
+        going on up: how it ended, its stderr, byte counts, evidence and wall time (what :meth:`annotate` takes)."""
+        done, devices, evidence = passes.measured_run(sandbox, self.popen(sandbox), argv, [target], raw, label=label,
+                                                      expected=expected, limit=limit, show_progress=self.progress,
+                                                      drop_empty=False, cwd=None)
+        if done.interrupt is not None:
+            raise done.interrupt
+        return done, done.stderr, devices[0], evidence[0], done.elapsed
 
     def _parse(self, text, done, step) -> pd.DataFrame:
         frame = judge(text, done.stderr, done.returncode, job=step.id, stopped=done.stopped)

@@ -22,17 +22,14 @@ jobs are its own), ``--log-interval`` (each job's logs would share the step's na
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-from pathlib import Path
 
 import pandas as pd
 
 from iolab.core.errors import IolabError
-from iolab.engine import fio, ioengines, targets as targets_mod, watchdog
-from iolab.engine.fio import process as fioproc
-from iolab.engine.fio.passes import STOP_GRACE_S, device_counter, expected_seconds, pass_suffix
+from iolab.engine import fio, ioengines, targets as targets_mod
+from iolab.engine.fio.passes import pass_suffix
 from iolab.engine.fio import job_options
 from iolab.engine.fio.outcome import empty_frame
 from iolab.isolation import contention
@@ -49,8 +46,6 @@ TARGET_ROW, TOTAL_ROW = "target", "total"
 TOTAL_FLAG = "simultaneous_total"
 #: options that would make fio run the jobs one after another
 SERIALISING = ("stonewall", "wait_for")
-#: the CPU figures of the one fio process (the first probe samples them; every row repeats them)
-_CPU_FIGURES = ("cpu_s", "cpu_wait_s", "cpu_got_pct", "cpu_pct", "cpu_want_pct")
 #: figures that add up over targets measured at once
 _SUMMED = ("bw_mbps", "iops", "io_bytes", "cpu_usr_pct", "cpu_sys_pct", "dev_read_bytes", "dev_write_bytes",
            "bw_total_mbps", "iops_total")
@@ -171,53 +166,22 @@ class Simultaneous:
         return jobs
 
     def measure_pass(self, sandbox, step, rep, jobs):
-        """One pass of ``step`` on every target at once: yields ``(target name, rows)`` per target, then
-        ``(total name, total rows)``."""
+        """One pass of ``step`` on every target at once (one fio: :meth:`~iolab.engine.runner.FioEngine.fio_pass`):
+        yields ``(target name, rows)`` per target, then ``(total name, total rows)``."""
         total = total_name(self.targets)
-        jobfile = os.path.abspath(jobs[(step.id, total)])
+        jobfile = jobs[(step.id, total)]
         raw = self.run.path / "raw" / f"{step.id}{pass_suffix(rep)}"
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        self.prepare_cache(sandbox, step)
-        label = f"{step.id} @{total}" + (" warm-up" if rep == 0 else f" {rep}/{self.recipe.repeat}")
-        limit = watchdog.jobfile_limit(Path(jobfile).read_text(), default_size=self.recipe.size,
-                                       floor_bps=min(self.floor_bps(t) for t in self.targets), margin_s=self._margin())
-        counters = [device_counter(t) for t in self.targets]
-        before = [c.snapshot() if c else None for c in counters]
-        probes = [contention.Probe(c.device if c else None, sandbox) for c in counters]
-        with contextlib.ExitStack() as stack:  # each target's drives sampled while fio runs
-            temperatures = [stack.enter_context(self.watch.test(t, raw.with_name(f"{raw.stem}.{t.name}.json")))
-                            for t in self.targets]
-            done = fioproc.run(self._argv(jobfile, self.targets[0], step), raw,
-                               popen=probes[0].watching(self.popen(sandbox)), label=label,
-                               expected=expected_seconds(self.recipe, step), limit=limit,
-                               show_progress=self.progress, grace=STOP_GRACE_S, drop_empty=True, cwd=raw.parent.absolute())
-        devices = [c.delta(b) if c else {} for c, b in zip(counters, before)]
-        evidence = self._evidence(sandbox, probes)
-        whole = self._parse(fioproc.read_raw(raw), done, step)
+        measured = self.fio_pass(sandbox, step, rep, self.targets, jobfile, raw, where=total)
         frames = {}
-        for target, device, found, temperature in zip(self.targets, devices, evidence, temperatures):
-            rows = self._rows_of(whole, step, target)
-            rows = ioengines.mark(rows, jobfile, ram_backed=self._ram_backed(target))  # by fio's job name
-            rows = rows.assign(job=step.id)
-            frame = temperature.annotate(self.annotate(rows, step, target, rep, device, found, done.elapsed, sandbox))
-            frames[target.name] = frame.assign(simultaneous=TARGET_ROW)
+        for index, target in enumerate(self.targets):  # marked by fio's job name, then named for the step
+            rows = self.pass_rows(measured, index, self._rows_of(measured.frame, step, target), step, target, rep,
+                                  jobfile, sandbox)
+            frames[target.name] = rows.assign(job=step.id, simultaneous=TARGET_ROW)
         summed = total_rows(list(frames.values()), total)
         if not summed.empty:  # no total of a pass that measured nothing (each target's row says why)
             frames[total] = summed
-        if done.interrupt is not None:
-            if rep:
-                for frame in frames.values():
-                    self.store(frame)
-            raise done.interrupt
+        self.end_pass(measured.done, rep, frames.values())
         yield from frames.items()
-
-    @staticmethod
-    def _evidence(sandbox, probes) -> list[dict]:
-        """The sandbox's evidence with each target's device figures; the one fio's CPU figures on every target."""
-        common = sandbox.test_evidence()
-        figures = [probe.finish() for probe in probes]
-        cpu = {k: figures[0].get(k) for k in _CPU_FIGURES}
-        return [{**common, **f, **cpu} for f in figures]
 
     @staticmethod
     def _rows_of(whole: pd.DataFrame, step, target) -> pd.DataFrame:
