@@ -248,8 +248,10 @@ FILE_TOOLS = {"bonnie++": "Bonnie++", "tiobench": "tiobench"}
 
 
 def column_name(system: str, scale: float, lang: str = "en") -> str:
-    """A measured column at another scale than the article's, named with it: 'HDD (emulated) (scale 0.01)'."""
-    return i18n.text("text.beside_scale_column", lang, system=system, scale=f"{scale:g}")
+    """A measured column at another scale than the article's, named with it in the system's own bracket
+    (:func:`iolab.report.i18n.with_note`): 'HDD (emulated, scale 0.01)', 'HDD（エミュレート、規模0.01）', never a
+    second bracket after the first."""
+    return i18n.with_note(system, i18n.text("system_names.scale", lang, scale=f"{scale:g}"), lang)
 
 
 def scaled_names(part: pd.DataFrame, lang: str = "en") -> dict[str, str]:

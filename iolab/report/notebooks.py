@@ -154,13 +154,15 @@ def system_names(manifests: pd.DataFrame, lang: str = "en") -> list[str]:
     """A column name per run: its label (:func:`display_name` in ``lang``), made unique within a recipe.
 
     Two runs of one recipe with the same label get the host added, then the
-    run ID (``label @ host``, ``label (run_id)``) so no two runs share a column.
+    run ID instead (``label @ host``, ``label (run_id)``; ``HDD (emulated, run_id)`` where the label already ends
+    in a bracket) so no two runs share a column.
     """
     names = [display_name(str(m.get("label") or m.get("host") or m.get("run_id")), m, lang)
              for m in manifests.to_dict("records")]
     recipes = manifests["recipe"].astype(str).tolist() if "recipe" in manifests else [""] * len(names)
     hosts = manifests["host"].astype(str).tolist() if "host" in manifests else [""] * len(names)
     run_ids = manifests["run_id"].astype(str).tolist() if "run_id" in manifests else [""] * len(names)
+    labels = list(names)
     for attempt in ("host", "run_id"):
         keys = list(zip(recipes, names))
         dup = {k for k in keys if keys.count(k) > 1}
@@ -168,7 +170,10 @@ def system_names(manifests: pd.DataFrame, lang: str = "en") -> list[str]:
             break
         for i, key in enumerate(keys):
             if key in dup:
-                names[i] = f"{names[i]} @ {hosts[i]}" if attempt == "host" else f"{names[i]} ({run_ids[i]})"
+                # the run ID (unique, so the host is not needed beside it) inside the label's own bracket:
+                # 'HDD (emulated, RUN_ID)', never a second bracket
+                names[i] = (f"{names[i]} @ {hosts[i]}" if attempt == "host"
+                            else i18n.with_note(labels[i], run_ids[i], lang))
     return names
 
 

@@ -73,8 +73,9 @@ def test_sqlbench_at_another_scale_is_said_beside_its_figures_and_kept_out_of_fa
     """sql-bench at scale 0.01 beside the article's full-size seconds: 'lower by a factor of 241' and no warning."""
     part = _section(pages[lang], "sql-bench")
     header = next(line for line in part.splitlines() if line.startswith("| Test" if lang == "en" else "| テスト"))
-    scaled = ("HDD (emulated) (scale 0.01)", "SATA SSD (emulated) (scale 0.01)") if lang == "en" else \
-        ("HDD（エミュレート）（規模0.01）", "SATA SSD（エミュレート）（規模0.01）")
+    # the scale inside the system's own bracket, never a second bracket after it
+    scaled = ("HDD (emulated, scale 0.01)", "SATA SSD (emulated, scale 0.01)") if lang == "en" else \
+        ("HDD（エミュレート、規模0.01）", "SATA SSD（エミュレート、規模0.01）")
     assert header.endswith(f"| {scaled[0]} | {scaled[1]} |")
     assert ("*HDD (emulated) and SATA SSD (emulated): sql-bench at scale 0.01 (1% of its published loop counts and "
             "sizes), so these seconds cannot be compared with the article's full-size figures; the findings leave them "

@@ -54,3 +54,29 @@ def test_the_demo_page_names_its_emulated_devices_in_its_language(tmp_path, lang
     else:
         assert _ja("hdd") in md and _ja("SATA SSD") in md
         assert "emulated hdd" not in md and "SATA SSD (emulated)" not in md
+
+
+@pytest.mark.parametrize("lang, scaled, plain", [
+    ("en", "HDD (emulated, scale 0.01)", "NVMe (scale 0.01)"),
+    ("ja", "HDD（エミュレート、規模0.01）", "NVMe（規模0.01）")])
+def test_a_qualifier_joins_the_names_own_bracket_never_a_second_one(lang, scaled, plain):
+    """'HDD（エミュレート）（規模0.01）' stacked two brackets beside an article: one bracket, its parts joined."""
+    from iolab.report import beside
+    name = report.display_name("HDD (emulated)", store.read_manifest(HDD_QUICK), lang)
+    assert beside.column_name(name, 0.01, lang) == scaled
+    assert beside.column_name("NVMe", 0.01, lang) == plain  # no bracket yet: one of its own
+    assert ")(" not in scaled and "）（" not in scaled and ") (" not in scaled
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_two_runs_of_one_label_on_one_host_take_the_run_id_inside_the_names_bracket(tmp_path, lang):
+    """Two runs of the same emulated HDD: their columns differ by run ID, in the name's own bracket."""
+    second = _demo_run(tmp_path)
+    manifest = json.loads((second / "manifest.json").read_text())
+    manifest.update(label="HDD (emulated)", run_id=manifest["run_id"] + "-b")
+    (second / "manifest.json").write_text(json.dumps(manifest))
+    sel = report.select(None, [HDD_QUICK, second], lang=lang)
+    first_id = store.read_manifest(HDD_QUICK)["run_id"]
+    expected = {f"HDD (emulated, {first_id})", f"HDD (emulated, {first_id}-b)"} if lang == "en" else \
+        {f"HDD（エミュレート、{first_id}）", f"HDD（エミュレート、{first_id}-b）"}
+    assert set(sel.manifests["system_name"]) == expected
