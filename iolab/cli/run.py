@@ -92,11 +92,11 @@ def run_options(args):
     from iolab.engine.runoptions import Allowances, RunOptions
     return RunOptions(label=args.label, data_dir=args.data, isolation=args.isolation, mem_limit=args.mem_limit,
                       size=args.size, runtime=args.runtime, repeat=args.repeat, pause=args.pause,
-                      preset=args.preset, tests=args.tests, mix=getattr(args, "mix", None),
-                      log_interval_ms=getattr(args, "log_interval", None), ioengine=args.ioengine,
+                      preset=args.preset, tests=args.tests, mix=args.mix,
+                      log_interval_ms=args.log_interval, ioengine=args.ioengine,
                       confirm=args.confirm, allow=Allowances(paths=tuple(args.allow_path), exec=args.allow_exec),
                       unconfined=args.unconfined, keep_serials=args.keep_serials, with_original=args.with_original,
-                      simultaneous=getattr(args, "simultaneous", False),
+                      simultaneous=args.simultaneous,
                       progress=False if args.no_progress else None, argv=sys.argv)
 
 
@@ -131,52 +131,18 @@ def run(args) -> int:
 
 def _run_fleet(args) -> int:
     from iolab.fleet import runs as fleet
-    from iolab.core.errors import IolabError
-    for option, value in (("--target", args.target), ("--mem-limit", args.mem_limit), ("--confirm", args.confirm),
-                          ("--with-original", getattr(args, "with_original", False)),
-                          ("--unconfined", getattr(args, "unconfined", False)),
-                          ("--allow-path", getattr(args, "allow_path", None)),
-                          ("--allow-exec", getattr(args, "allow_exec", False))):
-        if value:
-            raise IolabError(f"{option} does not go with --hosts: the inventory gives each host's target "
-                             "(and 'confirm'); jobs run inside the fio servers, out of reach of cgroups",
-                             context="iolab run --hosts")
-    if getattr(args, "simultaneous", False):
-        raise IolabError("--simultaneous measures one host's targets together; --hosts already runs its hosts "
-                         "at once (one target each)", context="iolab run --hosts")
-    if getattr(args, "keep_serials", False):
-        raise IolabError("--keep-serials does not go with --hosts: a fleet run records no drive identity yet",
-                         context="iolab run --hosts")
-    steady = [o for o in ("precondition_size", "max_rounds", "max_time") if getattr(args, o, None) is not None]
-    if steady:
-        raise IolabError(f"--{steady[0].replace('_', '-')} bounds a steady-state run on one host; a fleet run "
-                         "has no steady-state engine", context="iolab run --hosts")
-    if getattr(args, "mix", None) is not None:
-        raise IolabError("--mix is not supported with --hosts yet: a fleet run records no mixed figure",
-                         context="iolab run --hosts")
-    if getattr(args, "ioengine", None):
-        raise IolabError("--ioengine is not supported with --hosts yet: no fio server is probed for its engines",
-                         context="iolab run --hosts")
-    if getattr(args, "log_interval", None) is not None:
-        raise IolabError("--log-interval is not supported with --hosts yet: a fleet run keeps its own IOPS log",
-                         context="iolab run --hosts")
-    if getattr(args, "pause", None) is not None:
-        raise IolabError("--pause is not supported with --hosts yet: the fleet uses the recipe's pause",
-                         context="iolab run --hosts")
-    if args.sequential and args.scale_hosts:
-        raise IolabError("--scale-hosts runs hosts at the same time; drop --sequential", context="iolab run")
-    options = dict(size=args.size, runtime=args.runtime, repeat=args.repeat, isolation=args.isolation,
-                   preset=args.preset, insecure_network=args.insecure_network)
+    options = run_options(args)  # the one value the local path takes too; the fleet uses what it can
+    _refuse_with_hosts(args, options)
     if args.dry_run:
-        print(fleet.dry_run(args.recipe, args.hosts, sequential=args.sequential, **options))
+        print(fleet.dry_run(args.recipe, args.hosts, options, sequential=args.sequential,
+                            insecure_network=args.insecure_network))
         print("dry run: nothing was created, run or connected")
         return 0
-    kwargs = dict(label=args.label, data_dir=args.data, progress=False if args.no_progress else None,
-                  argv=sys.argv, **options)
     if args.scale_hosts:
-        results = fleet.scale(args.recipe, args.hosts, **kwargs)
+        results = fleet.scale(args.recipe, args.hosts, options, insecure_network=args.insecure_network)
     else:
-        results = [fleet.run(args.recipe, args.hosts, sequential=args.sequential, **kwargs)]
+        results = [fleet.run(args.recipe, args.hosts, options, sequential=args.sequential,
+                             insecure_network=args.insecure_network)]
     ok = True
     for result in results:
         for name, path in result.hosts.items():
@@ -188,3 +154,36 @@ def _run_fleet(args) -> int:
             print(f"iolab: fleet run {result.manifest['status']}: {result.manifest.get('reason')}", file=sys.stderr)
         print(result.path)
     return 0 if ok else 1
+
+
+def _refuse_with_hosts(args, options) -> None:
+    """Refuse the run options a fleet run cannot honour, each by its flag and why."""
+    from iolab.core.errors import IolabError
+    where = "iolab run --hosts"
+    for option, value in (("--target", args.target), ("--mem-limit", options.mem_limit),
+                          ("--confirm", options.confirm), ("--with-original", options.with_original),
+                          ("--unconfined", options.unconfined), ("--allow-path", options.allow.paths),
+                          ("--allow-exec", options.allow.exec)):
+        if value:
+            raise IolabError(f"{option} does not go with --hosts: the inventory gives each host's target "
+                             "(and 'confirm'); jobs run inside the fio servers, out of reach of cgroups", context=where)
+    if options.simultaneous:
+        raise IolabError("--simultaneous measures one host's targets together; --hosts already runs its hosts "
+                         "at once (one target each)", context=where)
+    if options.keep_serials:
+        raise IolabError("--keep-serials does not go with --hosts: a fleet run records no drive identity yet",
+                         context=where)
+    steady = [flag for flag, value in (("--precondition-size", args.precondition_size),
+                                       ("--max-rounds", args.max_rounds), ("--max-time", args.max_time))
+              if value is not None]
+    if steady:
+        raise IolabError(f"{steady[0]} bounds a steady-state run on one host; a fleet run has no steady-state engine",
+                         context=where)
+    for option, value, why in (("--mix", options.mix, "a fleet run records no mixed figure"),
+                               ("--ioengine", options.ioengine, "no fio server is probed for its engines"),
+                               ("--log-interval", options.log_interval_ms, "a fleet run keeps its own IOPS log"),
+                               ("--pause", options.pause, "the fleet uses the recipe's pause")):
+        if value is not None:
+            raise IolabError(f"{option} is not supported with --hosts yet: {why}", context=where)
+    if args.sequential and args.scale_hosts:
+        raise IolabError("--scale-hosts runs hosts at the same time; drop --sequential", context="iolab run")

@@ -99,6 +99,7 @@ from typing import Sequence
 import pandas as pd
 
 from iolab.engine import fio, recipes
+from iolab.engine.runoptions import RunOptions
 from iolab.engine.store import order_columns
 from iolab.fleet.fleetrun import FleetRun
 from iolab.fleet.hostplan import HostPlan, check_job, isolation_of, job_text, new_fleet_id, target_kind, writes_data
@@ -124,10 +125,10 @@ class FleetResult:
         return dict(self.manifest.get("failed_hosts", {}))
 
 
-def _prepare(recipe, inventory, *, hosts, insecure_network, size, runtime, repeat, isolation, preset):
+def _prepare(recipe, inventory, *, hosts, insecure_network, options: RunOptions):
     if not isinstance(recipe, recipes.Recipe):
         recipe = recipes.load(recipe)
-    recipe = recipe.with_overrides(size=size, runtime=runtime, repeat=repeat, isolation=isolation, preset=preset)
+    recipe = recipe.with_options(options)
     if recipe.engine != "fio":
         raise IolabError(f"recipe engine {recipe.engine!r} does not run on fio servers", context=recipe.name)
     if not isinstance(inventory, Inventory):
@@ -138,24 +139,28 @@ def _prepare(recipe, inventory, *, hosts, insecure_network, size, runtime, repea
     return recipe, inventory, chosen, exposed
 
 
-def run(recipe, inventory, *, hosts: Sequence[str] | None = None, label: str | None = None,
-        sequential: bool = False, insecure_network: bool = False, isolation: str | None = None,
-        size=None, runtime=None, repeat=None, preset=None, data_dir="data", argv=None, progress=None,
-        fleet_id: str | None = None, timeout: float | None = None) -> FleetResult:
+def run(recipe, inventory, options: RunOptions | None = None, *, hosts: Sequence[str] | None = None,
+        sequential: bool = False, insecure_network: bool = False, fleet_id: str | None = None,
+        timeout: float | None = None, **keywords) -> FleetResult:
     """Run ``recipe`` on the inventory's hosts (all, or ``hosts``) at once, or one after another.
+
+    ``options`` (or the keywords of a :class:`~iolab.engine.runoptions.RunOptions`, on top of it) as
+    :func:`iolab.engine.runner.run` takes them; of those a fleet uses the label, the result store, the progress,
+    the command line and what changes the recipe (size, runtime, repeat, isolation, preset, tests).
 
     Raises :class:`IolabError` for a bad recipe or inventory, a refused host
     (before any connection), a refused or invalid job file (before anything
     runs). A host that fails during the run does not raise: see the result's
     manifest (``completed_hosts``, ``failed_hosts``).
     """
-    recipe, inventory, chosen, exposed = _prepare(
-        recipe, inventory, hosts=hosts, insecure_network=insecure_network, size=size, runtime=runtime,
-        repeat=repeat, isolation=isolation, preset=preset)
+    options = RunOptions.of(options, **keywords)
+    recipe, inventory, chosen, exposed = _prepare(recipe, inventory, hosts=hosts, insecure_network=insecure_network,
+                                                  options=options)
     fleet_id = fleet_id or new_fleet_id(recipe.name)
-    engine = FleetRun(recipe, chosen, inventory=inventory, fleet_id=fleet_id, data_dir=data_dir, label=label,
-                       sequential=sequential, insecure_network=insecure_network, exposed=exposed, argv=argv,
-                       progress=progress, timeout=timeout)
+    engine = FleetRun(recipe, chosen, inventory=inventory, fleet_id=fleet_id, data_dir=options.data_dir,
+                      label=options.label, sequential=sequential, insecure_network=insecure_network, exposed=exposed,
+                      argv=None if options.argv is None else list(options.argv), progress=options.progress,
+                      timeout=timeout)
     try:
         with contextlib.ExitStack() as stack:
             # SIGTERM stops a fleet run like Ctrl-C: fio's client stopped, tunnels closed, manifests written
@@ -179,30 +184,28 @@ def run(recipe, inventory, *, hosts: Sequence[str] | None = None, label: str | N
                        hosts={p.name: p.run.path for p in engine.plans}, results=order_columns(results))
 
 
-def scale(recipe, inventory, *, max_hosts: int | None = None, fleet_id: str | None = None,
-          **kwargs) -> list[FleetResult]:
-    """Run with the first 1, 2, ..., N hosts at once (fleet ids ``<id>-n1`` ... ``<id>-nN``)."""
-    if kwargs.get("sequential"):
+def scale(recipe, inventory, options: RunOptions | None = None, *, max_hosts: int | None = None,
+          fleet_id: str | None = None, hosts: Sequence[str] | None = None, insecure_network: bool = False,
+          timeout: float | None = None, **keywords) -> list[FleetResult]:
+    """Run with the first 1, 2, ..., N hosts at once (fleet ids ``<id>-n1`` ... ``<id>-nN``); ``options`` as
+    :func:`run` takes them."""
+    if keywords.pop("sequential", False):
         raise IolabError("scaling runs hosts at the same time; it cannot be sequential", context="--scale-hosts")
-    hosts = kwargs.pop("hosts", None)
-    recipe_, inventory_, chosen, _ = _prepare(
-        recipe, inventory, hosts=hosts, insecure_network=kwargs.get("insecure_network", False),
-        size=kwargs.get("size"), runtime=kwargs.get("runtime"), repeat=kwargs.get("repeat"),
-        isolation=kwargs.get("isolation"), preset=kwargs.get("preset"))
+    options = RunOptions.of(options, **keywords)
+    recipe_, inventory_, chosen, _ = _prepare(recipe, inventory, hosts=hosts, insecure_network=insecure_network,
+                                              options=options)
     names = [h.name for h in chosen][: max_hosts or None]
     base = fleet_id or new_fleet_id(recipe_.name)
-    results = []
-    for n in range(1, len(names) + 1):
-        results.append(run(recipe, inventory_, hosts=names[:n], fleet_id=f"{base}-n{n}", **kwargs))
-    return results
+    return [run(recipe, inventory_, options, hosts=names[:n], insecure_network=insecure_network,
+                fleet_id=f"{base}-n{n}", timeout=timeout) for n in range(1, len(names) + 1)]
 
 
-def dry_run(recipe, inventory, *, hosts=None, sequential=False, insecure_network=False, isolation=None,
-            size=None, runtime=None, repeat=None, preset=None) -> str:
-    """The job files and fio command a fleet run would use; nothing is created or connected."""
-    recipe, inventory, chosen, exposed = _prepare(
-        recipe, inventory, hosts=hosts, insecure_network=insecure_network, size=size, runtime=runtime,
-        repeat=repeat, isolation=isolation, preset=preset)
+def dry_run(recipe, inventory, options: RunOptions | None = None, *, hosts=None, sequential=False,
+            insecure_network=False, **keywords) -> str:
+    """The job files and fio command a fleet run would use (``options`` as :func:`run` takes them); nothing is
+    created or connected."""
+    recipe, inventory, chosen, exposed = _prepare(recipe, inventory, hosts=hosts, insecure_network=insecure_network,
+                                                  options=RunOptions.of(options, **keywords))
     iso = isolation_of(recipe)
     writes = writes_data(recipe)
     steps = recipe.steps()
