@@ -51,15 +51,44 @@ def pcie_link(sys: Path, monkeypatch) -> dict:
     (function / "driver").symlink_to(sys / "bus" / "pci" / "drivers" / "nvme")
     (sys / "block").mkdir()
     (sys / "block" / "nvme0n1").symlink_to(block)
+    (block / "device").symlink_to(block.parent)  # a namespace's device/ is its controller, which holds the hwmon
     monkeypatch.setattr(health, "SYS_BLOCK", sys / "block")
     return health.link("nvme0n1")
 
 
-def nvme_identity(link: dict) -> dict:
-    """The drive's identity as health.identity records it: sysfs's fields, completed by the tools' answers."""
+def kelvin_millidegrees(kelvin: int) -> int:
+    """The nvme driver's hwmon value of a temperature the drive states in Kelvin (kelvin_to_millicelsius)."""
+    return kelvin * 1000 - 273150
+
+
+def nvme_hwmon(sys: Path) -> Path:
+    """The nvme driver's hwmon directory of the qemu drive on ``sys`` (after :func:`pcie_link`): temp1 the composite
+    at the smart-log's 50 °C, temp1_max the Temperature Threshold feature (qemu's default: its WCTEMP), temp1_crit its
+    CCTEMP, each converted as the driver converts the capture's Kelvin."""
+    ctrl, log = capture("nvme-id-ctrl-qemu.json"), capture("nvme-smart-log-qemu.json")
+    hwmon = sys / "block" / "nvme0n1" / "device" / "hwmon2"
+    hwmon.mkdir()
+    for name, kelvin in (("temp1_input", log["temperature"]), ("temp1_max", ctrl["wctemp"]),
+                         ("temp1_crit", ctrl["cctemp"])):
+        (hwmon / name).write_text(f"{kelvin_millidegrees(int(kelvin))}\n")
+    (hwmon / "name").write_text("nvme\n")
+    (hwmon / "temp1_label").write_text("Composite\n")
+    return hwmon
+
+
+def nvme_limits(sys: Path) -> list[dict]:
+    """The drive record's ``temperature_limits`` of the qemu drive: hwmon's (:func:`nvme_hwmon`) and nvme-cli's."""
+    return health.temperature_limits("nvme0n1", nvme_readings(), sys_block=sys / "block")
+
+
+def nvme_identity(link: dict, limits: list | None = None) -> dict:
+    """The drive's identity as health.identity records it: sysfs's fields, completed by the tools' answers, and the
+    temperature limits (:func:`nvme_limits`) where given."""
     namespace = smart.namespace_format(capture("nvme-id-ns-qemu.json"))
     info = {"device": "/dev/nvme0n1", "transport": "nvme", "capacity_bytes": namespace["size_blocks"] * 512,
             "logical_block_size": 512, "physical_block_size": 512, "rotational": False, "link": link}
+    if limits:
+        info["temperature_limits"] = limits
     return _merged(info, nvme_readings())
 
 
@@ -73,14 +102,15 @@ def _merged(info: dict, readings: list) -> dict:
     return info
 
 
-def nvme_run(stored: Path, into: Path, link: dict, *, label: str = "qemu-nvme") -> Path:
-    """A copy of the stored run ``stored`` whose target's drive records are the qemu NVMe drive's."""
+def nvme_run(stored: Path, into: Path, link: dict, *, label: str = "qemu-nvme", limits: list | None = None) -> Path:
+    """A copy of the stored run ``stored`` whose target's drive records are the qemu NVMe drive's (with ``limits``,
+    its stored temperature limits; without, as a run recorded before they were)."""
     run = into / label / stored.name
     shutil.copytree(stored, run)
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["label"] = label
     target = manifest["targets"][0]
-    target["drives"] = [nvme_identity(link)]
+    target["drives"] = [nvme_identity(link, limits)]
     target["health_before"] = [health.snapshot("nvme0n1", readings=nvme_readings())]
     target["health_after"] = [health.snapshot("nvme0n1", readings=nvme_readings("smartctl-a-qemu-nvme-after-64MiB.json"))]
     target["temperature_sources"] = {"/dev/nvme0n1": "hwmon"}

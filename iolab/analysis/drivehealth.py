@@ -151,14 +151,39 @@ def run_timeline(series: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("run_s", kind="stable").reset_index(drop=True)
 
 
-def warning_thresholds(manifest: dict) -> dict:
-    """``{device: degrees C}``: the warning temperature each drive reported in the health snapshot before the run
-    (``targets[].health_before[].warning_temp_c``: NVMe's WCTEMP, an ATA drive's SCT limit); drives that
-    reported none are absent."""
+#: whose stated limit counts, first found: the drive's own (nvme-cli's WCTEMP/CCTEMP, smartctl's), as the engine's
+#: thermal verdict judges by it, then the kernel's hwmon threshold (``temperature_limits[].source``)
+LIMIT_SOURCES = ("nvme", "smartctl", "hwmon")
+
+
+def stated_limit(records, limit: str = "warning") -> float | None:
+    """The composite temperature's ``limit`` (warning or critical) among a drive record's ``temperature_limits``,
+    by :data:`LIMIT_SOURCES`; None when no source stated it."""
+    found = [r for r in records or [] if isinstance(r, dict) and r.get("sensor") == "composite"
+             and r.get("limit") == limit and _number(r.get("celsius")) is not None]
+    for prefix in LIMIT_SOURCES:
+        for record in found:
+            if str(record.get("source") or "").startswith(prefix):
+                return float(record["celsius"])
+    return None
+
+
+def warning_thresholds(manifest: dict, limit: str = "warning") -> dict:
+    """``{device: degrees C}``: the warning (or ``limit="critical"``: critical) temperature of each drive as the
+    run stored it: its drive record's ``temperature_limits`` (``targets[].drives[]``, :func:`stated_limit`), else,
+    for a run recorded before the limits were, the health snapshot before the run
+    (``targets[].health_before[].warning_temp_c``: NVMe's WCTEMP, an ATA drive's SCT limit); drives that stated
+    none are absent."""
+    key = {"warning": "warning_temp_c", "critical": "critical_temp_c"}[limit]
     found = {}
     for target in manifest.get("targets") or []:
-        for snapshot in (target.get("health_before") or []) if isinstance(target, dict) else []:
-            if isinstance(snapshot, dict) and _number(snapshot.get("warning_temp_c")) is not None:
-                found[snapshot.get("device")] = float(snapshot["warning_temp_c"])
+        if not isinstance(target, dict):
+            continue
+        for snapshot in target.get("health_before") or []:
+            if isinstance(snapshot, dict) and _number(snapshot.get(key)) is not None:
+                found[snapshot.get("device")] = float(snapshot[key])
+        for drive in target.get("drives") or []:
+            stated = stated_limit(drive.get("temperature_limits"), limit) if isinstance(drive, dict) else None
+            if stated is not None:
+                found[drive.get("device")] = stated
     return found
-

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from iolab.core.errors import IolabError
-from iolab.devices import blockdev, smart
+from iolab.devices import blockdev, hwmon, smart
 from iolab.isolation import blockstat
 
 log = logging.getLogger(__name__)
@@ -149,15 +149,39 @@ def _readings(disk: str, *, full: bool = True) -> list[smart.Reading]:
     return readings
 
 
+#: where a tool's temperature limits come from (the tool's reading holds them as ``warning_temp_c``/``critical_temp_c``)
+LIMIT_SOURCES = {"nvme": {"warning": "nvme id-ctrl wctemp", "critical": "nvme id-ctrl cctemp"},
+                 "smartctl": {"warning": "smartctl temperature.op_limit_max",
+                              "critical": "smartctl temperature.limit_max or critical_limit_max"}}
+
+
+def temperature_limits(disk: str, readings: list, *, sys_block: Path | None = None) -> list[dict]:
+    """The disk's temperature limits as each source states them, one record each (``sensor``, ``limit``:
+    warning or critical, ``celsius``, ``source``): hwmon's files (:func:`iolab.devices.hwmon.limits`), then the
+    composite's warning and critical temperature the drive declares through nvme-cli (WCTEMP, CCTEMP) or
+    smartctl (an ATA drive's SCT limits; NVMe's WCTEMP/CCTEMP from smartctl 7.4). Sources may differ (hwmon's
+    threshold is settable; the nvme driver converts Kelvin exactly, nvme-cli by 273): each is kept as said."""
+    found = hwmon.limits(disk, SYS_BLOCK if sys_block is None else sys_block)
+    for reading in readings:
+        for limit, key in (("warning", "warning_temp_c"), ("critical", "critical_temp_c")):
+            if reading.ok and reading.health.get(key) is not None and reading.tool in LIMIT_SOURCES:
+                found.append({"sensor": hwmon.COMPOSITE, "limit": limit, "celsius": float(reading.health[key]),
+                              "source": LIMIT_SOURCES[reading.tool][limit]})
+    return found
+
+
 def identity(disk: str, *, keep_serials: bool = False, readings: list | None = None) -> dict:
-    """What the disk is: sysfs first, completed by the drive's own answers; ``sources`` says who answered."""
+    """What the disk is: sysfs first, completed by the drive's own answers; ``sources`` says who answered;
+    ``temperature_limits`` the warning and critical temperatures each source states (absent: none did)."""
     info = _sysfs_identity(disk)
     sources = {}
-    for reading in readings if readings is not None else _readings(disk):
+    readings = readings if readings is not None else _readings(disk)
+    for reading in readings:
         sources[reading.tool] = "ok" if reading.ok else reading.reason
         for key, value in reading.identity.items():
             if info.get(key) in (None, "", {}):
                 info[key] = value
+    info["temperature_limits"] = temperature_limits(disk, readings) or None
     info["sources"] = sources
     if not keep_serials:
         info["serial"] = hidden_serial(info.get("serial"))

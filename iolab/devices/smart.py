@@ -148,10 +148,12 @@ def smartctl_health(doc: dict) -> dict:
     if "Logical Sectors Written" in statistics and doc.get("logical_block_size"):
         health["data_written_bytes"] = statistics["Logical Sectors Written"] * doc["logical_block_size"]
     limits = doc.get("temperature") or {}
-    if limits.get("op_limit_max") is not None:  # SCT status: the drive's recommended maximum
+    # ATA: the SCT status's recommended maximum and limit; NVMe (smartctl 7.4 on): WCTEMP and CCTEMP
+    if limits.get("op_limit_max") is not None:
         health["warning_temp_c"] = limits["op_limit_max"]
-    if limits.get("limit_max") is not None:
-        health["critical_temp_c"] = limits["limit_max"]
+    for key in ("limit_max", "critical_limit_max"):
+        if limits.get(key) is not None:
+            health["critical_temp_c"] = limits[key]
     return {k: v for k, v in health.items() if v is not None}
 
 

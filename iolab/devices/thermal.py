@@ -20,20 +20,19 @@ import csv
 import dataclasses
 import datetime
 import logging
-import re
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
-from iolab.devices import health as health_mod, smart
+from iolab.devices import health as health_mod, hwmon, smart
 
 log = logging.getLogger(__name__)
 
 INTERVAL_S = 1.0
-SYS_BLOCK = Path("/sys/block")
+SYS_BLOCK = hwmon.SYS_BLOCK
 #: the drive's own temperature (NVMe: the composite temperature; SATA: its one sensor)
-COMPOSITE = "composite"
+COMPOSITE = hwmon.COMPOSITE
 #: NVMe critical warning bit 1: a temperature is above its over-temperature or below its under-temperature threshold
 NVME_CRITICAL_WARNING_TEMPERATURE = 0x02
 #: health counters that grow while a drive throttles or runs too hot
@@ -52,42 +51,6 @@ class Source:
     sensor: str = COMPOSITE
 
 
-def _sensor_name(label: str | None, index: int) -> str:
-    """A series' sensor name: temp1 is the drive's own temperature (the nvme driver's composite, drivetemp's
-    one sensor), the others by hwmon's ``tempN_label`` ("Sensor 2" -> ``sensor 2``), else ``tempN``."""
-    if index == 1:
-        return COMPOSITE
-    return label.strip().lower() if label else f"temp{index}"
-
-
-def _hwmon_sensors(disk: str, sys_block: Path = SYS_BLOCK) -> list[tuple[str, Path, float | None]]:
-    """The hwmon sensors of ``disk`` (its controller's for NVMe): (sensor name, ``tempN_input``, the
-    composite's ``temp1_max`` in degrees C or None), the composite first; [] without hwmon. The nvme
-    driver shows only the sensors the drive reports (temp2-temp9: its sensors 1-8)."""
-    base = Path(sys_block) / disk / "device"
-    for hwmon in sorted(base.glob("hwmon*")) + sorted(base.glob("hwmon/hwmon*")):
-        inputs = sorted((int(m.group(1)), path) for path in hwmon.glob("temp*_input")
-                        if (m := re.fullmatch(r"temp(\d+)_input", path.name)))
-        if inputs and inputs[0][0] == 1:
-            return [(_sensor_name(_text(hwmon / f"temp{index}_label"), index), path,
-                     _millidegrees(hwmon / "temp1_max") if index == 1 else None) for index, path in inputs]
-    return []
-
-
-def _text(path: Path) -> str | None:
-    try:
-        return path.read_text().strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _millidegrees(path: Path) -> float | None:
-    try:
-        return int(path.read_text().strip()) / 1000.0
-    except (OSError, ValueError):
-        return None
-
-
 def _smartctl_temperature(device: str) -> float | None:
     doc, why = smart.run_json(["smartctl", "-A", "--json=c", device])
     if doc is None or smart.smartctl_failure(doc):
@@ -101,10 +64,11 @@ def sources(disks: list[str], *, sys_block: Path = SYS_BLOCK) -> tuple[list[Sour
     found, missing = [], {}
     for disk in disks:
         device = f"/dev/{disk}"
-        hwmon = _hwmon_sensors(disk, sys_block)
-        if hwmon:
-            found += [Source(device, "hwmon", lambda s=path: _millidegrees(s), warning_c=limit, sensor=name)
-                      for name, path, limit in hwmon]
+        listed = hwmon.sensors(disk, sys_block)
+        if listed:  # the composite's warning is its temp1_max: a sensor's own threshold is not the drive's
+            found += [Source(device, "hwmon", lambda s=sensor.input: hwmon.millidegrees(s), sensor=sensor.name,
+                             warning_c=sensor.warning_c if sensor.name == COMPOSITE else None)
+                      for sensor in listed]
             continue
         if _smartctl_temperature(device) is not None:
             found.append(Source(device, "smartctl", lambda d=device: _smartctl_temperature(d)))

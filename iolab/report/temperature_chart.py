@@ -3,7 +3,9 @@
 The samples come from :func:`iolab.analysis.drivehealth.temperature_series` (the run's
 ``raw/<test>-<rep>.temp.csv``, once a second while each test ran), placed on the run's clock by
 :func:`~iolab.analysis.drivehealth.run_timeline`; the warning temperature each drive reported before the
-run (:func:`~iolab.analysis.drivehealth.warning_thresholds`) is a dashed line, and the tests whose rows
+run stored (:func:`~iolab.analysis.drivehealth.warning_thresholds`: the drive record's ``temperature_limits``,
+from nvme-cli, smartctl or hwmon; for older runs the health snapshot before it) is a dashed line, its critical
+temperature is said in the caption, and the tests whose rows
 carry the ``thermal`` flag (the drive passed that threshold or reported throttling) are shaded and named
 in the caption. Drawing only: the numbers are computed in ``iolab.analysis``.
 """
@@ -55,7 +57,7 @@ def _draw(timeline: pd.DataFrame, thresholds: dict, thermal: list, lang: str):
         if device in set(timeline["device"]):
             ax.axhline(degrees, color="tab:red", linestyle="--", linewidth=1,
                        label=_t("warning", lang, device=device if devices > 1 else "",
-                                degrees=i18n.number(degrees, digits=0)).strip())
+                                degrees=_degree(degrees)).strip())
     shaded = False
     for (step, rep), part in timeline.groupby(["step", "rep"], sort=False):
         start, end = float(part["run_s"].min()), float(part["run_s"].max())
@@ -70,6 +72,15 @@ def _draw(timeline: pd.DataFrame, thresholds: dict, thermal: list, lang: str):
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
+
+
+def _degree(value: float) -> str:
+    """A limit as stated, to a tenth of a degree where it is not whole (hwmon's 69.85 °C reads 69.9)."""
+    return i18n.number(value, digits=0 if float(value).is_integer() else 1)
+
+
+def _degrees(limits: dict, lang: str) -> str:
+    return i18n.join([_degree(v) for v in dict.fromkeys(limits.values())], lang)
 
 
 def run_figure(manifest: dict, results: pd.DataFrame | None, *, name: str, lang: str = "en") -> Figure | None:
@@ -87,8 +98,10 @@ def run_figure(manifest: dict, results: pd.DataFrame | None, *, name: str, lang:
     said = [_t("caption", lang, system=name, recipe=manifest.get("recipe") or "?",
                hottest=i18n.number(hottest, digits=0 if hottest.is_integer() else 1))]
     if thresholds:
-        said.append(_t("caption_warning", lang, degrees=i18n.join(
-            [i18n.number(v, digits=0) for v in dict.fromkeys(thresholds.values())], lang)))
+        said.append(_t("caption_warning", lang, degrees=_degrees(thresholds, lang)))
+    critical = {d: v for d, v in warning_thresholds(manifest, "critical").items() if d in set(timeline["device"])}
+    if critical:
+        said.append(_t("caption_critical", lang, degrees=_degrees(critical, lang)))
     tests = [i18n.test_label(test, None, lang) for test, _ in thermal]
     said.append(_t("caption_thermal", lang, tests=i18n.join(tests, lang)) if tests
                 else _t("caption_no_thermal", lang))

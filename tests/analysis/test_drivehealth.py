@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import drive_records
 from iolab.analysis.drivehealth import (COUNTERS, DELTA_COLUMNS, SERIES_COLUMNS, health_deltas, run_timeline,
-                                      temperature_series, warning_thresholds)
+                                      stated_limit, temperature_series, warning_thresholds)
 from iolab.core.errors import IolabError
-from iolab.devices import health, smart, thermal
+from iolab.devices import health, hwmon, smart, thermal
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "health"
 LOOP_REASON = "not a SMART device: /dev/loop3: Unable to detect device type"
@@ -81,7 +82,7 @@ def _write_series(path: Path, temperatures: dict) -> None:
     for sensor, degrees in temperatures.items():
         reading = path.parent / f"{path.name}.{sensor.replace(' ', '_')}.input"
         reading.write_text(f"{int(degrees * 1000)}\n")
-        sources.append(thermal.Source("/dev/nvme0n1", "hwmon", lambda r=reading: thermal._millidegrees(r),
+        sources.append(thermal.Source("/dev/nvme0n1", "hwmon", lambda r=reading: hwmon.millidegrees(r),
                                       sensor=sensor))
     with thermal.Sampler(sources, path, interval=3600):
         pass
@@ -131,3 +132,23 @@ def test_a_runs_samples_on_the_runs_clock_and_the_thresholds_it_recorded(tmp_pat
     manifest = {"targets": [{"health_before": [{**snapshot, "warning_temp_c": 70}]}, {"name": "old"}]}
     assert warning_thresholds(manifest) == {"/dev/nvme0n1": 70.0}
     assert warning_thresholds({"targets": [{"health_before": [snapshot]}]}) == {}
+
+
+def test_the_stored_limits_win_the_drives_own_before_hwmons(tmp_path, monkeypatch):
+    """The drive record's temperature_limits (the qemu drive's: hwmon laid out from the capture's Kelvin, nvme-cli's
+    id-ctrl) give each limit; the drive's own statement (nvme-cli) before hwmon's, as the thermal verdict judges;
+    hwmon's alone when no tool stated one; a run without stored limits keeps its snapshot's."""
+    drive_records.pcie_link(tmp_path / "sys", monkeypatch)
+    drive_records.nvme_hwmon(tmp_path / "sys")
+    limits = drive_records.nvme_limits(tmp_path / "sys")
+    snapshot = {**_snapshot("smartctl-x-qemu-nvme.json"), "warning_temp_c": 65, "critical_temp_c": 90}
+    target = {"drives": [{"device": "/dev/nvme0n1", "temperature_limits": limits}], "health_before": [snapshot]}
+    assert warning_thresholds({"targets": [target]}) == {"/dev/nvme0n1": 70.0}
+    assert warning_thresholds({"targets": [target]}, "critical") == {"/dev/nvme0n1": 100.0}
+    hwmon_only = [r for r in limits if r["source"].startswith("hwmon")]
+    target["drives"][0]["temperature_limits"] = hwmon_only
+    assert warning_thresholds({"targets": [target]}) == {"/dev/nvme0n1": 69.85}
+    assert stated_limit(hwmon_only, "critical") == 99.85 and stated_limit([], "warning") is None
+    del target["drives"][0]["temperature_limits"]  # a run recorded before the limits were
+    assert warning_thresholds({"targets": [target]}) == {"/dev/nvme0n1": 65.0}
+    assert warning_thresholds({"targets": [target]}, "critical") == {"/dev/nvme0n1": 90.0}

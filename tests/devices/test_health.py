@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from device_fixtures import make_loop, requires, requires_root, scratch  # noqa: F401
-from iolab.devices import health, smart, thermal
+import drive_records
+from iolab.devices import health, hwmon, smart, thermal
 from iolab.engine import devicewatch, runner
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "health"
@@ -217,7 +218,7 @@ def test_the_sampler_keeps_a_series_and_its_maximum(tmp_path):
     """First sample on entry, last on exit; the thread's own samples (every hour here) never come."""
     sensor = tmp_path / "temp1_input"
     _hwmon_like(sensor, 41000)
-    source = thermal.Source("/dev/nvme9n1", "hwmon", lambda: thermal._millidegrees(sensor), warning_c=70.0)
+    source = thermal.Source("/dev/nvme9n1", "hwmon", lambda: hwmon.millidegrees(sensor), warning_c=70.0)
     series = tmp_path / "seq-read-1.temp.csv"
     with thermal.Sampler([source], series, interval=3600) as sampler:
         _hwmon_like(sensor, 72500)
@@ -390,3 +391,54 @@ def test_health_after_is_recorded_when_a_test_fails(make_loop, tmp_path):  # noq
     assert result.manifest["status"] == "failed"
     saved = json.loads((result.path / "manifest.json").read_text())["targets"][0]
     assert saved["health_after"][0]["device"] == loop and "health_before" in saved
+
+
+def test_hwmon_limits_of_an_nvme_and_a_sata_drive(tmp_path):
+    """tempN_max and tempN_crit as the kernel lays them out: the nvme driver's composite threshold and CCTEMP and a
+    sensor's own threshold; drivetemp's SCT limits. Each is a record naming its file; a drive without any has none."""
+    sys_block = tmp_path / "sys" / "block"
+    nvme = _sysfs_hwmon(sys_block, "nvme0n1", "hwmon2", {1: ("Composite", 48.85), 2: ("Sensor 1", 61.0)})
+    _hwmon_like(nvme / "temp1_max", 83850)
+    _hwmon_like(nvme / "temp1_crit", 84850)
+    _hwmon_like(nvme / "temp2_max", 90000)
+    sata = _sysfs_hwmon(sys_block, "sda", "hwmon/hwmon5", {1: (None, 35.0)})
+    _hwmon_like(sata / "temp1_max", 60000)
+    _hwmon_like(sata / "temp1_crit", 70000)
+    _sysfs_hwmon(sys_block, "sdb", "hwmon/hwmon6", {1: (None, 30.0)})
+    assert hwmon.limits("nvme0n1", sys_block) == [
+        {"sensor": "composite", "limit": "warning", "celsius": 83.85, "source": "hwmon temp1_max"},
+        {"sensor": "composite", "limit": "critical", "celsius": 84.85, "source": "hwmon temp1_crit"},
+        {"sensor": "sensor 1", "limit": "warning", "celsius": 90.0, "source": "hwmon temp2_max"}]
+    assert [(r["limit"], r["celsius"]) for r in hwmon.limits("sda", sys_block)] == [("warning", 60.0), ("critical", 70.0)]
+    assert hwmon.limits("sdb", sys_block) == [] and hwmon.limits("loop0", sys_block) == []
+    found, _ = thermal.sources(["nvme0n1"], sys_block=sys_block)  # the sampler's warning: the composite's only
+    assert [(s.sensor, s.warning_c) for s in found] == [("composite", 83.85), ("sensor 1", None)]
+
+
+def test_the_drive_record_keeps_every_sources_temperature_limits(tmp_path, monkeypatch):
+    """The qemu drive (tests/fixtures/health: nvme-cli's id-ctrl WCTEMP 343 K, CCTEMP 373 K; hwmon laid out as the
+    nvme driver converts them): four records, each as its source says it (hwmon 69.85 °C, nvme-cli 70 °C)."""
+    drive_records.pcie_link(tmp_path / "sys", monkeypatch)
+    drive_records.nvme_hwmon(tmp_path / "sys")
+    limits = drive_records.nvme_limits(tmp_path / "sys")
+    assert [(r["source"], r["limit"], r["celsius"]) for r in limits] == [
+        ("hwmon temp1_max", "warning", 69.85), ("hwmon temp1_crit", "critical", 99.85),
+        ("nvme id-ctrl wctemp", "warning", 70.0), ("nvme id-ctrl cctemp", "critical", 100.0)]
+    assert {r["sensor"] for r in limits} == {"composite"}
+    # a tool that could not read the drive states none; nor does a reading without thresholds (a snapshot's)
+    unread = [smart.Reading("smartctl", "/dev/nvme0", reason="smartctl not installed"),
+              smart.Reading("nvme", "/dev/nvme0", health={"temperature_c": 50})]
+    assert health.temperature_limits("nvme0n1", unread, sys_block=tmp_path / "nothing") == []
+
+
+def test_smartctl_states_nvme_limits_from_version_7_4():
+    """smartctl 7.3 (the capture) puts no NVMe thresholds in its JSON; 7.4 adds WCTEMP and CCTEMP as
+    temperature.op_limit_max and critical_limit_max, an ATA drive's SCT limits are op_limit_max and limit_max."""
+    doc = fixture("smartctl-x-qemu-nvme.json")
+    assert "warning_temp_c" not in smart.from_smartctl(doc, "/dev/nvme0").health
+    newer = {**doc, "temperature": {"current": 50, "op_limit_max": 70, "critical_limit_max": 100}}
+    reading = smart.from_smartctl(newer, "/dev/nvme0")
+    assert (reading.health["warning_temp_c"], reading.health["critical_temp_c"]) == (70, 100)
+    assert [(r["source"], r["celsius"]) for r in health.temperature_limits("nvme0n1", [reading],
+                                                                            sys_block=Path("/nonexistent"))] == [
+        ("smartctl temperature.op_limit_max", 70.0), ("smartctl temperature.limit_max or critical_limit_max", 100.0)]

@@ -4,7 +4,8 @@ The tier attaches one drive (``iolab lab --nvme 256M``: serial ``iolab-nvme1``,
 model "QEMU NVMe Ctrl", composite temperature 50 C, warning threshold 70 C).
 Identity and health come from sysfs, smartctl and nvme; a run on the drive records
 its health before and after (the data written grows by what fio wrote) and the
-temperature each second; lowering the drive's over-temperature threshold below
+temperature each second, and the report's drive sections read them (environment rows, health table,
+temperature chart with the stored warning temperature); lowering the drive's over-temperature threshold below
 50 C (hwmon's temp1_max is the NVMe Temperature Threshold feature) makes the drive
 raise its temperature warning, and the test run under it is flagged ``thermal``.
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from iolab.devices import health, thermal
-from iolab.engine import runner
+from iolab.engine import runner, store
+from iolab.report import drivehealth_table, driveidentity, temperature_chart
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
 
@@ -56,6 +58,14 @@ def test_identity_and_health_of_the_nvme_drive(nvme_disk):
     assert (ident["logical_block_size"], ident["physical_block_size"]) == (512, 512)
     assert ident["nvme_namespace"]["lba_format"] == 0 and ident["nvme_namespace"]["data_bytes"] == 512
     assert ident["link"]["pcie"]["controller"] == "NVMe controller"  # the drive's own port
+    # the temperature limits each source states: hwmon's in millidegrees from the drive's Kelvin (343 K: 69.85 C),
+    # nvme-cli's id-ctrl by 273 (70 C); smartctl from 7.4 on says WCTEMP/CCTEMP too, as 70 and 100
+    limits = {(r["source"], r["limit"]): r["celsius"] for r in ident["temperature_limits"]}
+    assert {k: v for k, v in limits.items() if not k[0].startswith("smartctl")} == {
+        ("hwmon temp1_max", "warning"): 69.85, ("hwmon temp1_crit", "critical"): 99.85,
+        ("nvme id-ctrl wctemp", "warning"): 70.0, ("nvme id-ctrl cctemp", "critical"): 100.0}, limits
+    assert {v for k, v in limits.items() if k[0].startswith("smartctl")} <= {70, 100}
+    assert {r["sensor"] for r in ident["temperature_limits"]} == {"composite"}
     assert health.identity(nvme_disk)["serial"] == health.hidden_serial(SERIAL)
     snap = health.snapshot(nvme_disk)
     assert snap["temperature_c"] == 50 and (snap["warning_temp_c"], snap["critical_temp_c"]) == (70, 100)
@@ -77,6 +87,25 @@ def _run(tmp_path: Path, device: str, name: str):
     return result
 
 
+def _report_of_the_live_run(result, written: int) -> None:
+    """The compare report's drive sections from the run just made, as `iolab report --notebook compare` builds them
+    (the sections' own functions; the page itself is rendered by papermill from stored runs in
+    tests/report/test_drive_health_page.py, not here under TCG): the environment rows, the health table with what
+    the drive counted as written, the temperature chart with the stored warning temperature and its caption."""
+    manifest = {**store.read_manifest(result.path), "run_dir": str(result.path)}
+    fields = driveidentity.identity_fields(manifest)
+    assert fields["firmware"] and fields["capacity"] and fields["link"] and fields["not_read"] is None, fields
+    table = drivehealth_table.health_table([manifest], names=["qemu-nvme"])
+    numbers = table.data.xs("qemu-nvme", level=1)
+    assert numbers.loc["Data written"].iloc[2] == written and numbers.loc["Media errors"].iloc[2] == 0
+    section = temperature_chart.temperature_section([manifest], store.load(result.path), names=["qemu-nvme"])
+    (figure,) = section.figures
+    dashed = [line for line in figure.axes[0].lines if line.get_linestyle() == "--"]
+    assert [set(line.get_ydata()) for line in dashed] == [{70.0}]  # nvme-cli's WCTEMP, stored in the drive record
+    assert "critical temperature: 100 °C" in figure.caption and "No test was flagged thermal" in figure.caption
+    print(f"report of the live run: {figure.caption}")
+
+
 def test_a_run_records_health_before_and_after_and_the_temperature(nvme_disk, tmp_path):
     device = f"/dev/{nvme_disk}"
     result = _run(tmp_path, device, "cool")
@@ -94,6 +123,7 @@ def test_a_run_records_health_before_and_after_and_the_temperature(nvme_disk, tm
     assert [f.name.endswith("-1.temp.csv") for f in files] == [True], files  # raw/<test>-<rep>.temp.csv
     series = list(csv.DictReader(files[0].open()))
     assert len(series) >= 2 and {r["device"] for r in series} == {device}
+    _report_of_the_live_run(result, written)
 
     threshold = _hwmon_max(nvme_disk)
     kept = threshold.read_text().strip()

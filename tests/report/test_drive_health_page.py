@@ -39,7 +39,8 @@ def runs(tmp_path_factory) -> list[Path]:
     root = tmp_path_factory.mktemp("drives")
     with pytest.MonkeyPatch.context() as monkeypatch:
         link = drive_records.pcie_link(root / "sys", monkeypatch)
-    nvme = drive_records.nvme_run(STORED, root / "runs", link)
+    drive_records.nvme_hwmon(root / "sys")
+    nvme = drive_records.nvme_run(STORED, root / "runs", link, limits=drive_records.nvme_limits(root / "sys"))
     assert "70 C" in drive_records.write_series(nvme, "sustained", SUSTAINED, started="2026-11-27T00:59:50")
     assert drive_records.write_series(nvme, "recovery", RECOVERY, started="2026-11-27T01:00:05") is None
     return [nvme, LOOP]
@@ -100,14 +101,19 @@ def test_the_temperature_chart_draws_the_series_the_threshold_and_the_thermal_te
     assert [x for x, _ in drawn] == [list(range(9)), [15.0, 16.0, 17.0]]
     assert [y for _, y in drawn] == [list(p["temperature_c"]) for _, p in composite.groupby("step", sort=False)]
     threshold = [line for line in ax.lines if line.get_linestyle() == "--"]
-    assert len(threshold) == 1 and set(threshold[0].get_ydata()) == {70.0}  # WCTEMP 343 K
+    # the drive record's stored limits: nvme-cli's WCTEMP 343 K (70 °C) before hwmon's temp1_max (69.85 °C)
+    stored = {(r["source"], r["limit"]): r["celsius"] for r in manifest["targets"][0]["drives"][0]["temperature_limits"]}
+    assert stored == {("hwmon temp1_max", "warning"): 69.85, ("hwmon temp1_crit", "critical"): 99.85,
+                      ("nvme id-ctrl wctemp", "warning"): 70.0, ("nvme id-ctrl cctemp", "critical"): 100.0}
+    assert len(threshold) == 1 and set(threshold[0].get_ydata()) == {70.0}
     (shaded,) = ax.patches  # the thermal test's span: the sustained write's 8 seconds
     assert (shaded.get_x(), shaded.get_width()) == (0.0, 8.0)
     if lang == "en":
         assert "hottest composite reading was 74 °C" in figure.caption and "(70 °C)" in figure.caption
-        assert "flagged thermal (sustained)" in figure.caption
+        assert "flagged thermal (sustained)" in figure.caption and "critical temperature: 100 °C." in figure.caption
     else:
         assert "最高は74 °C" in figure.caption and "警告温度（70 °C）" in figure.caption
+        assert "臨界温度は100 °C。" in figure.caption
         assert "thermalフラグの付いたテスト（sustained）" in figure.caption
 
 
