@@ -1,4 +1,10 @@
-"""The RunPanel: target, recipe, isolation, a Start button that runs a benchmark from JupyterLab, and Stop.
+"""The RunPanel: targets, recipe, isolation, a Start button that runs a benchmark from JupyterLab, and Stop.
+
+The target field takes one target or several (comma- or line-separated), measured one after another as
+repeated ``--target``s are; with two or more, a checkbox offers **measure at the same time**
+(``iolab run --simultaneous``, :mod:`iolab.engine.simultaneous`), passed on as the same
+:class:`~iolab.engine.runoptions.RunOptions` field the command line sets. With fewer than two targets the
+checkbox is hidden and the run is not simultaneous, whatever it was left at.
 
 The run goes in a background thread (the notebook stays usable); a watcher
 thread moves the progress bar from the run directory's manifest; errors are
@@ -63,9 +69,9 @@ class RunPanel:
     after a run that returned (completed or failed).
     """
 
-    def __init__(self, data_dir: str | os.PathLike = "data", *, target: str = "", recipe: str = "quick",
-                 isolation: str = "", label: str = "", size: str = "", runtime: str = "", repeat: int = 0,
-                 tests: Sequence[str] | str = (), threaded: bool = True,
+    def __init__(self, data_dir: str | os.PathLike = "data", *, target: Sequence[str] | str = "",
+                 recipe: str = "quick", isolation: str = "", label: str = "", size: str = "", runtime: str = "",
+                 repeat: int = 0, tests: Sequence[str] | str = (), simultaneous: bool = False, threaded: bool = True,
                  on_finished: Callable | None = None, lang: str = "en"):
         w = ipywidgets_module()
         self.lang = i18n.check_lang(lang)
@@ -73,7 +79,9 @@ class RunPanel:
         names = list(recipes_mod.available())
         if recipe and recipe not in names:
             names.append(recipe)  # a recipe file path
-        self.target = w.Text(value=str(target), style=wide, layout=w.Layout(width="60%"))
+        targets = [target] if isinstance(target, (str, os.PathLike)) else target
+        self.target = w.Text(value=", ".join(str(t) for t in targets), style=wide, layout=w.Layout(width="60%"))
+        self.simultaneous = w.Checkbox(value=bool(simultaneous), indent=False, layout=w.Layout(display="none"))
         self.recipe = w.Dropdown(options=names, value=recipe or (names[0] if names else None), style=wide)
         self.isolation = w.Dropdown(options=[(v, v) for v, _ in ISOLATION_CHOICES], value=isolation or "",
                                     style=wide)
@@ -89,7 +97,7 @@ class RunPanel:
                                         layout=w.Layout(width="60%"))
         self.status = w.HTML()
         self.widget = w.VBox([
-            self.target, w.HBox([self.recipe, self.isolation]), w.HBox([self.label, self.tests]),
+            w.HBox([self.target, self.simultaneous]), w.HBox([self.recipe, self.isolation]), w.HBox([self.label, self.tests]),
             w.HBox([self.size, self.runtime, self.repeat]), self.data_dir,
             w.HBox([self.start_button, self.stop_button, self.progress]), self.status])
         self._ready = True  # no run started yet: the status says Ready in the panel's language
@@ -110,6 +118,8 @@ class RunPanel:
         self._done.set()
         self.start_button.on_click(self.start)
         self.stop_button.on_click(self.stop)
+        self.target.observe(lambda _change: self._offer_simultaneous(), names="value")
+        self._offer_simultaneous()
 
     def set_lang(self, lang: str) -> None:
         """Every label, hint and button of the panel in ``lang`` (values kept)."""
@@ -126,6 +136,9 @@ class RunPanel:
         self.runtime.placeholder = _t("runtime_placeholder", lang)
         self.repeat.tooltip = _t("repeat_tooltip", lang)
         self.tests.placeholder = _t("tests_placeholder", lang)
+        self.target.tooltip = _t("targets_tooltip", lang)
+        self.simultaneous.description = _t("simultaneous", lang)
+        self.simultaneous.tooltip = _t("simultaneous_tooltip", lang)
         value = self.isolation.value
         self.isolation.options = [(_t(key, lang) if key else v, v) for v, key in ISOLATION_CHOICES]
         self.isolation.value = value
@@ -141,14 +154,28 @@ class RunPanel:
     def running(self) -> bool:
         return not self._done.is_set()
 
+    def targets(self) -> list[str]:
+        """The targets in the target field (comma- or line-separated), in order."""
+        return split_list(self.target.value)
+
+    @property
+    def offers_simultaneous(self) -> bool:
+        """Whether the field names two or more targets, so the checkbox is shown."""
+        return len(self.targets()) >= 2
+
+    def _offer_simultaneous(self) -> None:
+        self.simultaneous.layout.display = "" if self.offers_simultaneous else "none"
+
     def run_options(self):
         """The run's :class:`~iolab.engine.runoptions.RunOptions` from the panel's fields (empty fields: the
         recipe's; checked as the measure notebook's parameters are). The tests field chooses the recipe's
-        tests (:func:`iolab.fleet.batch.select_tests`), not an option."""
+        tests (:func:`iolab.fleet.batch.select_tests`), not an option. ``simultaneous`` is the checkbox's, when it
+        is offered (two or more targets)."""
         from iolab.engine.runoptions import RunOptions
         return RunOptions.from_form(label=self.label.value, isolation=self.isolation.value, size=self.size.value,
                                     runtime=self.runtime.value, repeat=self.repeat.value,
-                                    data_dir=self.data_dir.value.strip() or "data", progress=False)
+                                    data_dir=self.data_dir.value.strip() or "data", progress=False,
+                                    simultaneous=self.offers_simultaneous and bool(self.simultaneous.value))
 
     def start(self, _button=None) -> None:
         """Start a run with the panel's values (what the Start button does); ignored while one runs."""
@@ -191,20 +218,21 @@ class RunPanel:
         from iolab.engine import runner
         watcher = None
         try:
-            target = self.target.value.strip()
-            if not target:
+            targets = self.targets()
+            if not targets:
                 raise IolabError(_t("enter_target", self.lang), context="Target")
             options = self.run_options()
             # the panel says where a run went, wherever it is read
             options = dataclasses.replace(options, data_dir=options.data_dir.resolve())
             recipe = batch.select_tests(self.recipe.value, split_list(self.tests.value))
-            planned, _ = runner.plan(recipe, [target], options)
+            planned, _ = runner.plan(recipe, targets, options)
             watcher = _Watcher(self, options.data_dir, planned)
             watcher.start()
-            self._set_status(_t("running", self.lang, recipe=planned.name, target=target))
+            self._set_status(_t("running_together" if options.simultaneous else "running", self.lang,
+                                recipe=planned.name, target=", ".join(targets)))
             with self._lock:
                 self._stoppable = self.threaded and threading.current_thread() is self._thread
-            result = runner.run(recipe, [target], options)
+            result = runner.run(recipe, targets, options)
             with self._lock:
                 self._stoppable = False
             self.result, self.run_dir = result, Path(result.path)
