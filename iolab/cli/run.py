@@ -57,6 +57,9 @@ def add_arguments(parser) -> None:
                         help="measure all --target at the same time (one fio per pass, one job per target, e.g. "
                              "an array's members): each target keeps its rows, plus a total row (target "
                              "'a+b', column simultaneous=total); fio recipes only")
+    parser.add_argument("--no-ceiling-probe", action="store_true",
+                        help="make an emulated:PROFILE target without first probing what this host reaches under "
+                             "its declared limits (a few seconds of fio; the manifest says the probe was skipped)")
     parser.add_argument("--dry-run", action="store_true", help="print the job files and commands; run nothing")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (nor, when stderr is not a terminal, the line per finished test)")
@@ -96,7 +99,7 @@ def run_options(args):
                       log_interval_ms=args.log_interval, ioengine=args.ioengine,
                       confirm=args.confirm, allow=Allowances(paths=tuple(args.allow_path), exec=args.allow_exec),
                       unconfined=args.unconfined, keep_serials=args.keep_serials, with_original=args.with_original,
-                      simultaneous=args.simultaneous,
+                      simultaneous=args.simultaneous, ceiling_probe=not args.no_ceiling_probe,
                       progress=False if args.no_progress else None, argv=sys.argv)
 
 
@@ -163,7 +166,7 @@ def _refuse_with_hosts(args, options) -> None:
     for option, value in (("--target", args.target), ("--mem-limit", options.mem_limit),
                           ("--confirm", options.confirm), ("--with-original", options.with_original),
                           ("--unconfined", options.unconfined), ("--allow-path", options.allow.paths),
-                          ("--allow-exec", options.allow.exec)):
+                          ("--allow-exec", options.allow.exec), ("--no-ceiling-probe", not options.ceiling_probe)):
         if value:
             raise IolabError(f"{option} does not go with --hosts: the inventory gives each host's target "
                              "(and 'confirm'); jobs run inside the fio servers, out of reach of cgroups", context=where)

@@ -66,7 +66,7 @@ SPAN = 64 * 1024**2
 MiB = 1024**2
 ENGINE = "libaio"
 #: why the manifest has no probe when it was not run on purpose
-SKIPPED = "skipped on request (probe=False)"
+SKIPPED = "skipped on request (iolab run --no-ceiling-probe; probe=False)"
 
 
 @dataclasses.dataclass(frozen=True)

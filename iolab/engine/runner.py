@@ -10,13 +10,11 @@ direction), repetition and target, interleaved per step so drift hits all target
 cache isolation. Each pass's raw fio output (and fio's logs: :mod:`iolab.engine.timelogs`) and the growing
 results.csv are written as soon as they exist; the manifest ends ``completed``, ``failed`` or ``interrupted``.
 
-Faults: a test whose fio aborts a job, does no I/O, exits non-zero, is
-killed by a signal (``fio killed by SIGKILL``) or is stopped by the per-test
-watchdog (:mod:`iolab.engine.watchdog`: SIGINT, then SIGKILL after
-:data:`STOP_GRACE_S`) is ``failed`` with that reason and is not repeated, and
-the run goes on with the next test; the run then ends ``failed`` (exit code
-1). Only an interrupt (Ctrl-C, SIGTERM) or an error outside fio (e.g. the test
-file cannot be laid out) stops the run early.
+Faults: a test whose fio aborts a job, does no I/O, exits non-zero, is killed by a signal (``fio killed by
+SIGKILL``) or is stopped by the per-test watchdog (:mod:`iolab.engine.watchdog`: SIGINT, then SIGKILL after
+:data:`STOP_GRACE_S`) is ``failed`` with that reason and is not repeated, and the run goes on with the next test;
+the run then ends ``failed`` (exit code 1). Only an interrupt (Ctrl-C, SIGTERM) or an error outside fio (e.g. the
+test file cannot be laid out) stops the run early.
 """
 from __future__ import annotations
 
@@ -94,8 +92,9 @@ def _checked_plan(recipe, target_specs, options: RunOptions):
     largest = max([recipe.size] + [t.size for t in recipe.tests if t.size])
     # sustained-write, steady-state without --size write a block device's own capacity: it holds what they write
     fills = not recipe.size_declared and getattr(registry.engine_class(recipe.engine), "fills_capacity", False)
+    device_size = max((t.size for t in recipe.tests if t.size), default=0) if fills else None
     resolved = targets_mod.resolve(list(target_specs), size=largest, writes=False, confirm=options.confirm,
-                                   device_size=max((t.size for t in recipe.tests if t.size), default=0) if fills else None)
+                                   device_size=device_size, probe_ceiling=options.ceiling_probe)
     accesses = jobgate.check(recipe, resolved, confirm=options.confirm, allow=options.allow)
     return recipe, resolved, jobgate.devices_outside_targets(accesses, resolved), engine_choice
 
@@ -403,9 +402,9 @@ class FioEngine(Engine):
             temperatures = [stack.enter_context(self.watch.test(target, path))
                             for target, path in zip(targets, passes.temperature_files(raw, targets))]
             done, devices, evidence = passes.measured_run(
-                sandbox, self.popen(sandbox), self._argv(jobfile, targets[0], step), targets, raw,
-                label=passes.pass_label(step, rep, self.recipe.repeat, where), expected=expected_seconds(self.recipe, step),
-                limit=limit, show_progress=self.progress, drop_empty=True, cwd=raw.parent.absolute())
+                sandbox, self.popen(sandbox), self._argv(jobfile, targets[0], step), targets, raw, limit=limit,
+                label=passes.pass_label(step, rep, self.recipe.repeat, where), show_progress=self.progress,
+                expected=expected_seconds(self.recipe, step), drop_empty=True, cwd=raw.parent.absolute())
         keep_pass(self.recipe, raw.parent, step.id, rep)  # --log-interval: <step>-<rep>_bw.1.log ...
         frame = self._parse(fioproc.read_raw(raw), done, step)
         return passes.Measured(done, frame, devices, evidence, temperatures)

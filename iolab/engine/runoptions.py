@@ -152,6 +152,9 @@ class RunOptions:
     with_original: bool = False
     #: measure every target at the same time, one fio per pass, with a total row (:mod:`iolab.engine.simultaneous`)
     simultaneous: bool = False
+    #: probe an emulated device's declared limits when it is made (:mod:`iolab.devices.ceilingprobe`); False
+    #: (``--no-ceiling-probe``) makes it without the probe, and its manifest says the probe was skipped on request
+    ceiling_probe: bool = True
     #: progress bars (None: when stderr is a terminal)
     progress: Optional[bool] = None
     #: the command line, recorded in the manifest
@@ -179,7 +182,7 @@ class RunOptions:
             "argv": None if self.argv is None else tuple(str(a) for a in self.argv),
             "scratch_dir": None if self.scratch_dir is None else str(self.scratch_dir),
         }
-        for flag in ("unconfined", "keep_serials", "with_original", "simultaneous"):
+        for flag in ("unconfined", "keep_serials", "with_original", "simultaneous", "ceiling_probe"):
             if not isinstance(getattr(self, flag), bool):
                 raise IolabError(f"must be True or False, got {getattr(self, flag)!r}", context=_where(flag))
         if self.progress is not None and not isinstance(self.progress, bool):

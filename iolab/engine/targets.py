@@ -87,9 +87,10 @@ def _name(spec: str, used: set) -> str:
 
 
 def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = None,
-            device_size: int | None = None) -> list[Target]:
+            device_size: int | None = None, probe_ceiling: bool = True) -> list[Target]:
     """Check every ``--target`` and describe it; raises :class:`IolabError` naming it. A block device must hold
-    ``device_size`` (default ``size``; less where the recipe writes the device's own capacity)."""
+    ``device_size`` (default ``size``; less where the recipe writes the device's own capacity). ``probe_ceiling``:
+    whether an emulated device is probed when it is made (``--no-ceiling-probe``: False)."""
     if not specs:
         raise IolabError("no target given", context="--target", hint="e.g. --target /mnt/scratch")
     targets, used = [], set()
@@ -105,7 +106,7 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
                 raise IolabError("name a profile, e.g. emulated:hdd", context=f"--target {spec}")
             if os.geteuid() != 0:
                 raise IolabError("emulated devices need root (loop devices and block cgroups)", context=f"--target {spec}")
-            targets.append(Target(spec=spec, kind="emulated", name=name))
+            targets.append(Target(spec=spec, kind="emulated", name=name, probe_ceiling=probe_ceiling))
             continue
         path = Path(spec)
         if not path.exists():
