@@ -9,7 +9,11 @@ rounds averaged as if they were repetitions, and no confidence interval across t
 without a window (ended before its verdict, or fewer rounds than a window) are left out of the summary.
 :func:`note` says which rounds the summary took, in the report's language.
 
-Computation (:func:`summary_rows`, tidy DataFrames in and out) apart from wording (:func:`note`).
+The window's row keeps its rounds' flags, ``high_variance`` among them, and :func:`caveat_sentences` says
+that flag in the words of rounds, not repetitions.
+
+Computation (:func:`summary_rows`, tidy DataFrames in and out) apart from wording (:func:`note`,
+:func:`caveat_sentences`).
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from iolab.report import i18n
+from iolab.report import commentary, i18n
 
 #: the test a steady-state run repeats round after round (:data:`iolab.classic.steadystate.ROUND`)
 ROUND = "round"
@@ -25,8 +29,6 @@ ROUND = "round"
 MEANS = ("bw_mbps", "iops", "lat_mean_us", "cpu_usr_pct", "cpu_sys_pct", "io_bytes", "runtime_s")
 #: per-round figures that do not combine into the window's (percentiles): left blank, as for a mix row
 BLANK = ("lat_p50_us", "lat_p99_us", "lat_p999_us")
-#: computed over every round as if they were repetitions: meaningless for the window's one row
-NOT_FOR_WINDOW = {"high_variance"}
 #: the columns that tell one window from another
 _KEYS = ("run_id", "target", "test", "direction")
 
@@ -66,7 +68,9 @@ def _round_numbers(rows: pd.DataFrame) -> pd.Series:
 
 
 def _flags(values) -> str:
-    found = [f for v in values if isinstance(v, str) for f in v.split(";") if f and f not in NOT_FOR_WINDOW]
+    """Every flag of the window's rounds, once. ``high_variance`` stays: the rounds varied (as they do before
+    a drive is steady), which the summary's note says in the rounds' words (:func:`caveat_sentences`)."""
+    found = [f for v in values if isinstance(v, str) for f in v.split(";") if f]
     return ";".join(dict.fromkeys(found))
 
 
@@ -108,6 +112,23 @@ def summary_rows(rows: pd.DataFrame, results: pd.DataFrame, manifests: pd.DataFr
     summary = pd.concat([measurements, pd.DataFrame(kept)], ignore_index=True) if kept else measurements
     return Summary(summary, measurements, pd.DataFrame(windows, columns=["system", "first", "last", "rounds"]),
                    pd.DataFrame(without, columns=["system", "rounds"]))
+
+
+def window_caveats(found: pd.DataFrame, summary: Summary) -> pd.Series:
+    """Which caveats of the summary (:func:`iolab.report.commentary.caveats` rows) concern a measurement
+    window's row only: a system with a window, every test named its rounds' (``round``)."""
+    systems = set(summary.windows["system"].astype(str))
+    return pd.Series([str(row["system"]) in systems and all(str(t) == ROUND for t, _ in row["tests"])
+                      for _, row in found.iterrows()], index=found.index, dtype=bool)
+
+
+def caveat_sentences(found: pd.DataFrame, summary: Summary, lang: str = "en") -> list[str]:
+    """The caveat sentences of a summary table (``found``: its :func:`iolab.report.commentary.caveats`): a
+    window's row in the words of rounds (``high_variance``: the rounds varied before the drive was steady; the
+    figure is the window's), every other row's in the words of repetitions."""
+    windows = window_caveats(found, summary)
+    return (commentary.caveat_sentences(found[windows], lang=lang, over="rounds") if windows.any() else []) + \
+        (commentary.caveat_sentences(found[~windows], lang=lang) if (~windows).any() else [])
 
 
 def note(summary: Summary, lang: str = "en") -> str:

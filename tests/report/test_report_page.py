@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from iolab.report import i18n, notebooks as report, sections, steady_window, tables
+from iolab.report.commentary_base import Rules
 from cli_helpers import FIXTURES
 
 #: two CrystalDiskMark runs of three passes each (stored fixture runs; recipe.yaml says ``best``)
@@ -84,9 +85,15 @@ def test_the_summary_takes_each_window_as_one_row_holding_its_mean():
     for system, (mean, figures, window) in means.items():
         row = rounds[rounds["system"] == system].iloc[0]
         assert row["iops"] == pytest.approx(mean, rel=1e-6)
-        assert row["rep"] == 1 and "high_variance" not in str(row["flags"])
+        assert row["rep"] == 1
+        # the flags of the window's rounds carry over to its row: consumer-ssd's rounds varied (high_variance)
+        rounds_flags = set(";".join(sel.results.loc[(sel.results["system"] == system)
+                                                    & (sel.results["test"] == "round"), "flags"]).split(";"))
+        assert set(str(row["flags"]).split(";")) == rounds_flags
         w = summary.windows[summary.windows["system"] == system].iloc[0]
         assert (w["first"], w["last"], w["rounds"]) == (window[0], window[-1], len(figures))
+    assert "high_variance" in str(rounds[rounds["system"] == "consumer-ssd"]["flags"].iloc[0])
+    assert "high_variance" not in str(rounds[rounds["system"] == "sata-ssd"]["flags"].iloc[0])
     # consumer-ssd's fresh rounds ran far above its window: all rounds averaged would be another figure
     mean, figures, _ = means["consumer-ssd"]
     assert sum(figures) / len(figures) > 1.5 * mean
@@ -119,3 +126,19 @@ def test_rounds_without_a_window_are_left_out_and_said(tmp_path):
         "steady_window.each_without", "en", system="consumer-ssd", rounds=rounds)) in md
     assert not any(line.startswith("| round |") for line in md.splitlines())
     assert "| precondition |" in md
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_a_windows_high_variance_is_said_under_the_summary_in_the_words_of_rounds(tmp_path, lang):
+    """The window's row dropped consumer-ssd's high_variance: its rounds varied, and the summary said nothing."""
+    md = report.report([STEADY], out=tmp_path / "page", lang=lang, recipe="steady-state").markdown.read_text()
+    summary = md.split(i18n.text("steady_window.taken", lang, each="").split("{")[0][:20], 1)[1]
+    caveats = summary.split(i18n.text("commentary.caveats", lang), 1)[1]
+    test = i18n.test_label("round", "write", lang)
+    threshold = i18n.percent(Rules().max_cov)
+    rounds = i18n.text("rounds.high_variance", lang, system="consumer-ssd", tests=test, threshold=threshold)
+    assert rounds in caveats
+    # not in the words of repetitions, and not for the drive whose rounds agreed
+    assert i18n.text("flags.high_variance", lang, system="consumer-ssd", tests=test,
+                     threshold=threshold) not in caveats
+    assert not any("sata-ssd" in line and "high_variance" in line for line in caveats.splitlines())
