@@ -56,7 +56,9 @@ def round_rows(rows: pd.DataFrame, manifests: pd.DataFrame) -> pd.Series:
     return mask
 
 
-def _in_window(rows: pd.DataFrame) -> pd.Series:
+def in_window(rows: pd.DataFrame) -> pd.Series:
+    """Which of ``rows`` are a steady-state run's measurement window (its rounds marked ``steady_window``, and the
+    one row :func:`summary_rows` makes of them)."""
     if "steady_window" not in rows:
         return pd.Series(False, index=rows.index)
     return rows["steady_window"].map(lambda v: str(v).strip().lower() in ("true", "1", "1.0"))
@@ -101,7 +103,7 @@ def summary_rows(rows: pd.DataFrame, results: pd.DataFrame, manifests: pd.DataFr
     for _, group in rounds.groupby(keys, sort=False, dropna=False):
         numbers = _round_numbers(group)
         system = str(group["system"].iloc[0]) if "system" in group else str(group["run_id"].iloc[0])
-        window = group[_in_window(group)]
+        window = group[in_window(group)]
         if window.empty:
             without.append({"system": system, "rounds": int(numbers.nunique())})
             continue

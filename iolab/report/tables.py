@@ -18,7 +18,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from iolab.report import i18n
+from iolab.report import i18n, steady_window
 from iolab.analysis import stats
 from iolab.core.errors import IolabError
 
@@ -304,20 +304,25 @@ def results_table(data: pd.DataFrame, *, metrics: Sequence[str] = ("bw_mbps", "i
         return Table(pd.DataFrame(), caption=i18n.text("headings.results", lang), notes=[i18n.text("text.no_runs", lang)])
     frame = pd.concat(parts, axis=1).fillna(DASH)
     n = summarize(data, value=metrics[0], system=system, statistic=statistic, by=by)["n"]
-    note = repetitions_note(n, statistic, lang)
+    note = repetitions_note(n, statistic, lang, windows=bool(steady_window.in_window(data).any()))
     return Table(frame, caption=i18n.text("headings.results", lang), notes=[note],
                  data=pd.concat(numbers, axis=1))
 
 
-def repetitions_note(n: pd.Series, statistic: str, lang: str) -> str:
-    """The note under a table: how many repetitions each value stands for, and what ± means."""
+def repetitions_note(n: pd.Series, statistic: str, lang: str, *, windows: bool = False) -> str:
+    """The note under a table: how many repetitions each value stands for, and what ± means.
+
+    ``windows``: some values are a steady-state run's measurement window, the mean of its rounds as one figure
+    (:mod:`iolab.report.steady_window`): the note says so, and never suggests ``--repeat`` for them (a round is
+    a point in time on a changing drive, not a repetition)."""
     if len(n) and n.nunique() == 1 and int(n.iloc[0]) == 1:
-        return i18n.text("labels.single_note", lang)
+        return i18n.text("repetitions_note.single_window" if windows else "labels.single_note", lang)
     if statistic == "mean":
         key = "labels.ci_note" if n.nunique() == 1 else "labels.ci_note_varied"
     else:
         key = "labels.stat_note" if n.nunique() == 1 else "labels.stat_note_varied"
-    return i18n.text(key, lang, statistic=i18n.text(f"labels.{statistic}", lang), n=int(n.iloc[0]) if len(n) else 0)
+    note = i18n.text(key, lang, statistic=i18n.text(f"labels.{statistic}", lang), n=int(n.iloc[0]) if len(n) else 0)
+    return i18n.join_sentences([note, i18n.text("repetitions_note.window", lang)], lang) if windows else note
 
 
 #: More systems than this and tables turn: one row per system.
@@ -356,7 +361,7 @@ def article_table(data: pd.DataFrame, *, metric: str = "bw_mbps", system: str = 
                                            for t in labels for d in directions])
         shown, numbers = shown.reindex(columns=order), numbers.reindex(columns=order)
         shown.index.name = numbers.index.name = i18n.text("labels.system", lang)
-    note = repetitions_note(summary["n"], statistic, lang)
+    note = repetitions_note(summary["n"], statistic, lang, windows=bool(steady_window.in_window(data).any()))
     return Table(shown, caption=caption or caption_for(metric, metric_unit(metric), lang), notes=[note], data=numbers)
 
 

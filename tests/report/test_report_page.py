@@ -111,6 +111,8 @@ def test_the_report_page_summarises_the_window_and_says_so(tmp_path, lang):
     row = next(line for line in table.splitlines() if line.startswith("| round |"))
     for system in sorted(means):  # the columns follow the systems' order: consumer-ssd, sata-ssd
         assert i18n.number(means[system][0]) in row
+    # the note under it: the window's rounds, not a single repetition to be repeated
+    assert f"*{i18n.text('repetitions_note.single_window', lang)}*" in table and "--repeat" not in table
 
 
 def test_rounds_without_a_window_are_left_out_and_said(tmp_path):

@@ -309,3 +309,36 @@ def test_the_compare_page_says_the_repetitions_note_once_per_recipe(render_once,
     note = tables.article_table(sel.results, metric="bw_mbps", lang=lang).notes[0]
     quick = md.split("## " + report.i18n.text("headings.recipe", lang, recipe="quick"), 1)[1].split("\n## ", 1)[0]
     assert quick.count(note) == 1
+
+
+# ---------------------------------------------------------------------------
+# a steady-state run's figure is its measurement window of rounds, not a single repetition (issue 23)
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_a_steady_state_tables_note_says_window_of_rounds_not_repeat(lang):
+    """The note under a steady-state summary table said 'a single repetition (run with --repeat 3 or more)'."""
+    from iolab.report import sections, steady_window
+    sel = report.select(None, [cli_helpers.FIXTURES / "flash"], recipe="steady-state", lang=lang)
+    _, rest = sections.build(sel.results)
+    rows = steady_window.summary_rows(rest, sel.results, sel.manifests).rows
+    assert steady_window.in_window(rows).sum() == 2  # one row per run's window, beside its precondition pass
+    for table in (tables.results_table(rows, lang=lang), tables.article_table(rows, lang=lang)):
+        assert table.notes == [report.i18n.text("repetitions_note.single_window", lang)]
+        assert "--repeat" not in table.notes[0]
+    # the precondition pass alone (no window): still a single pass, and --repeat still the advice
+    plain = rows[~steady_window.in_window(rows)]
+    assert tables.results_table(plain, lang=lang).notes == [report.i18n.text("labels.single_note", lang)]
+
+
+def test_window_rows_beside_repeated_rows_keep_the_repetitions_note_and_say_the_window():
+    from iolab.report import sections, steady_window
+    steady = report.select(None, [cli_helpers.FIXTURES / "flash"], recipe="steady-state")
+    _, rest = sections.build(steady.results)
+    rows = steady_window.summary_rows(rest, steady.results, steady.manifests).rows
+    quick = report.select(FIXTURES, recipe="quick", with_results=True).results
+    note = tables.results_table(pd.concat([quick, rows], ignore_index=True)).notes[0]
+    alone = tables.results_table(quick).notes[0]
+    assert note.startswith(tables.repetitions_note(pd.Series([3, 1]), "mean", "en"))
+    assert note.endswith(report.i18n.text("repetitions_note.window", "en")) and alone != note
+    assert "--repeat" not in note
