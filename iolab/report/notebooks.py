@@ -154,15 +154,13 @@ def system_names(manifests: pd.DataFrame, lang: str = "en") -> list[str]:
     """A column name per run: its label (:func:`display_name` in ``lang``), made unique within a recipe.
 
     Two runs of one recipe with the same label get the host added, then the
-    run ID instead (``label @ host``, ``label (run_id)``; ``HDD (emulated, run_id)`` where the label already ends
-    in a bracket) so no two runs share a column.
+    run ID (``label @ host``, ``label @ host (run_id)``, in the page's brackets) so no two runs share a column.
     """
     names = [display_name(str(m.get("label") or m.get("host") or m.get("run_id")), m, lang)
              for m in manifests.to_dict("records")]
     recipes = manifests["recipe"].astype(str).tolist() if "recipe" in manifests else [""] * len(names)
     hosts = manifests["host"].astype(str).tolist() if "host" in manifests else [""] * len(names)
     run_ids = manifests["run_id"].astype(str).tolist() if "run_id" in manifests else [""] * len(names)
-    labels = list(names)
     for attempt in ("host", "run_id"):
         keys = list(zip(recipes, names))
         dup = {k for k in keys if keys.count(k) > 1}
@@ -170,10 +168,10 @@ def system_names(manifests: pd.DataFrame, lang: str = "en") -> list[str]:
             break
         for i, key in enumerate(keys):
             if key in dup:
-                # the run ID (unique, so the host is not needed beside it) inside the label's own bracket:
-                # 'HDD (emulated, RUN_ID)', never a second bracket
+                # the run ID in the page's brackets ('db @ b (r2)', 'db @ b（r2）'), inside a name's own closing
+                # bracket when it ends in one (i18n.with_note: never a second bracket right after the first)
                 names[i] = (f"{names[i]} @ {hosts[i]}" if attempt == "host"
-                            else i18n.with_note(labels[i], run_ids[i], lang))
+                            else i18n.with_note(names[i], run_ids[i], lang))
     return names
 
 

@@ -69,14 +69,17 @@ def test_a_qualifier_joins_the_names_own_bracket_never_a_second_one(lang, scaled
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
-def test_two_runs_of_one_label_on_one_host_take_the_run_id_inside_the_names_bracket(tmp_path, lang):
-    """Two runs of the same emulated HDD: their columns differ by run ID, in the name's own bracket."""
+def test_two_runs_of_one_label_on_one_host_take_the_run_id_in_the_pages_brackets(tmp_path, lang):
+    """Two runs of the same emulated HDD on one host: their columns differ by run ID, in the page's brackets
+    (a ja page's full-width, not 'HDD（エミュレート） @ hdd-node (RUN)')."""
     second = _demo_run(tmp_path)
     manifest = json.loads((second / "manifest.json").read_text())
     manifest.update(label="HDD (emulated)", run_id=manifest["run_id"] + "-b")
     (second / "manifest.json").write_text(json.dumps(manifest))
     sel = report.select(None, [HDD_QUICK, second], lang=lang)
-    first_id = store.read_manifest(HDD_QUICK)["run_id"]
-    expected = {f"HDD (emulated, {first_id})", f"HDD (emulated, {first_id}-b)"} if lang == "en" else \
-        {f"HDD（エミュレート、{first_id}）", f"HDD（エミュレート、{first_id}-b）"}
+    first_id, host = store.read_manifest(HDD_QUICK)["run_id"], manifest["host"]
+    name = report.display_name("HDD (emulated)", manifest, lang)
+    expected = {f"{name} @ {host}{i18n.paren(run_id, lang)}" for run_id in (first_id, first_id + "-b")}
     assert set(sel.manifests["system_name"]) == expected
+    if lang == "ja":
+        assert all("（" + first_id in n and " (" not in n for n in sel.manifests["system_name"])
