@@ -241,6 +241,26 @@ def test_failed_run_inside_notebook_is_reported(tmp_path):
         assert (run_dir / "measure.ipynb").is_file()
 
 
+@needs_fio
+def test_an_entrys_lang_makes_the_notebook_write_japanese(tmp_path):
+    """`lang: ja` in a batch file: the executed measure notebook's headings and findings are Japanese."""
+    from iolab.report import i18n
+    (tmp_path / "disk").mkdir()
+    inv = batch.load_inventory(write(tmp_path / "inv.yaml", f"""\
+        entries: [{{name: ja, target: disk, lang: ja, recipe: quick, tests: [SEQ1M-Q1T1], size: 16M, runtime: 1}}]
+    """))
+    outcome = batch.run_batch(inv, data_dir=tmp_path / "data")
+    (entry,) = outcome.entries
+    assert entry.status == "completed", entry
+    nb = nbformat.read(str(entry.run_dirs[0] / "measure.ipynb"), as_version=4)
+    markdown = "\n".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells
+                          if c.cell_type == "code" for o in c.outputs)
+    headings = [line for line in markdown.splitlines() if line.startswith("#")]
+    assert headings == ["## " + i18n.text(k, "ja") for k in ("headings.measured", "headings.results",
+                                                             "headings.commentary")]
+    assert "MB/秒" in markdown
+
+
 def test_dry_run_creates_nothing(tmp_path, capsys, caplog, monkeypatch):
     monkeypatch.chdir(ROOT)
     (tmp_path / "disk").mkdir()
