@@ -404,7 +404,8 @@ class FioEngine(Engine):
             done, devices, evidence = passes.measured_run(
                 sandbox, self.popen(sandbox), self._argv(jobfile, targets[0], step), targets, raw, limit=limit,
                 label=passes.pass_label(step, rep, self.recipe.repeat, where), show_progress=self.progress,
-                expected=expected_seconds(self.recipe, step), drop_empty=True, cwd=raw.parent.absolute())
+                expected=expected_seconds(self.recipe, step), drop_empty=True, cwd=raw.parent.absolute(),
+                grace=STOP_GRACE_S)  # runner's, read here: a test may shorten it
         keep_pass(self.recipe, raw.parent, step.id, rep)  # --log-interval: <step>-<rep>_bw.1.log ...
         frame = self._parse(fioproc.read_raw(raw), done, step)
         return passes.Measured(done, frame, devices, evidence, temperatures)
@@ -428,7 +429,7 @@ class FioEngine(Engine):
         going on up: how it ended, its stderr, byte counts, evidence and wall time (what :meth:`annotate` takes)."""
         done, devices, evidence = passes.measured_run(sandbox, self.popen(sandbox), argv, [target], raw, label=label,
                                                       expected=expected, limit=limit, show_progress=self.progress,
-                                                      drop_empty=False, cwd=None)
+                                                      drop_empty=False, cwd=None, grace=STOP_GRACE_S)
         if done.interrupt is not None:
             raise done.interrupt
         return done, done.stderr, devices[0], evidence[0], done.elapsed

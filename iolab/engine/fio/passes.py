@@ -92,14 +92,15 @@ def prepare_cache(sandbox, step) -> None:
         sandbox.prepare_test()
 
 
-def measured_run(sandbox, popen, argv, targets, raw, *, label, expected, limit, show_progress, drop_empty, cwd):
-    """Run ``argv`` (started by ``popen``, in ``sandbox``; its stdout in ``raw``) with each target's device counted
-    and a contention probe per target (CPU starved? device shared?): how it ended
-    (:class:`iolab.engine.fio.process.Finished`), per target the device's byte counts and the evidence."""
+def measured_run(sandbox, popen, argv, targets, raw, *, label, expected, limit, show_progress, drop_empty, cwd,
+                 grace=STOP_GRACE_S):
+    """Run ``argv`` (started by ``popen``, in ``sandbox``; its stdout in ``raw``; ``grace``: its time to stop after
+    SIGINT) with each target's device counted and a contention probe per target (CPU starved? device shared?): how
+    it ended (:class:`iolab.engine.fio.process.Finished`), per target the device's byte counts and the evidence."""
     counters = [device_counter(t) for t in targets]
     before = [c.snapshot() if c else None for c in counters]
     probes = [contention.Probe(c.device if c else None, sandbox) for c in counters]
     done = fioproc.run(argv, raw, popen=probes[0].watching(popen), label=label, expected=expected, limit=limit,
-                       show_progress=show_progress, grace=STOP_GRACE_S, drop_empty=drop_empty, cwd=cwd)
+                       show_progress=show_progress, grace=grace, drop_empty=drop_empty, cwd=cwd)
     devices = [c.delta(b) if c else {} for c, b in zip(counters, before)]
     return done, devices, evidence(sandbox, probes)
