@@ -36,7 +36,7 @@ def steady_run(directory: Path, target: str = "emulated:hdd", size: str = "16M",
     recipe = bounded_recipe(directory, **options)
     with tempfile.TemporaryDirectory(prefix="iolab-test-", dir="/dev/shm") as scratch:
         proc = iolab_cli("run", recipe, "--target", target, "--data", directory / "data", "--no-progress",
-                         "--size", size, "--runtime", "1", *args, env={**os.environ, "TMPDIR": scratch})
+                         "--size", size, "--runtime", "1", "--no-ceiling-probe", *args, env={**os.environ, "TMPDIR": scratch})
     assert proc.returncode == 0, proc.stderr
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
     return run_dir, pd.read_csv(run_dir / "results.csv"), json.loads((run_dir / "steadystate.json").read_text())

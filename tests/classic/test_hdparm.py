@@ -39,7 +39,7 @@ def test_hdparm_alternates_targets_and_matches_hdparm(tmp_path, machine_clean):
     directory.mkdir()
     result = runner.run(quick_hdparm("disk-reads"), ["emulated:hdd", str(directory)], size="320M", mem_limit="64M",
                         repeat=2, data_dir=tmp_path / "data", scratch_dir=str(tmp_path), with_original=True,
-                        progress=False)
+                        progress=False, ceiling_probe=False)
     manifest = result.manifest
     assert manifest["status"] == "completed", manifest.get("reason")
     assert [(t["name"], t["reps"]) for t in manifest["tests"]] == [("disk-reads", 2), ("disk-reads (hdparm)", 2)]
@@ -77,7 +77,8 @@ def test_hdparm_cached_reads_time_memory_before_disk_reads_beside_hdparm(tmp_pat
     """-T then -t on each target, as ``hdparm -Tt``: one pass over a small emulated HDD (its 2 MiB re-read
     from the cache needs no large device), with hdparm -T itself beside ours."""
     result = runner.run(quick_hdparm(), ["emulated:hdd"], size="16M", mem_limit="64M", repeat=1,
-                        data_dir=tmp_path / "data", scratch_dir=str(tmp_path), with_original=True, progress=False)
+                        data_dir=tmp_path / "data", scratch_dir=str(tmp_path), with_original=True, progress=False,
+                        ceiling_probe=False)
     manifest = result.manifest
     assert manifest["status"] == "completed", manifest.get("reason")
     assert [(t["name"], t["reps"]) for t in manifest["tests"]] == [
@@ -100,7 +101,7 @@ def test_hdparm_cached_reads_time_memory_before_disk_reads_beside_hdparm(tmp_pat
 @needs_root
 def test_hdparm_direct_reads_reach_the_emulated_limit(tmp_path, machine_clean):
     result = runner.run(quick_hdparm(direct=True), ["emulated:hdd"], size="320M", repeat=1,
-                        data_dir=tmp_path / "data", scratch_dir=str(tmp_path), progress=False)
+                        data_dir=tmp_path / "data", scratch_dir=str(tmp_path), progress=False, ceiling_probe=False)
     assert result.manifest["status"] == "completed", result.manifest.get("reason")
     table = result.results.set_index("test")
     assert table["direct"].eq(1).all()

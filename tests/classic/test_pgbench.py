@@ -286,7 +286,7 @@ def test_dir_run_leaves_nothing_behind(dir_run):
 def test_emulated_hdd_gives_fewer_tps_than_the_directory_with_sync_commit(dir_run, tmp_path):
     pytest.importorskip("iolab.devices.emulated", reason="emulated devices (iolab/emulated.py) are not in this tree yet")
     recipe = write_recipe(tmp_path, clients=(1,), modes=("sync_on",), runtime=3)
-    proc = run_cli(recipe, "emulated:hdd", tmp_path / "data")
+    proc = run_cli(recipe, "emulated:hdd", tmp_path / "data", "--no-ceiling-probe")
     assert proc.returncode == 0, proc.stderr
     hdd = iolab.load(tmp_path / "data")
     directory = iolab.load(dir_run[2])

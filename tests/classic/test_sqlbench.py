@@ -295,7 +295,7 @@ def _hdd_and_ssd(tmp_path) -> dict:
     for name in ("hdd", "sata-ssd"):
         data = tmp_path / name
         proc = run_cli(write_recipe(tmp_path, tests=("create", "select"), scale=FINDING_SCALE), f"emulated:{name}",
-                       data)
+                       data, "--no-ceiling-probe")
         assert proc.returncode == 0, proc.stderr
         mountpoint = json.loads((run_dir_of(data) / "manifest.json").read_text())["targets"][0]["mountpoint"]
         assert_cleaned_up(Path(mountpoint), data)

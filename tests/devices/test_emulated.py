@@ -130,7 +130,7 @@ def test_every_object_carries_its_owner_while_it_exists(scratch, tmp_path, monke
 @pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
 def test_everything_is_removed_after_errors(scratch, exc):
     with pytest.raises(exc):
-        with emulated_device("hdd", size="128M", scratch_dir=scratch, filesystem="ext4") as dev:
+        with emulated_device("hdd", size="128M", scratch_dir=scratch, filesystem="ext4", probe=False) as dev:
             mnt, backing, device = Path(dev.mountpoint), Path(dev.backing_file), dev.device
             busy = open(mnt / "open-file", "w")  # a file still open at exit: unmount must cope
             try:
@@ -149,7 +149,7 @@ def test_xfs_or_a_clear_error(scratch):
                 pass
         assert list(scratch.iterdir()) == []
         return
-    with emulated_device("hdd", size="320M", scratch_dir=scratch, filesystem="xfs") as dev:
+    with emulated_device("hdd", size="320M", scratch_dir=scratch, filesystem="xfs", probe=False) as dev:
         findmnt = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", dev.mountpoint], capture_output=True,
                                  text=True).stdout.strip()
         assert findmnt == "xfs"

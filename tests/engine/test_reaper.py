@@ -88,7 +88,7 @@ def _start_run(tmp_path, recipe_text: str, target: str, *extra) -> subprocess.Po
     recipe = tmp_path / f"recipe-{time.monotonic_ns()}.yaml"
     recipe.write_text(recipe_text)
     return subprocess.Popen(IOLAB + ["run", str(recipe), "--target", target, "--data", str(tmp_path / "data"),
-                                     "--no-progress", *extra],
+                                     "--no-progress", "--no-ceiling-probe", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env={**os.environ, "TMPDIR": "/var/tmp"})
 

@@ -56,7 +56,7 @@ def run(tmp_path, text, name):
     path = tmp_path / f"{name}.yaml"
     path.write_text(text)
     result = runner.run(recipes.load(str(path)), ["emulated:hdd"], data_dir=tmp_path / "data", progress=False,
-                        scratch_dir=str(tmp_path))
+                        scratch_dir=str(tmp_path), ceiling_probe=False)
     assert result.manifest["status"] == "completed", result.manifest.get("reason")
     table = result.results
     assert len(table) == 1

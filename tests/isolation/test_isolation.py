@@ -289,7 +289,7 @@ def _read(box, path, size, counter):
 def test_cache_check_experiment(scratch):
     """A file 4x the memory limit on a 100 MB/s device, read twice: isolation holds, none is caught."""
     limit, size = 64 * MiB, 256 * MiB
-    with emulated_device("hdd", size="768M", scratch_dir=scratch, filesystem="ext4") as dev:
+    with emulated_device("hdd", size="768M", scratch_dir=scratch, filesystem="ext4", probe=False) as dev:
         rate = dev.profile.read_bps / 1e6
         data = Path(dev.mountpoint) / "four-times.dat"
         write_file(data, size)
