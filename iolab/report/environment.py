@@ -146,12 +146,15 @@ def _environment_caption(caption: str | None, lang: str) -> str:
 
 def provenance_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "en",
                      names: Sequence[str] | None = None) -> Table:
-    """One row per run: name, host, run ID, recipe, status, start, isolation, target, fio."""
+    """One row per run: name, host, run ID, recipe, status, start, isolation, target, fio; under it, for each
+    imported run, where it came from and which tool measured it (the manifest's ``provenance``)."""
     i18n.check_lang(lang)
     records = manifests.to_dict("records") if isinstance(manifests, pd.DataFrame) else list(manifests)
     names = list(names) if names is not None else unique_names([r.get("label") or r.get("host") or "?" for r in records])
-    rows = []
+    rows, notes = [], []
     for name, record in zip(names, records):
+        if record.get("imported") and record.get("provenance"):  # measured by another tool: said under the table
+            notes.append(f"{name}{i18n.colon(lang)}{record['provenance']}")
         target = (record.get("targets") or [{}])[0] or {}
         status = record.get("status")
         reason = record.get("reason")
@@ -173,7 +176,7 @@ def provenance_table(manifests: pd.DataFrame | Sequence[dict], *, lang: str = "e
         return Table(frame, caption=i18n.text("tables.provenance", lang), notes=[i18n.text("text.no_runs", lang)])
     frame = frame.set_index(i18n.text("labels.system", lang))
     frame = frame.map(lambda v: DASH if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
-    return Table(frame, caption=i18n.text("tables.provenance", lang))
+    return Table(frame, caption=i18n.text("tables.provenance", lang), notes=notes)
 
 
 def when(stamp) -> str | None:

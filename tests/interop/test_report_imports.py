@@ -1,7 +1,7 @@
 """Imported runs beside an iolab run in the comparison article: a CrystalDiskMark 8 and a KDiskMark
 export, plain fio JSON captured here, and the fixture's crystaldiskmark run; each import's origin is
 said in the environment table and in "What was measured", and its figures are in the tables. The single-run
-report shows an imported text export's figures (its origin not yet: xfail), and an article with no place for an
+report shows an imported text export's figures and its origin under its runs table, and an article with no place for an
 import names it under the article."""
 import shutil
 import subprocess
@@ -62,8 +62,6 @@ def test_the_single_run_report_shows_an_imported_runs_figures(imported, tmp_path
     assert "| 55.0 |" in rows[("MIX-RND4K-Q1T1", "mix")]
 
 
-@pytest.mark.xfail(strict=True, reason="report.ipynb's runs table has no tool/provenance column (compare.ipynb's "
-                                        "has): issue 24 item 1 asks for the origin in every report")
 def test_the_single_run_report_says_where_an_imported_run_came_from(imported, tmp_path):
     from iolab.report import notebooks as report
     page = report.report([imported[1]], lang="en", out=tmp_path / "one").markdown.read_text(encoding="utf-8")
