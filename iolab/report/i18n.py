@@ -92,6 +92,14 @@ def has(key: str, lang: str) -> bool:
         return False
 
 
+def recipe_description(recipe: str, stored: str | None, lang: str) -> str | None:
+    """A recipe's one-line description in ``lang``: the locale's (``recipe_descriptions``) where it has one for
+    a language other than English, else the description the run stored (the recipe's own, in English)."""
+    if lang != "en" and has(f"recipe_descriptions.{recipe}", lang):
+        return label(recipe, lang, section="recipe_descriptions")
+    return stored
+
+
 def label(name, lang: str, *, section: str = "labels") -> str:
     """A label for ``name`` from ``section`` (labels, tests, metrics, groups...), else ``name``."""
     name = "" if name is None else str(name)

@@ -135,12 +135,13 @@ def measured(runs: list[tuple[dict, str | Path]], *, lang: str = "en") -> str:
         opts = manifest.get("options") or {}
         ran = list(dict.fromkeys(t.get("test") or t.get("name") for t in manifest.get("tests", [])))
         reason = _t("reason", lang, reason=manifest["reason"]) if manifest.get("reason") else ""
-        items.append(_t("measured", lang, recipe=manifest["recipe"], description=manifest.get("recipe_description", ""),
+        description = i18n.recipe_description(manifest["recipe"], manifest.get("recipe_description"), lang) or ""
+        items.append(_t("measured", lang, recipe=manifest["recipe"], description=description,
                         n=len(ran), tests=_list(ran, lang), where=i18n.join(_targets(manifest, lang), lang),
                         repeat=opts.get("repeat") or "?", runtime=opts.get("runtime") or "?",
                         size=units.human_size(opts["size"]) if opts.get("size") else "?", mode=mode,
                         mode_label=i18n.label(mode, lang, section="isolation"), fallback=fallback, path=str(path),
-                        status=manifest["status"], reason=reason))
+                        status=i18n.label(manifest["status"], lang, section="status"), reason=reason))
     return "\n".join(items)
 
 

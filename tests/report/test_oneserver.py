@@ -67,4 +67,8 @@ def test_what_was_measured_names_each_run_and_its_isolation():
     assert en.startswith(f"- **{manifest['recipe']}** (") and f"{len(tests)} tests run ({', '.join(tests)})" in en
     assert f"cache isolation: {mode} — {i18n.label(mode, 'en', section='isolation')}" in en
     assert f"`{run_dir}`, status **{manifest['status']}**." in en
-    assert f"{len(tests)}個のテストを実行（{'、'.join(tests)}）" in ja and f"状態：**{manifest['status']}**。" in ja
+    assert f"{len(tests)}個のテストを実行（{'、'.join(tests)}）" in ja
+    # the ja page words the status and the recipe's description in Japanese, not as the manifest stores them
+    assert f"状態：**{i18n.label(manifest['status'], 'ja', section='status')}**。" in ja and manifest["status"] not in ja
+    assert i18n.label(manifest["recipe"], "ja", section="recipe_descriptions") in ja
+    assert manifest["recipe_description"] in en and manifest["recipe_description"] not in ja
