@@ -23,7 +23,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from iolab.analysis.steadystate import WINDOW
 from iolab.core import schema
-from iolab.core.errors import IolabError
+from iolab.core.errors import IolabError, run_option
 from iolab.core.schema import Schema
 from iolab.core.units import parse_seconds, parse_size
 
@@ -184,7 +184,7 @@ def bounded(recipe, *, precondition_size=None, max_rounds=None, max_time=None):
 def _where(*keys: str) -> str:
     """How an error names the bounds given: ``run option --max-time``, as every other run option is named
     (:mod:`iolab.engine.runoptions`)."""
-    return ("run options " if len(keys) > 1 else "run option ") + ", ".join(FLAGS[key] for key in keys)
+    return run_option(*(FLAGS[key] for key in keys))
 
 
 def _whole(value):

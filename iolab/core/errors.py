@@ -25,3 +25,11 @@ class IolabError(Exception):
         if self.hint:
             text = f"{text} ({self.hint})"
         return text
+
+
+def run_option(*names: str) -> str:
+    """How an error's context names run options, as the command line spells them: ``run option --mem-limit``,
+    ``run options --max-rounds, --max-time`` (from ``mem_limit``, ``max_rounds``...; the CLI, papermill's
+    parameters and the run panel all reach the engine as the same options)."""
+    flags = ", ".join("--" + name.lstrip("-").replace("_", "-") for name in names)
+    return ("run options " if len(names) > 1 else "run option ") + flags

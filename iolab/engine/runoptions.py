@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from iolab.core.errors import IolabError
+from iolab.core.errors import IolabError, run_option
 from iolab.core.units import parse_seconds, parse_size
 from iolab.engine.recipe_schema import ISOLATION_MODES, check_mem_limit
 from iolab.engine.recipemix import MIX_RATIOS, parse_mix
@@ -41,14 +41,9 @@ class Allowances:
                 "allow_exec": bool(self.exec)}
 
 
-def _where(name: str) -> str:
-    """How an error names an option: ``run option --mem-limit``, the flag the command line spells."""
-    return f"run option --{name.replace('_', '-')}"
-
-
 def size_bytes(value, name: str = "size") -> int:
     """``--size``: bytes (``"1G"``, ``"512M"``, ``4096``)."""
-    return parse_size(value, context=_where(name))
+    return parse_size(value, context=run_option(name))
 
 
 def mem_limit_bytes(value) -> int:
@@ -56,14 +51,14 @@ def mem_limit_bytes(value) -> int:
     try:
         return check_mem_limit(size_bytes(value, "mem_limit"), value)
     except ValueError as exc:
-        raise IolabError(str(exc), context=_where("mem_limit")) from None
+        raise IolabError(str(exc), context=run_option("mem_limit")) from None
 
 
 def seconds(value, name: str = "runtime") -> float:
     """``--runtime``: positive seconds (``5``, ``"5s"``, ``"2m"``)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf:
         return float(value)  # already seconds (a RunOptions made from another)
-    return parse_seconds(value, context=_where(name))
+    return parse_seconds(value, context=run_option(name))
 
 
 def pause_seconds(value) -> float:
@@ -84,9 +79,9 @@ def repeat_count(value) -> int:
     except (TypeError, ValueError):
         whole = False
     if not whole:
-        raise IolabError(f"not a whole number of passes: {value!r}", context=_where("repeat"))
+        raise IolabError(f"not a whole number of passes: {value!r}", context=run_option("repeat"))
     if number < 1:
-        raise IolabError(f"must be at least 1, got {value}", context=_where("repeat"))
+        raise IolabError(f"must be at least 1, got {value}", context=run_option("repeat"))
     return number
 
 
@@ -98,7 +93,7 @@ def _names(value, name: str) -> tuple:
     try:
         names = tuple(str(item).strip() for item in items)
     except TypeError:
-        raise IolabError(f"not a name or a list of names: {value!r}", context=_where(name)) from None
+        raise IolabError(f"not a name or a list of names: {value!r}", context=run_option(name)) from None
     return tuple(n for n in names if n)
 
 
@@ -106,7 +101,7 @@ def _text(value, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise IolabError(f"not a text: {value!r}", context=_where(name))
+        raise IolabError(f"not a text: {value!r}", context=run_option(name))
     return value.strip() or None
 
 
@@ -184,9 +179,9 @@ class RunOptions:
         }
         for flag in ("unconfined", "keep_serials", "with_original", "simultaneous", "ceiling_probe"):
             if not isinstance(getattr(self, flag), bool):
-                raise IolabError(f"must be True or False, got {getattr(self, flag)!r}", context=_where(flag))
+                raise IolabError(f"must be True or False, got {getattr(self, flag)!r}", context=run_option(flag))
         if self.progress is not None and not isinstance(self.progress, bool):
-            raise IolabError(f"must be True, False or None, got {self.progress!r}", context=_where("progress"))
+            raise IolabError(f"must be True, False or None, got {self.progress!r}", context=run_option("progress"))
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
@@ -194,21 +189,21 @@ class RunOptions:
     def _isolation(value) -> str | None:
         value = _text(value, "isolation")
         if value is not None and value not in ISOLATION_MODES:
-            raise IolabError(f"must be one of {', '.join(ISOLATION_MODES)}, got {value!r}", context=_where("isolation"))
+            raise IolabError(f"must be one of {', '.join(ISOLATION_MODES)}, got {value!r}", context=run_option("isolation"))
         return value
 
     @staticmethod
     def _mix(value) -> int:
         if isinstance(value, int) and not isinstance(value, bool) and value in MIX_RATIOS:
             return value  # already a ratio (a RunOptions made from another)
-        return parse_mix(value, context=_where("mix"))
+        return parse_mix(value, context=run_option("mix"))
 
     @staticmethod
     def _allow(value) -> Allowances:
         if value is None:
             return Allowances()
         if not isinstance(value, Allowances):
-            raise IolabError(f"not an Allowances: {value!r}", context=_where("allow"))
+            raise IolabError(f"not an Allowances: {value!r}", context=run_option("allow"))
         return Allowances(paths=_names(value.paths, "allow_path"), exec=bool(value.exec))
 
     # -- made from ... ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import os
 
 import pandas as pd
 
-from iolab.core.errors import IolabError
+from iolab.core.errors import IolabError, run_option
 from iolab.engine import fio, ioengines, targets as targets_mod
 from iolab.engine.fio.passes import pass_suffix
 from iolab.engine.fio import job_options
@@ -36,7 +36,7 @@ from iolab.isolation import contention
 
 log = logging.getLogger(__name__)
 
-WHERE = "run option --simultaneous"
+WHERE = run_option("simultaneous")
 #: joins the targets' names into the total row's ``target`` (never part of a target's own name)
 SEPARATOR = "+"
 #: the ``simultaneous`` column: a target's own row, or the total of all

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from iolab.analysis.fiolog import FIO_LOG_UNIT, read_log
-from iolab.core.errors import IolabError
+from iolab.core.errors import IolabError, run_option
 
 log = logging.getLogger(__name__)
 
@@ -39,16 +39,16 @@ def interval_ms(value) -> int | None:
         number = int(text)
     except ValueError:
         raise IolabError(f"--log-interval {value!r}: give whole milliseconds, e.g. 500",
-                         context="command line: --log-interval") from None
+                         context=run_option("log_interval")) from None
     if number <= 0:
         raise IolabError(f"--log-interval {value!r}: the interval must be at least 1 ms",
-                         context="command line: --log-interval")
+                         context=run_option("log_interval"))
     return number
 
 
 def check_recipe(recipe, ms: int) -> None:
     """Refuse what cannot log per test: engines that run fio their own way, job files, tests with own logs."""
-    where = "command line: --log-interval"
+    where = run_option("log_interval")
     if recipe.engine != "fio":
         raise IolabError(f"--log-interval {ms}: the {recipe.engine} engine runs its tests its own way "
                          "(the sustained-write recipe keeps its own per-second log)", context=where)
