@@ -101,3 +101,17 @@ def database_server(find, *, account: str) -> DatabaseServer:
         binaries, missing,
         pytest.mark.skipif(os.geteuid() != 0, reason=f"needs root (memory cgroup, drop_caches, the {account} account)"),
         pytest.mark.skipif(binaries is None, reason=missing))
+
+
+def measure_notebook_on_stored_runs(tmp_path: Path, runs) -> Path:
+    """measure.ipynb with its run cell (fio) replaced by stored runs, every other cell as shipped: the notebook
+    as `iolab batch` executes it, without measuring."""
+    import nbformat
+
+    nb = nbformat.read(str(ROOT / "notebooks" / "measure.ipynb"), as_version=4)
+    cell = next(c for c in nb.cells if "runner.run(" in c.source)
+    cell.source = ("from pathlib import Path\nfrom iolab.engine import store\nresults = [runner.RunResult(Path(p), "
+                   "store.read_manifest(p), store.load(p)) for p in " + json.dumps([str(r) for r in runs]) + "]")
+    path = tmp_path / "measure-stored.ipynb"
+    nbformat.write(nb, str(path))
+    return path

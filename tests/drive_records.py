@@ -24,6 +24,11 @@ TESTS = Path(__file__).resolve().parent
 HEALTH = TESTS / "fixtures" / "health"
 FLASH = TESTS / "fixtures" / "flash"
 SERIAL = "IOLABSERIAL42"  # the serial qemu was started with (tests/fixtures/health)
+#: the stored consumer-ssd sustained-write run the qemu NVMe's records are given to, and the sata-ssd's as it is
+STORED = FLASH / "consumer-ssd" / "20261127T005944Z-sustained-write-2c3c"
+LOOP = FLASH / "sata-ssd" / "20261127T010010Z-sustained-write-c366"
+#: one sample a second: the sustained write heats the drive 3 °C a second from 50 °C (its sensor 1 runs 8 °C hotter)
+SUSTAINED = [{"composite": 50 + 3 * s, "sensor 1": 58 + 3 * s} for s in range(9)]
 
 
 def capture(name: str) -> dict:
@@ -146,3 +151,16 @@ def write_series(run: Path, test: str, temperatures: list[dict], *, started: str
         results.loc[mine, column] = annotated[column]
     results.to_csv(run / "results.csv", index=False)
     return verdict
+
+
+def hot_nvme_run(root: Path) -> tuple[Path, str | None]:
+    """A copy of :data:`STORED` under ``root`` with the qemu NVMe's drive records (its PCIe link and hwmon limits
+    laid out under ``root/sys``) and the :data:`SUSTAINED` temperature series: (the run, the sustained test's
+    thermal verdict as :func:`write_series` gives it)."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        link = pcie_link(root / "sys", monkeypatch)
+    nvme_hwmon(root / "sys")
+    run = nvme_run(STORED, root / "runs", link, limits=nvme_limits(root / "sys"))
+    return run, write_series(run, "sustained", SUSTAINED, started="2026-11-27T00:59:50")

@@ -23,25 +23,19 @@ from iolab.engine import store
 from iolab.report import notebooks as report, temperature_chart
 
 FLASH = drive_records.FLASH
-STORED = FLASH / "consumer-ssd" / "20261127T005944Z-sustained-write-2c3c"
-LOOP = FLASH / "sata-ssd" / "20261127T010010Z-sustained-write-c366"
+STORED, LOOP = drive_records.STORED, drive_records.LOOP
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "data"
 HEADING = {"en": "## Drive health before and after", "ja": "## 実行前後のドライブのヘルス"}
 TEMPERATURE = {"en": "## Drive temperature during the runs", "ja": "## 実行中のドライブ温度"}
-#: one sample a second: the sustained write heats the drive 3 °C a second from 50 °C (its sensor 1 runs 8 °C hotter),
+SUSTAINED = drive_records.SUSTAINED
 #: the short write after the pause starts cooler
-SUSTAINED = [{"composite": 50 + 3 * s, "sensor 1": 58 + 3 * s} for s in range(9)]
 RECOVERY = [{"composite": t, "sensor 1": t + 6} for t in (66, 62, 60)]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> list[Path]:
-    root = tmp_path_factory.mktemp("drives")
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        link = drive_records.pcie_link(root / "sys", monkeypatch)
-    drive_records.nvme_hwmon(root / "sys")
-    nvme = drive_records.nvme_run(STORED, root / "runs", link, limits=drive_records.nvme_limits(root / "sys"))
-    assert "70 C" in drive_records.write_series(nvme, "sustained", SUSTAINED, started="2026-11-27T00:59:50")
+    nvme, thermal = drive_records.hot_nvme_run(tmp_path_factory.mktemp("drives"))
+    assert "70 C" in thermal
     assert drive_records.write_series(nvme, "recovery", RECOVERY, started="2026-11-27T01:00:05") is None
     return [nvme, LOOP]
 

@@ -1,12 +1,11 @@
 """The measure notebook's chart of each recipe is numbered and captioned as the report and compare pages' are,
 its words in en and ja (iolab.report.measure_chart), on stored runs (issue 23)."""
-import json
 
 import nbformat
 import pytest
 
 from iolab.report import figures, i18n, measure_chart, notebooks as report, plot, tables
-from cli_helpers import FIXTURES, ROOT
+from cli_helpers import FIXTURES, ROOT, measure_notebook_on_stored_runs
 
 #: a stored quick run (three passes, reads and writes) and a CrystalDiskMark run of another system
 QUICK = FIXTURES / "data" / "hdd-node" / "20261120T223550Z-quick-312c"
@@ -47,19 +46,8 @@ def test_one_pass_promises_no_error_bars():
     assert measure_chart.chart(one, "quick", "en").caption == _expected(one, "quick", "en", ci=False)
 
 
-def _with_stored_runs(tmp_path, runs):
-    """measure.ipynb with its run cell (fio) replaced by the stored runs, every other cell as shipped."""
-    nb = nbformat.read(str(ROOT / "notebooks" / "measure.ipynb"), as_version=4)
-    cell = next(c for c in nb.cells if "runner.run(" in c.source)
-    cell.source = ("from pathlib import Path\nfrom iolab.engine import store\nresults = [runner.RunResult(Path(p), "
-                   "store.read_manifest(p), store.load(p)) for p in " + json.dumps([str(r) for r in runs]) + "]")
-    path = tmp_path / "measure-stored.ipynb"
-    nbformat.write(nb, str(path))
-    return path
-
-
 def test_the_measure_notebook_numbers_and_captions_each_recipes_chart(tmp_path):
-    source = _with_stored_runs(tmp_path, [QUICK, CDM])
+    source = measure_notebook_on_stored_runs(tmp_path, [QUICK, CDM])
     out = report.execute(source, tmp_path / "out.ipynb", parameters={"data_dir": str(tmp_path / "data")},
                          cwd=ROOT / "notebooks")
     outputs = [o for c in nbformat.read(str(out), as_version=4).cells if c.cell_type == "code"

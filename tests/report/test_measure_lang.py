@@ -1,6 +1,5 @@
 """The measure notebook speaks the page's language: its ``lang`` parameter (en, ja; ``iolab batch`` passes an
 entry's ``lang``) sets every heading, caption and sentence it writes (issue 23), executed on stored runs."""
-import json
 import re
 
 import nbformat
@@ -8,23 +7,12 @@ import pytest
 
 from iolab.core.errors import IolabError
 from iolab.report import figures, i18n, notebooks as report
-from cli_helpers import FIXTURES, ROOT
+from cli_helpers import FIXTURES, ROOT, measure_notebook_on_stored_runs
 
 #: a stored quick run and a CrystalDiskMark run of another system: two recipes, so per-recipe headings too
 QUICK = FIXTURES / "data" / "hdd-node" / "20261120T223550Z-quick-312c"
 CDM = FIXTURES / "data" / "nvme-node" / "20261120T223550Z-crystaldiskmark-f5be"
 HEADINGS = ("headings.measured", "headings.results", "headings.commentary")
-
-
-def _with_stored_runs(tmp_path, runs):
-    """measure.ipynb with its run cell (fio) replaced by stored runs; every other cell as shipped."""
-    nb = nbformat.read(str(ROOT / "notebooks" / "measure.ipynb"), as_version=4)
-    cell = next(c for c in nb.cells if "runner.run(" in c.source)
-    cell.source = ("from pathlib import Path\nfrom iolab.engine import store\nresults = [runner.RunResult(Path(p), "
-                   "store.read_manifest(p), store.load(p)) for p in " + json.dumps([str(r) for r in runs]) + "]")
-    path = tmp_path / "measure-stored.ipynb"
-    nbformat.write(nb, str(path))
-    return path
 
 
 def _shown(out) -> tuple[str, str]:
@@ -43,7 +31,7 @@ def pages(tmp_path_factory):
     shown = {}
     for lang in ("en", "ja"):
         tmp = tmp_path_factory.mktemp(f"measure-{lang}")
-        out = report.execute(_with_stored_runs(tmp, [QUICK, CDM]), tmp / "out.ipynb", parameters={"lang": lang},
+        out = report.execute(measure_notebook_on_stored_runs(tmp, [QUICK, CDM]), tmp / "out.ipynb", parameters={"lang": lang},
                              cwd=ROOT / "notebooks")
         shown[lang] = _shown(out)
     return shown

@@ -13,21 +13,13 @@ import drive_records
 from iolab.engine import store
 from iolab.report import drivehealth_table, i18n, notebooks as report, temperature_chart
 
-FLASH = drive_records.FLASH
-STORED = FLASH / "consumer-ssd" / "20261127T005944Z-sustained-write-2c3c"
-LOOP = FLASH / "sata-ssd" / "20261127T010010Z-sustained-write-c366"
+LOOP = drive_records.LOOP
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "data"
-SUSTAINED = [{"composite": 50 + 3 * s, "sensor 1": 58 + 3 * s} for s in range(9)]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> list[Path]:
-    root = tmp_path_factory.mktemp("drives")
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        link = drive_records.pcie_link(root / "sys", monkeypatch)
-    drive_records.nvme_hwmon(root / "sys")
-    nvme = drive_records.nvme_run(STORED, root / "runs", link, limits=drive_records.nvme_limits(root / "sys"))
-    drive_records.write_series(nvme, "sustained", SUSTAINED, started="2026-11-27T00:59:50")
+    nvme, _ = drive_records.hot_nvme_run(tmp_path_factory.mktemp("drives"))
     return [nvme, LOOP]
 
 
