@@ -66,8 +66,20 @@ def test_the_report_page_shows_each_target_and_no_total_column(run, tmp_path, la
     for line in headers:  # every per-system table: the two targets, never their sum
         assert re.search(rf"{re.escape(name)} · hdd[ |]", line) and f"{name} · hdd2" in line
         assert TOTAL not in line
-    assert TOTAL not in results
+    # the total is named once, in the sentence saying why it is left out, and nowhere else
+    sel_results = report.select(None, [run], lang=lang).results
+    said = sections.totals_left_out(sel_results, lang)
+    assert said and f"{name} · {TOTAL}" in said and said in results
+    assert TOTAL not in results.replace(said, "")
     # the rule is the sections': the rows report.ipynb tables are the ones no section covers, totals left out
     sel = report.select(None, [run], lang=lang)
     _, rest = sections.build(sel.results, lang=lang)
     assert TOTAL not in set(rest["target"]) and set(rest["target"]) == set(TARGETS)
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_compare_page_says_the_total_is_left_out(run, tmp_path, lang):
+    md = report.report([run], notebook="compare", out=tmp_path / "compare", lang=lang).markdown.read_text(
+        encoding="utf-8")
+    said = sections.totals_left_out(report.select(None, [run], lang=lang).results, lang)
+    assert said in md and md.count(said) == 1

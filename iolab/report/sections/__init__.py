@@ -13,7 +13,7 @@ Two layers, as everywhere in iolab's reporting:
   the units stated by the column names): :func:`qd_points`, :func:`qd_knees`,
   :func:`concurrency_points`, :func:`gnome_summary`, :func:`bonnie_results`,
   :func:`tiobench_results`, :func:`hdparm_results`, :func:`pgbench_results`,
-  :func:`fio_write_latency`, :func:`sqlbench_results`, :func:`fleet_hosts`, :func:`without_aggregates`;
+  :func:`fio_write_latency`, :func:`sqlbench_results`, :func:`fleet_hosts`, :func:`without_aggregates`, :func:`totals_left_out`;
 * presentation: one function per recipe kind returning a :class:`Section`
   (tables as :class:`iolab.report.tables.Table`, matplotlib figures, commentary
   sentences in ``en`` or ``ja``): :func:`qd_sweep_section`,
@@ -40,7 +40,7 @@ section in a notebook (figures as PNG images with alt text).
 from iolab.report.sections.bonnie import (BONNIE_LAYOUT, BONNIE_MIN_TIME, BONNIE_TESTS, PLUS, bonnie_latency,
                                           bonnie_results, bonnie_section)
 from iolab.report.sections.common import (AGGREGATE_FLAG, ALL_HOSTS, Figure, Section, measured_systems,
-                                          without_aggregate_runs, without_aggregates)
+                                          totals_left_out, without_aggregate_runs, without_aggregates)
 from iolab.report.sections.concurrency import concurrency_points, concurrency_section
 from iolab.report.sections.fleet import fleet_hosts, fleet_section
 from iolab.report.sections.gnome_disks import GNOME_TESTS, gnome_disks_section, gnome_summary
@@ -58,5 +58,5 @@ __all__ = [
     "fio_write_latency", "fleet_hosts", "fleet_section", "gnome_disks_section", "gnome_summary", "hdparm_results",
     "hdparm_section", "measured_systems", "pgbench_results", "pgbench_section", "plan", "qd_knees", "qd_points",
     "qd_sweep_section", "sqlbench_results", "sqlbench_section", "tiobench_results", "tiobench_section",
-    "without_aggregate_runs", "without_aggregates",
+    "totals_left_out", "without_aggregate_runs", "without_aggregates",
 ]

@@ -217,6 +217,18 @@ def without_aggregates(data: pd.DataFrame) -> pd.DataFrame:
     return data[~mask]
 
 
+def totals_left_out(data: pd.DataFrame, lang: str) -> str | None:
+    """The sentence naming a ``--simultaneous`` run's totals that :func:`without_aggregates` kept out of the
+    tables and charts (the sum of targets measured at once is no device), or None when ``data`` has none."""
+    if data.empty or "flags" not in data.columns:
+        return None
+    totals = data[data["flags"].map(lambda v: SIMULTANEOUS_TOTAL_FLAG in split_flags(v))]
+    if totals.empty:
+        return None
+    names = with_system(totals)["system"].astype(str) if "system" not in totals.columns else totals["system"]
+    return i18n.text("text.simultaneous_left_out", lang, totals=i18n.join(list(dict.fromkeys(names)), lang))
+
+
 def measured_systems(results: pd.DataFrame) -> list[str]:
     """The systems a selection measured: fleet aggregates left out, a fleet host counted once (by its label)
     however many fleet runs it took part in (``web1`` in the 1-, 2- and 3-host runs is one system)."""
