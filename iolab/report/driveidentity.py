@@ -12,13 +12,15 @@ device) as None. Runs from before drives were recorded give no identity rows at 
 """
 from __future__ import annotations
 
+from iolab.analysis.drivehealth import stated_limit
 from iolab.core.units import human_size
 from iolab.report import i18n
 
 _t = i18n.scoped("drives")
 
 #: the environment table's identity rows, in order (each a key of ``drives.labels``)
-FIELDS = ("firmware", "capacity", "sectors", "nvme_format", "link", "controller", "serial", "not_read")
+FIELDS = ("firmware", "capacity", "sectors", "nvme_format", "link", "controller", "temperature_limits", "serial",
+          "not_read")
 #: transports whose drive has a firmware, a serial and a link of its own (a loop or md device has none)
 HARDWARE = {"nvme", "sata", "scsi", "usb", "virtio", "unknown"}
 
@@ -112,6 +114,16 @@ def _controller(drive: dict, lang: str) -> str | None:
     return _unknown(drive, lang) if drive.get("transport") in HARDWARE else None
 
 
+def _temperature_limits(drive: dict, lang: str) -> str | None:
+    """The composite temperature's warning and critical limits the drive stated (its ``temperature_limits``, the
+    source the thermal verdict and the temperature chart use: :func:`iolab.analysis.drivehealth.stated_limit`);
+    None when it stated neither (many drives state none: that is no failure to read)."""
+    limits = [(name, stated_limit(drive.get("temperature_limits"), name)) for name in ("warning", "critical")]
+    parts = [_t(f"temperature_{name}", lang, degrees=i18n.number(value, digits=0)) for name, value in limits
+             if value is not None]
+    return ("、" if lang == "ja" else ", ").join(parts) or None
+
+
 def _plain(drive: dict, key: str, lang: str) -> str | None:
     value = drive.get(key)
     if value not in (None, ""):
@@ -123,6 +135,7 @@ def _drive_fields(drive: dict, lang: str) -> dict:
     return {"firmware": _plain(drive, "firmware", lang), "capacity": _capacity(drive, lang),
             "sectors": _sectors(drive, lang), "nvme_format": _nvme_format(drive, lang),
             "link": _link(drive, lang), "controller": _controller(drive, lang),
+            "temperature_limits": _temperature_limits(drive, lang),
             "serial": _plain(drive, "serial", lang), "not_read": reasons(drive) or None}
 
 

@@ -95,6 +95,7 @@ def _report_of_the_live_run(result, written: int) -> None:
     manifest = {**store.read_manifest(result.path), "run_dir": str(result.path)}
     fields = driveidentity.identity_fields(manifest)
     assert fields["firmware"] and fields["capacity"] and fields["link"] and fields["not_read"] is None, fields
+    assert fields["temperature_limits"] == "warning 70 °C, critical 100 °C", fields  # nvme-cli's WCTEMP / CCTEMP
     table = drivehealth_table.health_table([manifest], names=["qemu-nvme"])
     numbers = table.data.xs("qemu-nvme", level=1)
     assert numbers.loc["Data written"].iloc[2] == written and numbers.loc["Media errors"].iloc[2] == 0

@@ -13,7 +13,7 @@ import pytest
 
 import drive_records
 from iolab.devices import health
-from iolab.report import driveidentity, environment
+from iolab.report import driveidentity, environment, i18n
 from iolab.report.tables import DASH
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -82,3 +82,17 @@ def test_what_a_missing_tool_could_not_tell_is_unknown_with_its_reason(lang):
     assert found["nvme"]["firmware"] == "7.2.22" and found["nvme"]["capacity"] is None
     assert driveidentity.identity_fields({"targets": [{"name": "x"}]}, lang=lang) == dict.fromkeys(
         driveidentity.FIELDS)
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_drive_s_stated_temperature_limits_are_a_row(lang, tmp_path):
+    """The lab's qemu NVMe states WCTEMP 343 K and CCTEMP 373 K (nvme-cli) and hwmon the same as 69.85 / 99.85 C:
+    the row gives the limits the thermal verdict and the chart use (the drive's own, nvme-cli's, first); a drive
+    that stated none (a loop device) has no row value, which is no failure to read."""
+    nvme, _ = drive_records.hot_nvme_run(tmp_path)
+    found = driveidentity.identity_fields(json.loads((nvme / "manifest.json").read_text()), lang=lang)
+    assert found["temperature_limits"] == ("warning 70 °C, critical 100 °C" if lang == "en" else "警告70 °C、危険100 °C")
+    loop = driveidentity.identity_fields(json.loads((drive_records.LOOP / "manifest.json").read_text()), lang=lang)
+    assert loop["temperature_limits"] is None
+    table = environment.environment_table([json.loads((nvme / "manifest.json").read_text())], lang=lang).frame
+    assert i18n.text("drives.labels.temperature_limits", lang) in table.index
