@@ -157,8 +157,12 @@ def paren(inner, lang: str) -> str:
 def with_note(label: str, note: str, lang: str) -> str:
     """``label`` with ``note`` added inside its closing bracket, never a second bracket after it:
     ``Throughput (MB/s)`` -> ``Throughput (MB/s, log scale)`` / ``スループット（MB/秒、対数目盛）``; ``IOPS`` ->
-    ``IOPS (log scale)``; no label: the note alone in brackets."""
+    ``IOPS (log scale)``; no label: the note alone in brackets. On a Japanese page a label's half-width bracket
+    (a user's label, ``db (r2)``) becomes full-width with the note: ``db（r2、規模0.01）``."""
     label = (label or "").rstrip()
+    if label.endswith(")") and lang == "ja" and "(" in label:  # a half-width bracket on a Japanese page: full-width
+        head, _, inner = label[:-1].rpartition("(")
+        return f"{head.rstrip()}（{inner}、{note}）"
     if label.endswith(")"):
         return f"{label[:-1]}, {note})"
     if label.endswith("）"):

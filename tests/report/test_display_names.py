@@ -83,3 +83,11 @@ def test_two_runs_of_one_label_on_one_host_take_the_run_id_in_the_pages_brackets
     assert set(sel.manifests["system_name"]) == expected
     if lang == "ja":
         assert all("（" + first_id in n and " (" not in n for n in sel.manifests["system_name"])
+
+
+def test_a_half_width_label_takes_the_note_in_full_width_brackets_on_a_japanese_page():
+    """A user's label with its own half-width bracket: on a ja page the qualifier joins it in one full-width
+    bracket (the typesetting rule of ja.yaml), never 'db (r2, 規模0.01)'; English keeps the label's bracket."""
+    assert i18n.with_note("db (r2)", "規模0.01", "ja") == "db（r2、規模0.01）"
+    assert i18n.with_note("db (r2)", "scale 0.01", "en") == "db (r2, scale 0.01)"
+    assert i18n.with_note("HDD（エミュレート）", "規模0.01", "ja") == "HDD（エミュレート、規模0.01）"
