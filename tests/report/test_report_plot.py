@@ -307,6 +307,8 @@ def test_systems_with_the_same_latencies_both_show():
     """Two systems whose percentiles coincide (the demo's NVMe and SATA SSD read, HDD and HDD cached): each line
     keeps its colour, has a marker of its own and is narrower than the one drawn before, so the first peeks out
     from under the second and the legend tells them apart."""
+    from iolab.report import palette
+    palette.reset()  # a page's palette: ten colours, then round again; other tests in this process drew other names
     same = {"test": "R", "direction": "read", "lat_p50_us": 60.0, "lat_p99_us": 160.0, "lat_p999_us": 270.0,
             "lat_max_us": 730.0}
     frame = plot.percentile_frame(pd.DataFrame([{"system": "NVMe", **same}, {"system": "SATA SSD", **same}]))
