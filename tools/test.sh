@@ -34,5 +34,5 @@ if [ -n "$lab_skip" ]; then
   echo "iolab test: lab tier skipped: $lab_skip"
   exit 0
 fi
-echo "iolab test: lab tier (one VM with the stock kernel under TCG; about 11 minutes)"
+echo "iolab test: lab tier (one VM with the stock kernel under TCG; about 15 minutes)"
 .venv/bin/python -m iolab.lab.tier
