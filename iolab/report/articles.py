@@ -75,7 +75,6 @@ def notes(frame: pd.DataFrame, lang: str, *, heading: str = "labels.article_note
     rows = comparisons.labelled(rows, lang)
     if rows.empty:
         return ""
-    comma = "、" if lang == "ja" else ", "
     items = []
     said = pd.Series([remark(r, lang) for _, r in rows.iterrows()], index=rows.index, dtype=object)
     for text in dict.fromkeys(said):
@@ -86,7 +85,8 @@ def notes(frame: pd.DataFrame, lang: str, *, heading: str = "labels.article_note
             where = i18n.paren(i18n.join([i18n.test_label(t, "", lang) for t in tests], lang), lang)
             items.append(f"- {i18n.join(systems, lang)}{where}{i18n.colon(lang)}{text}")
             continue
-        items += [f"- {r['system']}{comma}{i18n.test_label(r['test'], '', lang)}{i18n.colon(lang)}{text}"
+        items += [f"- {i18n.comma_list([r['system'], i18n.test_label(r['test'], '', lang)], lang)}"
+                  f"{i18n.colon(lang)}{text}"
                   for _, r in part.iterrows()]
     return "**" + i18n.text(heading, lang) + "**\n\n" + "\n".join(items)
 

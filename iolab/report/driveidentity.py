@@ -109,7 +109,7 @@ def _controller(drive: dict, lang: str) -> str | None:
     if port.get("controller") or port.get("driver"):
         name = i18n.label(port.get("controller") or "", lang, section="drive_controllers") if port.get("controller") \
             else _t("controller_unnamed", lang)
-        details = ("、" if lang == "ja" else ", ").join(str(v) for v in (port.get("driver"), port.get("address")) if v)
+        details = i18n.comma_list([v for v in (port.get("driver"), port.get("address")) if v], lang)
         return name + (i18n.paren(details, lang) if details else "")
     return _unknown(drive, lang) if drive.get("transport") in HARDWARE else None
 
@@ -121,7 +121,7 @@ def _temperature_limits(drive: dict, lang: str) -> str | None:
     limits = [(name, stated_limit(drive.get("temperature_limits"), name)) for name in ("warning", "critical")]
     parts = [_t(f"temperature_{name}", lang, degrees=i18n.number(value, digits=0)) for name, value in limits
              if value is not None]
-    return ("、" if lang == "ja" else ", ").join(parts) or None
+    return i18n.comma_list(parts, lang) or None
 
 
 def _plain(drive: dict, key: str, lang: str) -> str | None:

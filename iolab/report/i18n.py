@@ -134,6 +134,12 @@ def join(items, lang: str) -> str:
     return ", ".join(items[:-1]) + f" and {items[-1]}"
 
 
+def comma_list(items, lang: str) -> str:
+    """Items as a plain list, ``a, b, c`` / ``a、b、c``: no "and" (a list in brackets or a table cell, not a
+    sentence: that is :func:`join`)."""
+    return ("、" if lang == "ja" else ", ").join(str(i) for i in items)
+
+
 def join_sentences(parts, lang: str) -> str:
     """Sentences of one paragraph or bullet (empty ones left out): a space between them in English, none in
     Japanese."""

@@ -137,7 +137,7 @@ def measured(runs: list[tuple[dict, str | Path]], *, lang: str = "en") -> str:
         reason = _t("reason", lang, reason=manifest["reason"]) if manifest.get("reason") else ""
         description = i18n.recipe_description(manifest["recipe"], manifest.get("recipe_description"), lang) or ""
         items.append(_t("measured", lang, recipe=manifest["recipe"], description=description,
-                        n=len(ran), tests=_list(ran, lang), where=i18n.join(_targets(manifest, lang), lang),
+                        n=len(ran), tests=i18n.comma_list(ran, lang), where=i18n.join(_targets(manifest, lang), lang),
                         repeat=opts.get("repeat") or "?", runtime=opts.get("runtime") or "?",
                         size=units.human_size(opts["size"]) if opts.get("size") else "?", mode=mode,
                         mode_label=i18n.label(mode, lang, section="isolation"), fallback=fallback, path=str(path),
@@ -153,10 +153,5 @@ def _targets(manifest: dict, lang: str) -> list[str]:
         rotational = device.get("rotational")
         kind = "" if rotational is None else _t("rotational" if rotational else "non_rotational", lang)
         details = [x for x in (target.get("filesystem"), device.get("model"), kind) if x]
-        out.append(_t("target", lang, spec=target.get("spec"), details=_list(details, lang)))
+        out.append(_t("target", lang, spec=target.get("spec"), details=i18n.comma_list(details, lang)))
     return out
-
-
-def _list(items: list, lang: str) -> str:
-    """Names as a plain list, ``a, b, c`` / ``a、b、c`` (no "and": a list in parentheses, not a sentence)."""
-    return ("、" if lang == "ja" else ", ").join(str(i) for i in items)

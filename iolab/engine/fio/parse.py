@@ -17,7 +17,7 @@ fio's stdout is rarely "just JSON". The parser survives what real runs print
 * ``client_stats`` instead of ``jobs`` in client/server mode, with the
   ``"All clients"`` aggregate skipped (it would count everything twice);
 * ``numjobs > 1`` without ``group_reporting``: one JSON entry per job, all
-  with the same name, summed into one row;
+  with the same name, merged into one row (how: below);
 * a job with ``"error": 28`` (ENOSPC) and a non-zero exit: the data is kept
   and the row says what went wrong; a job that failed before any I/O still
   gives a row, so an error is never lost.
@@ -257,7 +257,7 @@ def job_entries(doc: Mapping) -> tuple[list[Mapping], bool]:
     return list(doc.get("jobs", [])), False
 
 
-def _rates(stats: list[Mapping]) -> dict:
+def _rates(stats: list[Mapping], runtime_ms: float) -> dict:
     """``bw_mbps`` and ``iops`` of one direction of entries merged into one row.
 
     One entry: fio's own figures. Several (``numjobs`` without ``group_reporting``): their I/O over the
@@ -265,9 +265,9 @@ def _rates(stats: list[Mapping]) -> dict:
     longest of its jobs', its bandwidth the summed bytes over it) and what tiotest prints as a test's Rate
     (total MiB over first start to last stop). The sum of the jobs' own rates is not: a job that finished
     early counts at its rate for the whole test, and eight threads served unevenly by a 150 IOPS disk
-    summed to 165.7 IOPS. An entry without a runtime (fio's before 3.x) leaves the sum of the rates.
+    summed to 165.7 IOPS. ``runtime_ms``: the longest of the entries' runtimes; without one (fio's before 3.x)
+    the sum of the rates is left.
     """
-    runtime_ms = max(float(s.get("runtime", 0) or 0) for s in stats)
     if len(stats) == 1 or runtime_ms <= 0 or any("total_ios" not in s for s in stats):
         return {"bw_mbps": sum(float(s.get("bw_bytes", 0)) for s in stats) / 1e6,
                 "iops": sum(float(s.get("iops", 0.0)) for s in stats)}
@@ -310,17 +310,18 @@ def _rows_for(entries: list[Mapping], *, host: str | None, global_options: Mappi
         if not any(did_io(s) for s in stats):
             continue
         row = _empty_row(job, host, groupid)
+        runtime_ms = max(float(s.get("runtime", 0) or 0) for s in stats)
         latency, source = _latency(stats)
         if source:
             sources.add(source)
         row.update(latency)
         row.update(
             direction=ddir, bs=sizes[ddir], iodepth=iodepth, numjobs=numjobs,
-            **_rates(stats),
+            **_rates(stats, runtime_ms),
             cpu_usr_pct=cpu_scale * sum(float(e.get("usr_cpu", 0.0)) for e in entries),
             cpu_sys_pct=cpu_scale * sum(float(e.get("sys_cpu", 0.0)) for e in entries),
             io_bytes=sum(int(s.get("io_bytes", 0)) for s in stats),
-            runtime_s=max(float(s.get("runtime", 0)) for s in stats) / 1000.0,
+            runtime_s=runtime_ms / 1000.0,
             error=error,
         )
         rows.append(row)

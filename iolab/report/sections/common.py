@@ -225,8 +225,7 @@ def totals_left_out(data: pd.DataFrame, lang: str) -> str | None:
     totals = data[data["flags"].map(lambda v: SIMULTANEOUS_TOTAL_FLAG in split_flags(v))]
     if totals.empty:
         return None
-    names = with_system(totals)["system"].astype(str) if "system" not in totals.columns else totals["system"]
-    return i18n.text("text.simultaneous_left_out", lang, totals=i18n.join(list(dict.fromkeys(names)), lang))
+    return i18n.text("text.simultaneous_left_out", lang, totals=i18n.join(system_names(with_system(totals)), lang))
 
 
 def measured_systems(results: pd.DataFrame) -> list[str]:
