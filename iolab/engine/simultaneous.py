@@ -11,9 +11,12 @@ job renamed back to the step), and each pass gains a **total** row per direction
 targets' names joined by ``+`` (``sda+sdb``; no target name can hold a ``+``, :func:`total_name`), the
 new column ``simultaneous`` is ``total`` there and ``target`` on the targets' rows, so a reader tells
 them apart without knowing the names, and its flags hold ``simultaneous_total`` (a flag that describes,
-as ``fleet_aggregate``: reports leave the row out of the systems they set side by side). Throughput, IOPS, bytes and CPU are sums; the mean latency is
-weighted by IOPS; the maximum latency is the largest, and percentiles stay empty (a percentile of a
-union is not found from the parts' percentiles). A total over a target with an error carries the error.
+as ``fleet_aggregate``: reports leave the row out of the systems they set side by side). Throughput and
+IOPS are the targets' I/O over the longest runtime, the rule of a row whose jobs fio reported one by one
+(:mod:`iolab.engine.fio.parse`): the sum of the rates when the jobs ran for the same time (time-based), less
+when one ended first; bytes and CPU are sums; the mean latency is weighted by each target's I/Os; the
+maximum latency is the largest, and percentiles stay empty (a percentile of a union is not found from the
+parts' percentiles). A total over a target with an error carries the error.
 The manifest's ``simultaneous`` says which targets ran together and the total's name.
 
 Refused (naming the option): one target, a recipe whose engine is not fio, a ``.fio`` job file (its
@@ -47,8 +50,9 @@ TOTAL_FLAG = "simultaneous_total"
 #: options that would make fio run the jobs one after another
 SERIALISING = ("stonewall", "wait_for")
 #: figures that add up over targets measured at once
-_SUMMED = ("bw_mbps", "iops", "io_bytes", "cpu_usr_pct", "cpu_sys_pct", "dev_read_bytes", "dev_write_bytes",
-           "bw_total_mbps", "iops_total")
+_SUMMED = ("io_bytes", "cpu_usr_pct", "cpu_sys_pct", "dev_read_bytes", "dev_write_bytes")
+#: rates: the targets' I/O (rate x own runtime) over the longest runtime
+_RATES = ("bw_mbps", "iops", "bw_total_mbps", "iops_total")
 
 
 def check(recipe, targets: list, options) -> None:
@@ -121,13 +125,18 @@ def total_rows(frames: list[pd.DataFrame], name: str) -> pd.DataFrame:
         for column in _SUMMED:
             if column in part:
                 row[column] = pd.to_numeric(part[column], errors="coerce").sum(min_count=1)
-        iops = pd.to_numeric(part["iops"], errors="coerce")
+        runtime = pd.to_numeric(part["runtime_s"], errors="coerce")
+        timed = bool(runtime.notna().all() and (runtime > 0).all())  # else each rate counts as it is
+        for column in [c for c in _RATES if c in part]:
+            rate = pd.to_numeric(part[column], errors="coerce")
+            row[column] = (rate * runtime).sum(min_count=1) / runtime.max() if timed else rate.sum(min_count=1)
+        ios = pd.to_numeric(part["iops"], errors="coerce") * (runtime if timed else 1)
         lat = pd.to_numeric(part["lat_mean_us"], errors="coerce")
-        row["lat_mean_us"] = (lat * iops).sum(min_count=1) / iops.sum() if iops.sum() > 0 else float("nan")
+        row["lat_mean_us"] = (lat * ios).sum(min_count=1) / ios.sum() if ios.sum() > 0 else float("nan")
         row["lat_max_us"] = pd.to_numeric(part["lat_max_us"], errors="coerce").max()
         for column in ("lat_p50_us", "lat_p99_us", "lat_p999_us"):
             row[column] = float("nan")
-        row["runtime_s"] = pd.to_numeric(part["runtime_s"], errors="coerce").max()
+        row["runtime_s"] = runtime.max()
         for column in ("bs", "iodepth", "numjobs"):
             if part[column].nunique(dropna=False) > 1:
                 row[column] = pd.NA

@@ -141,6 +141,19 @@ def test_the_total_adds_up_the_targets_of_a_pass():
     assert list(total.columns) == list(a.columns)
 
 
+def test_a_target_that_ended_first_adds_its_io_over_the_longest_runtime_not_its_rate():
+    """Size-based jobs end apart: 300 MB in 3 s beside 300 MB in 1.5 s moved 600 MB in 3 s (200 MB/s, as fio's
+    group_reporting would say of them), not 100 + 200 MB/s; the mean latency weighs each target's I/Os."""
+    a = pd.DataFrame([_pass("a", "read", 100.0, 100.0, 10_000.0, 20_000.0)])
+    b = pd.DataFrame([{**_pass("b", "read", 200.0, 200.0, 4_000.0, 9_000.0), "runtime_s": 1.5, "io_bytes": 300_000_000}])
+    row = simultaneous.total_rows([a, b], "a+b").iloc[0]
+    assert row["bw_mbps"] == pytest.approx(200.0) and row["iops"] == pytest.approx(200.0)
+    assert row["io_bytes"] == 600_000_000 and row["runtime_s"] == 3.0
+    assert row["lat_mean_us"] == pytest.approx((10_000 * 300 + 4_000 * 300) / 600)  # 300 I/Os each
+    unknown = pd.DataFrame([{**_pass("b", "read", 200.0, 200.0, 4_000.0, 9_000.0), "runtime_s": None}])
+    assert simultaneous.total_rows([a, unknown], "a+b").iloc[0]["bw_mbps"] == 300.0  # no runtime: rates add up
+
+
 def test_a_total_over_a_failed_target_carries_its_error_and_is_not_valid():
     a = pd.DataFrame([_pass("a", "write", 100.0, 100.0, 1.0, 2.0)])
     b = pd.DataFrame([_pass("b", "write", 5.0, 5.0, 1.0, 2.0, error="fio: pid=1, err=28")])
