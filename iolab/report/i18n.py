@@ -160,15 +160,27 @@ def paren(inner, lang: str) -> str:
     return f"（{inner}）" if lang == "ja" else f" ({inner})"
 
 
+#: A half-width bracket in a name, with the spaces around it: ``SATA HDD (mem=512M)``'s `` (mem=512M)``.
+_HALF_BRACKET = re.compile(r"\s*\(([^()]*)\)\s*")
+
+
+def page_name(name, lang: str) -> str:
+    """A name (a system, an article's column, a label) as a page in ``lang`` prints it: on a Japanese page its
+    half-width brackets full-width with no space beside them (``SATA HDD (mem=512M)`` -> ``SATA HDD（mem=512M）``,
+    the typesetting rule of ja.yaml); in English, and without a bracket, as given. The one bracket rule for names:
+    data, files and English pages keep the name as stored."""
+    name = "" if name is None else str(name)
+    if lang != "ja" or "(" not in name:
+        return name
+    return _HALF_BRACKET.sub(lambda m: f"（{m.group(1)}）", name)
+
+
 def with_note(label: str, note: str, lang: str) -> str:
     """``label`` with ``note`` added inside its closing bracket, never a second bracket after it:
     ``Throughput (MB/s)`` -> ``Throughput (MB/s, log scale)`` / ``スループット（MB/秒、対数目盛）``; ``IOPS`` ->
     ``IOPS (log scale)``; no label: the note alone in brackets. On a Japanese page a label's half-width bracket
-    (a user's label, ``db (r2)``) becomes full-width with the note: ``db（r2、規模0.01）``."""
-    label = (label or "").rstrip()
-    if label.endswith(")") and lang == "ja" and "(" in label:  # a half-width bracket on a Japanese page: full-width
-        head, _, inner = label[:-1].rpartition("(")
-        return f"{head.rstrip()}（{inner}、{note}）"
+    (a user's label, ``db (r2)``) becomes full-width with the note (:func:`page_name`): ``db（r2、規模0.01）``."""
+    label = page_name((label or "").rstrip(), lang)
     if label.endswith(")"):
         return f"{label[:-1]}, {note})"
     if label.endswith("）"):
