@@ -56,7 +56,8 @@ def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en", caption: s
     an article of comparisons (cache on / off) lists each comparison and its set-up instead."""
     if comparisons.is_comparison(frame):
         return comparisons.table(frame, lang, caption=caption)
-    systems = frame[["system", "device", "memory", "cache_isolated"]].drop_duplicates("system")
+    systems = comparisons.labelled(frame, lang)[["system", "device", "memory", "cache_isolated"]] \
+        .drop_duplicates("system")  # each system as the page names it (SATA HDD（mem=512M） in Japanese)
     out = pd.DataFrame({
         i18n.text("labels.device", lang): systems["device"].values,
         i18n.text("labels.memory", lang): systems["memory"].values,

@@ -4,7 +4,8 @@ Such an article prints one ratio per test (a speed-up, a cost) for a pair of set
 each pair in one English string (``Nytro MegaRAID cache on vs off (3x SATA HDD RAID5)``); ``articles.yaml``'s
 ``compares`` gives each its name as a comparison and the set-up it was made on, in English and Japanese
 (product names kept), so the page lists comparisons under "Comparison", not systems, and a Japanese page
-says them in Japanese.
+says them in Japanese. :func:`names` and :func:`labelled` name every column of an article on a page, a system's
+brackets as the page's language writes them (``SATA HDD（mem=512M）`` on a Japanese page).
 """
 from __future__ import annotations
 
@@ -46,13 +47,22 @@ def is_comparison(frame: pd.DataFrame) -> bool:
 
 
 def names(frame: pd.DataFrame, lang: str) -> dict[str, str]:
-    """``{CSV name: the comparison's name in lang}`` for the comparisons in ``frame``."""
+    """``{CSV name: its name on a page in lang}`` for the article's columns in ``frame``: a comparison's name from
+    ``articles.yaml``, a system's as :func:`iolab.report.i18n.page_name` prints it (``SATA HDD (mem=512M)`` ->
+    ``SATA HDD（mem=512M）`` on a Japanese page). Measured systems beside the article keep the names their runs
+    were given on the page (:func:`iolab.report.notebooks.select`); the CSVs and English pages keep theirs."""
     i18n.check_lang(lang)
-    return {name: str(entry[lang]) for name, entry in _compares(frame).items()}
+    compares = {name: str(entry[lang]) for name, entry in _compares(frame).items()}
+    measured = frame["measured"].fillna(False).astype(bool) if "measured" in frame.columns \
+        else pd.Series(False, index=frame.index)
+    systems = frame.loc[~measured, "system"].astype(str) if "system" in frame.columns else []
+    typeset = {s: i18n.page_name(s, lang) for s in dict.fromkeys(systems) if s not in compares}
+    return {**{s: n for s, n in typeset.items() if n != s}, **compares}
 
 
 def labelled(frame: pd.DataFrame, lang: str) -> pd.DataFrame:
-    """``frame`` with each comparison's CSV name replaced by its name in ``lang`` (systems unchanged)."""
+    """``frame`` with each article column's CSV name replaced by its name on a page in ``lang`` (:func:`names`;
+    measured systems unchanged)."""
     renamed = names(frame, lang)
     if not renamed:
         return frame

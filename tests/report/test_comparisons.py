@@ -5,7 +5,7 @@ import re
 import pytest
 
 from iolab.analysis import reference
-from iolab.report import articles, comparisons, notebooks as report
+from iolab.report import articles, comparisons, i18n, notebooks as report
 
 
 @pytest.mark.parametrize("article", ["nytro", "hyperv-tpcb"])
@@ -21,7 +21,9 @@ def test_every_column_of_a_ratio_article_is_a_named_comparison(article):
 
 def test_an_article_of_systems_keeps_its_systems():
     frame = reference.load(article="dedicated-server-2013")
-    assert not comparisons.is_comparison(frame) and comparisons.labelled(frame, "ja") is frame
+    assert not comparisons.is_comparison(frame) and comparisons.labelled(frame, "en") is frame
+    # on a Japanese page the systems' own names, their brackets full-width (i18n.page_name): no comparison's name
+    assert list(comparisons.labelled(frame, "ja")["system"]) == [i18n.page_name(s, "ja") for s in frame["system"]]
     assert articles.reference_systems_table(frame, lang="en", caption="").frame.index.name == "System"
 
 
