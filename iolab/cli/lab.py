@@ -37,7 +37,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--disk", metavar="SIZE", action="append", default=[],
                         help="attach an empty raw disk of SIZE (sparse file on this machine; repeat for more)")
     parser.add_argument("--nvme", metavar="SIZE", action="append", default=[],
-                        help="attach an emulated NVMe drive of SIZE (qemu's, with a SMART log; serial iolab-nvme1, ...)")
+                        help="attach an emulated NVMe drive of SIZE (qemu's, with a SMART log, behind a PCIe Gen3 x4 "
+                             "port; serial iolab-nvme1, ...)")
+    parser.add_argument("--sata", metavar="SIZE", action="append", default=[],
+                        help="attach an emulated SATA SSD of SIZE (qemu's ATA disk on the AHCI controller, with "
+                             "SMART; serial iolab-sata1, ...; up to 6)")
     parser.add_argument("--scratch", metavar="SIZE", default="4G",
                         help="scratch disk formatted ext4 on /var/tmp inside (default 4G)")
     parser.add_argument("--memory", metavar="SIZE", default="2G", help="the VM's memory (default 2G)")
@@ -59,9 +63,10 @@ def _sizes(args) -> None:
     from iolab.core.errors import IolabError
     from iolab.core.units import parse_size
     for option, value in [("--scratch", args.scratch), ("--memory", args.memory)] + \
-            [("--disk", value) for value in args.disk] + [("--nvme", value) for value in args.nvme]:
+            [("--disk", value) for value in args.disk] + [("--nvme", value) for value in args.nvme] + \
+            [("--sata", value) for value in args.sata]:
         nbytes = parse_size(value, context=f"{option} {value}")
-        if option in ("--disk", "--nvme") and not MIN_DISK <= nbytes <= MAX_DISK:
+        if option in ("--disk", "--nvme", "--sata") and not MIN_DISK <= nbytes <= MAX_DISK:
             raise IolabError("a lab disk must be between 16M and 64T", context=f"{option} {value}")
     if args.cpus < 1:
         raise IolabError(f"must be at least 1, got {args.cpus}", context="--cpus")
@@ -85,7 +90,7 @@ def _config(args, command: list[str]):
             raise IolabError("no such directory", context=f"--rwdir {directory}")
     venv_bin = Path(sys.prefix) / "bin"
     return LabConfig(memory=args.memory, cpus=args.cpus, scratch=args.scratch, disks=list(args.disk), nvme=list(args.nvme),
-                     rwdirs=rwdirs, rodirs=rodirs, cwd=cwd, timeout=args.timeout, overlay_cwd=True,
+                     sata=list(args.sata), rwdirs=rwdirs, rodirs=rodirs, cwd=cwd, timeout=args.timeout, overlay_cwd=True,
                      ssh_port=args.ssh_port,
                      env={"PATH": f"{venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
 

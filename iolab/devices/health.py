@@ -95,7 +95,8 @@ def nvme_controller(disk: str) -> str | None:
 
 def link(disk: str) -> dict:
     """The disk's link: the SATA link's speed, and the PCIe port nearest to it (the drive's own for NVMe,
-    the host adapter's for SATA/SAS) with its generation and width, as sysfs reports them."""
+    the host adapter's for SATA/SAS) with its generation and width, as sysfs reports them, and ``slot``: what the
+    port above that link offers, where it says."""
     found: dict = {}
     real = os.path.realpath(SYS_BLOCK / disk)
     ata = re.search(r"/ata(\d+)/", real)
@@ -121,8 +122,22 @@ def _pci_port(path: Path) -> dict | None:
                     "generation": _generation(speed)}
             if port["generation"] is None:
                 port["note"] = "the port reports no PCIe link (a conventional PCI bus, e.g. a virtual machine's)"
+            slot = _slot(parent.parent)
+            if slot:
+                port["slot"] = slot
             return port
     return None
+
+
+def _slot(upstream: Path) -> dict | None:
+    """What the PCIe port above a device's link offers (a root or switch port: the slot), where it says so: a drive
+    that trained below it (a Gen3 drive in a Gen4 slot, or x2 in an x4 slot) shows against it."""
+    speed = _read(upstream / "max_link_speed")
+    if not speed:
+        return None
+    width = _read(upstream / "max_link_width")
+    return {"address": upstream.name, "max_speed": speed, "max_width": int(width) if width and width.isdigit() else None,
+            "generation": _generation(speed)}
 
 
 def _generation(speed: str | None) -> int | None:

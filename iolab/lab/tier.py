@@ -92,7 +92,7 @@ def tier_argv(results: Path, extra: list[str], timeout: float, hop: tuple[Path, 
               f"iolab recipes > {shlex.quote(str(results / 'recipes.txt'))} 2>&1 & recipes=$!; "
               + guest_command(results, extra) + "; rc=$?; wait $recipes; exit $rc")
     return [sys.executable, "-m", "iolab", "lab", "--scratch", "8G", "--disk", "1G", "--disk", "1G", "--nvme", "256M",
-            "--memory", "2G", "--cpus", "2", "--data", str(results / "data"), "--rwdir", str(results),
+            "--sata", "256M", "--memory", "2G", "--cpus", "2", "--data", str(results / "data"), "--rwdir", str(results),
             *hop_args, "--timeout", f"{timeout:g}", "--", "sh", "-c", inside]
 
 

@@ -59,6 +59,7 @@ class LabConfig:
     disk_dir: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
     nvme: list[str] = field(default_factory=list)  # emulated NVMe drives (sizes): serial iolab-nvmeN, /dev/nvme*
+    sata: list[str] = field(default_factory=list)  # emulated SATA SSDs (sizes) on q35's AHCI: serial iolab-sataN, /dev/sd*
     python_images: bool = True  # stdlib and .venv from ext4 images, not 9p (see pyimage)
     overlay_cwd: bool = False   # cwd writable inside the guest only (needs the scratch disk)
     ssh_port: int | None = None  # this machine's 127.0.0.1:ssh_port reaches the guest's port 22 (see network_options)
@@ -112,7 +113,7 @@ def _refuse_tmpfs(directory: Path) -> None:
 
 
 def _make_disks(workdir: Path, config: LabConfig) -> list[Path]:
-    sizes = ([config.scratch] if config.scratch else []) + list(config.disks) + list(config.nvme)
+    sizes = ([config.scratch] if config.scratch else []) + list(config.disks) + list(config.nvme) + list(config.sata)
     files = []
     for index, size in enumerate(sizes):
         nbytes = parse_size(size, context=f"lab disk {index + 1} size")
@@ -129,13 +130,15 @@ def vng_argv(config: LabConfig, disks: list[Path], script: Path,
     virtio-blk serial per disk, see :func:`guest.disk_serials`) rather than by
     ``--disk``, which leaves qemu guessing the format and names them by path."""
     kernel = config.kernel or find_kernel()
-    qemu = ["-cpu", "Nehalem"]
+    qemu = ["-machine", "q35", "-cpu", "Nehalem"]  # q35 (vng's choice under TCG too): PCIe ports and AHCI
     for index, (disk, serial) in enumerate(zip(disks, guest.disk_serials(disks_count(config)))):
         if "," in str(disk) or " " in str(disk):
             raise IolabError("must not contain ',' or spaces (qemu option syntax)", context=f"lab disk path {disk}")
         qemu += ["-drive", f"if=none,id=iolab{index},file={disk},format=raw,{_cache(config, index)},aio=threads",
                  "-device", f"virtio-blk-pci,drive=iolab{index},serial={serial}"]
-    qemu += nvme_options(disks[len(guest.disk_serials(disks_count(config))):])
+    virtio = len(guest.disk_serials(disks_count(config)))
+    qemu += nvme_options(disks[virtio:virtio + len(config.nvme)])
+    qemu += sata_options(disks[virtio + len(config.nvme):])
     qemu += network_options(config.ssh_port)
     for index, (image, serial) in enumerate(zip(py_images, guest.py_serials(len(py_images)))):
         qemu += ["-drive", f"if=none,id=iolabpy{index},file={image.image},format=raw,readonly=on",
@@ -149,13 +152,37 @@ def vng_argv(config: LabConfig, disks: list[Path], script: Path,
     return argv + ["--exec", f"sh {script}"]
 
 
+#: the PCIe root port each emulated NVMe drive sits behind advertises a Gen3 x4 link, a usual NVMe drive's slot; the
+#: drive's own link is what the kernel trains between them (its generation and width are the drive's port in the record)
+NVME_PORT_SPEED, NVME_PORT_WIDTH = "8", "4"
+#: the emulated SATA SSD's model (qemu's ide-hd; a rotation rate of 1 means "non-rotating" in ATA IDENTIFY word 217)
+SATA_MODEL = "iolab-sata-ssd"
+
+
 def nvme_options(images: list[Path]) -> list[str]:
-    """qemu's emulated NVMe controller (NVMe 1.4, a SMART / Health log, 50 C) over each image: ``nvme``
-    and ``smartctl`` in the guest have a real drive to read; its serial is ``iolab-nvme1``, ... in order."""
+    """qemu's emulated NVMe controller (NVMe 1.4, a SMART / Health log, 50 C) over each image, each behind its own PCIe
+    root port (Gen3 x4): ``nvme`` and ``smartctl`` in the guest have a real drive to read, and sysfs a real PCIe link;
+    its serial is ``iolab-nvme1``, ... in order."""
     options = []
     for index, image in enumerate(images):
-        options += ["-drive", f"if=none,id=iolabnvme{index},file={image},format=raw,cache=none,aio=threads",
-                    "-device", f"nvme,serial=iolab-nvme{index + 1},drive=iolabnvme{index}"]
+        options += ["-device", f"pcie-root-port,id=iolabport{index},bus=pcie.0,chassis={index + 1},"
+                               f"x-speed={NVME_PORT_SPEED},x-width={NVME_PORT_WIDTH}",
+                    "-drive", f"if=none,id=iolabnvme{index},file={image},format=raw,cache=none,aio=threads",
+                    "-device", f"nvme,serial=iolab-nvme{index + 1},drive=iolabnvme{index},bus=iolabport{index}"]
+    return options
+
+
+def sata_options(images: list[Path]) -> list[str]:
+    """A SATA SSD over each image on q35's built-in AHCI controller (ports ``ide.0`` ...): qemu's ATA disk answers
+    IDENTIFY and SMART (attribute 190, airflow temperature), so ``smartctl`` reads a real ATA drive through the
+    kernel's libata, and sysfs has its SATA link; serial ``iolab-sata1``, ... in order."""
+    if len(images) > 6:
+        raise IolabError("q35's AHCI controller has six ports", context=f"{len(images)} SATA drives")
+    options = []
+    for index, image in enumerate(images):
+        options += ["-drive", f"if=none,id=iolabsata{index},file={image},format=raw,cache=none,aio=threads",
+                    "-device", f"ide-hd,drive=iolabsata{index},bus=ide.{index},serial=iolab-sata{index + 1},"
+                               f"model={SATA_MODEL},rotation_rate=1"]
     return options
 
 

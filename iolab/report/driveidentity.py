@@ -80,6 +80,10 @@ def _pcie(port: dict, lang: str) -> str | None:
         if port.get("max_speed") and (port.get("max_speed") != port.get("speed")
                                       or str(port.get("max_width")) != str(port.get("width"))):
             text += i18n.paren(_t("pcie_max", lang, speed=port["max_speed"], width=port.get("max_width") or "?"), lang)
+        slot = port.get("slot") or {}
+        if slot.get("generation") and (slot.get("max_speed") != port.get("max_speed")
+                                       or str(slot.get("max_width")) != str(port.get("max_width"))):
+            text += i18n.paren(_t("pcie_slot", lang, speed=slot["max_speed"], width=slot.get("max_width") or "?"), lang)
         return text
     if port.get("note"):
         return _t("no_pcie_link", lang)

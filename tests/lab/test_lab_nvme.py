@@ -57,7 +57,15 @@ def test_identity_and_health_of_the_nvme_drive(nvme_disk):
     assert ident["firmware"] and ident["capacity_bytes"] == 256 * 2**20 and ident["rotational"] is False
     assert (ident["logical_block_size"], ident["physical_block_size"]) == (512, 512)
     assert ident["nvme_namespace"]["lba_format"] == 0 and ident["nvme_namespace"]["data_bytes"] == 512
-    assert ident["link"]["pcie"]["controller"] == "NVMe controller"  # the drive's own port
+    port = ident["link"]["pcie"]
+    assert port["controller"] == "NVMe controller" and port["driver"] == "nvme"  # the drive's own port
+    # behind the tier's root port (iolab lab: x-speed=8, x-width=4): the link the kernel trained with qemu's NVMe
+    # device, which offers 2.5 GT/s x1, and the slot's Gen3 x4 above it, as sysfs says them
+    own = Path(f"/sys/bus/pci/devices/{port['address']}")
+    assert (port["speed"], port["width"]) == (_sysfs(own, "current_link_speed"), int(_sysfs(own, "current_link_width")))
+    assert (port["generation"], port["width"]) == (1, 1), port
+    assert port["slot"] == {"address": own.resolve().parent.name, "max_speed": "8.0 GT/s PCIe", "max_width": 4,
+                            "generation": 3}, port
     # the temperature limits each source states: hwmon's in millidegrees from the drive's Kelvin (343 K: 69.85 C),
     # nvme-cli's id-ctrl by 273 (70 C); smartctl from 7.4 on says WCTEMP/CCTEMP too, as 70 and 100
     limits = {(r["source"], r["limit"]): r["celsius"] for r in ident["temperature_limits"]}
@@ -73,6 +81,10 @@ def test_identity_and_health_of_the_nvme_drive(nvme_disk):
     assert snap["data_written_bytes"] >= 0 and snap["power_on_hours"] >= 0
     found, missing = thermal.sources([nvme_disk])
     assert missing == {} and [s.how for s in found] == ["hwmon"] and 45 <= found[0].read() <= 55
+
+
+def _sysfs(device: Path, name: str) -> str:
+    return (device / name).read_text().strip()
 
 
 def _hwmon_max(disk: str) -> Path:

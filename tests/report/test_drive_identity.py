@@ -96,3 +96,19 @@ def test_the_drive_s_stated_temperature_limits_are_a_row(lang, tmp_path):
     assert loop["temperature_limits"] is None
     table = environment.environment_table([json.loads((nvme / "manifest.json").read_text())], lang=lang).frame
     assert i18n.text("drives.labels.temperature_limits", lang) in table.index
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_a_drive_that_trained_below_its_slot_says_what_the_slot_offers(lang):
+    """The lab's qemu NVMe drive: its own link trained at 2.5 GT/s x1 (all qemu's NVMe device offers) below a root
+    port of 8.0 GT/s x4; a drive whose link is all its slot offers says nothing more."""
+    port = {"address": "0000:01:00.0", "driver": "nvme", "controller": "NVMe controller", "speed": "2.5 GT/s PCIe",
+            "width": 1, "max_speed": "2.5 GT/s PCIe", "max_width": 1, "generation": 1,
+            "slot": {"address": "0000:00:02.0", "max_speed": "8.0 GT/s PCIe", "max_width": 4, "generation": 3}}
+    drive = {"transport": "nvme", "model": "QEMU NVMe Ctrl", "link": {"pcie": port}, "sources": {}}
+    link = driveidentity.identity_fields({"targets": [{"drives": [drive]}]}, lang=lang)["link"]
+    assert link == ("PCIe Gen1 x1 (2.5 GT/s PCIe) (in a slot of 8.0 GT/s PCIe x4)" if lang == "en"
+                    else "PCIe Gen1 x1（2.5 GT/s PCIe）（スロットは8.0 GT/s PCIe x4）")
+    full = {**port, "slot": {**port["slot"], "max_speed": "2.5 GT/s PCIe", "max_width": 1}}
+    drive["link"] = {"pcie": full}
+    assert "slot" not in driveidentity.identity_fields({"targets": [{"drives": [drive]}]}, lang="en")["link"]
