@@ -89,7 +89,8 @@ def _name(spec: str, used: set) -> str:
 def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = None,
             device_size: int | None = None, probe_ceiling: bool = True) -> list[Target]:
     """Check every ``--target`` and describe it; raises :class:`IolabError` naming it. A block device must hold
-    ``device_size`` (default ``size``; less where the recipe writes the device's own capacity). ``probe_ceiling``:
+    ``device_size`` (default ``size``; less where the recipe writes the device's own capacity); so must a regular
+    file, whose file system needs free space for what it grows by (an empty one: to ``size``). ``probe_ceiling``:
     whether an emulated device is probed when it is made (``--no-ceiling-probe``: False)."""
     if not specs:
         raise IolabError("no target given", context="--target", hint="e.g. --target /mnt/scratch")
@@ -124,7 +125,10 @@ def resolve(specs: list[str], *, size: int, writes: bool, confirm: str | None = 
             targets.append(Target(spec=spec, kind="block", path=str(path.resolve()), name=name,
                                   writes=writes, confirm=confirm))
         elif stat.S_ISREG(mode):
-            missing = max(0, size - path.stat().st_size)
+            current = path.stat().st_size
+            # a file is its target's capacity as a device is (device_size); an empty one stands for the test area
+            grows_to = size if device_size is None or current == 0 else device_size
+            missing = max(0, grows_to - current)
             if missing:
                 _check_space(path.parent, missing, spec)
                 shared.setdefault(path.stat().st_dev, []).append((path.parent, missing, spec))

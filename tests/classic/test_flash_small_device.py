@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from cli_helpers import iolab_cli, needs_fio, needs_root
-from device_fixtures import make_loop, scratch  # noqa: F401  (fixtures)
+from device_fixtures import make_loop, mounted_image, scratch  # noqa: F401  (fixtures)
 
 pytestmark = [needs_root, needs_fio]
 
@@ -37,6 +37,26 @@ def test_sustained_write_without_size_writes_a_small_device_whole(make_loop, tmp
                         "--no-progress", "--data", tmp_path / "refused")
     assert refused.returncode == 2 and "the device holds 48.0 MiB, the test needs 1.0 GiB" in refused.stderr
     assert not (tmp_path / "refused").exists()  # refused before a run directory exists
+
+
+def test_sustained_write_on_a_file_on_a_small_file_system_writes_the_file_without_room_for_1g(scratch, tmp_path):
+    """A file target is its own capacity: on a 96 MiB file system, a 40 MiB file is written whole; the recipe's
+    1G test area is not asked for (it was refused for want of 1G free). An empty file still stands for the test
+    area, and a declared --size beyond the free space is refused, naming the target."""
+    with mounted_image(scratch / "fs.img", scratch / "mnt", size="96M"):
+        target = scratch / "mnt" / "drive.img"
+        with open(target, "wb") as handle:
+            handle.truncate(40 * MiB)
+        run = _run("sustained-write", "--target", target, "--confirm", target, "--pause", "1", data=tmp_path / "data")
+        amount = list(run["manifest"]["sustained"]["amount"].values())
+        assert amount == [{"bytes": 40 * MiB, "why": "capacity", "capacity": 40 * MiB, "capacity_source": "file"}]
+        for size, name in (("1G", "drive.img"), (None, "empty.img")):
+            path = scratch / "mnt" / name
+            path.touch()
+            refused = iolab_cli("run", "sustained-write", *(["--size", size] if size else []), "--target", path,
+                                "--confirm", path, "--no-progress", "--data", tmp_path / f"refused-{name}")
+            assert refused.returncode == 2 and "not enough free space" in refused.stderr, refused.stderr
+            assert f"--target {path}" in refused.stderr
 
 
 def test_steady_state_without_size_stays_within_a_small_device(make_loop, tmp_path):
