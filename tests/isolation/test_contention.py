@@ -4,40 +4,20 @@ is flagged ``contended`` with the figures that say why; a quiet run is not.
 
 What the tests assert is what they control: the foreign bytes against what dd wrote, the CPU
 starvation against hogs that take both cores. The quiet run waits for its throttled device, so
-the other users of a busy shared machine do not starve it.
+the other users of a busy shared machine do not starve it. The lab VM counts the second writer
+under cgroup v2 too (tests/lab/test_lab_contention.py).
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
-import threading
-import time
-from pathlib import Path
 
-import pytest
-
+from contention_helpers import MIB, THROTTLED_READS, flags, run, with_second_writer
 from kernel_fixtures import machine_clean, needs_fio, needs_root  # noqa: F401
-from iolab.devices import emulated
-from iolab.engine import recipes, runner
 from iolab.isolation import contention
 
 pytestmark = [needs_root, needs_fio]
-MIB = 1024**2
-
-THROTTLED_READS = """
-name: contention-reads
-description: sequential 1 MiB reads at QD4 on a throttled device
-isolation: direct
-defaults: {size: 64M, runtime: 4, repeat: 1}
-fio: {ioengine: libaio, direct: 1}
-tests:
-  - name: SEQ1M-Q4
-    rw: [read]
-    bs: 1M
-    iodepth: 4
-"""
 
 CACHED_READS = """
 name: contention-cpu
@@ -52,21 +32,6 @@ tests:
 """
 
 
-def run(tmp_path, text, name):
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(text)
-    result = runner.run(recipes.load(str(path)), ["emulated:hdd"], data_dir=tmp_path / "data", progress=False,
-                        scratch_dir=str(tmp_path), ceiling_probe=False)
-    assert result.manifest["status"] == "completed", result.manifest.get("reason")
-    table = result.results
-    assert len(table) == 1
-    return table.iloc[0]
-
-
-def flags(row) -> list[str]:
-    return str(row["flags"] or "").split(";")
-
-
 def test_a_quiet_run_on_a_throttled_device_is_not_contended(tmp_path, machine_clean):
     row = run(tmp_path, THROTTLED_READS, "quiet")
     assert "contended" not in flags(row), row[list(contention.COLUMNS)].to_dict()
@@ -75,40 +40,9 @@ def test_a_quiet_run_on_a_throttled_device_is_not_contended(tmp_path, machine_cl
     assert 0 <= row["host_busy_pct"] <= 100 and row["steal_pct"] >= 0 and row["load_1m"] >= 0
 
 
-def _fio_running(job: str) -> bool:
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError):
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if any(a.endswith(job.encode()) for a in argv) and any(a.endswith(b"fio") for a in argv) \
-                    and b"--parse-only" not in argv:  # the test itself, not the check of its job file
-                return True
-    return False
-
-
-def _second_writer(done: dict, stop: threading.Event, nbytes: int) -> None:
-    """dd ``nbytes`` (O_DIRECT) to the run's loop device once fio runs the test's job file."""
-    deadline = time.monotonic() + 60
-    while not stop.is_set() and time.monotonic() < deadline:
-        loops = emulated.leftovers(owner=os.getpid())
-        if loops and _fio_running("/SEQ1M-Q4.fio"):
-            time.sleep(0.5)  # fio is under way, and runs 4 s
-            proc = subprocess.run(["dd", "if=/dev/zero", f"of={loops[0]['device']}", "bs=1M",
-                                   f"count={nbytes // MIB}", "oflag=direct", "conv=notrunc,fsync", "status=none"],
-                                  capture_output=True)
-            done.update(returncode=proc.returncode, stderr=proc.stderr, fio_after=_fio_running("/SEQ1M-Q4.fio"))
-            return
-        time.sleep(0.05)
-
-
 def test_a_second_writer_on_the_same_device_is_counted_and_flagged(tmp_path, machine_clean):
-    written, done, stop = 32 * MIB, {}, threading.Event()
-    writer = threading.Thread(target=_second_writer, args=(done, stop, written))
-    writer.start()
-    try:
-        row = run(tmp_path, THROTTLED_READS, "writer")
-    finally:
-        stop.set()
-        writer.join()
+    written = 32 * MIB
+    row, done = with_second_writer(tmp_path, written)
     assert done.get("returncode") == 0 and done["fio_after"], done  # dd ended while fio still ran
     # everything dd wrote went to the device during the test (1 MiB of slack for the device's own requests)
     assert written <= row["dev_foreign_write_bytes"] <= written + 1 * MIB, row["dev_foreign_write_bytes"]
