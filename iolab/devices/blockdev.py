@@ -261,8 +261,11 @@ def model(name: str) -> str | None:
 
 
 def serial(name: str) -> str | None:
+    """The drive's serial number as sysfs gives it: the device's own ``serial`` (NVMe, virtio, USB), else SCSI's
+    VPD page 0x80, the unit serial number (libata answers it with an ATA drive's serial). Never ``wwid``: that is
+    a T10 name built of vendor, model and serial (``t10.ATA     <model>   <serial>``), not the serial."""
     base = _hardware_dir(name)
-    for path in (base / "serial", base / "device" / "serial", base / "device" / "wwid"):
+    for path in (base / "serial", base / "device" / "serial"):
         text = sysfs_text(path)
         if text:
             return text
