@@ -4,6 +4,7 @@ them, and a real bench-fio tree. Each import is a run in the store: raw/ byte fo
 parse_output gives, the manifest's provenance."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -17,7 +18,7 @@ from iolab.engine import store
 from iolab.engine.fio import parse_output
 from iolab.interop import imports
 
-from cli_helpers import ROOT, cli_main, live_processes, needs_fio
+from cli_helpers import FIXTURES, ROOT, cli_main, iolab_cli, live_processes, needs_fio
 
 pytestmark = needs_fio
 
@@ -175,3 +176,25 @@ def test_the_cli_prints_each_run_and_refuses_what_is_not_fio_in_one_line(capture
     assert not (tmp_path / "d2").exists()  # nothing written
     code, _, err = cli_main(capsys, caplog, "import", tmp_path / "missing", "--data", tmp_path / "d2")
     assert code == 2 and err.startswith("iolab: error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_a_bench_fio_tree_and_a_folder_of_fio_json_become_a_report_beside_an_iolab_run(captured, bench_fio_tree,
+                                                                                       tmp_path):
+    """Issue 24's "done when" for fio's own outputs: each import is a system of the comparison article beside a
+    stored iolab run, its origin said, its figures in the tables."""
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURES / "data" / "hdd-node" / "20261120T223550Z-crystaldiskmark-6a8a",
+                    data / "hdd-node" / "20261120T223550Z-crystaldiskmark-6a8a")
+    (plain,) = imports.import_paths([captured / "tree"], data_dir=data, host="db1", label="old disk")
+    (bench,) = imports.import_paths([bench_fio_tree], data_dir=data, host="db1")
+    proc = iolab_cli("report", "--data", data, "--notebook", "compare", "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = (tmp_path / "out" / "compare.md").read_text()
+    for run_dir, source in ((plain, captured / "tree"), (bench, bench_fio_tree)):
+        manifest = store.read_manifest(run_dir)
+        assert f"imported from {source.resolve()}, measured by {manifest['imported']['tool']}" in text
+    assert "old disk" in text and store.read_manifest(bench)["label"] in text and "HDD (emulated)" in text
+    assert "## Recipe: fio" in text and "## Recipe: bench-fio" in text
+    for run_dir in (plain, bench):  # every imported row's rate is in the tables, as the tables round it
+        for value in iolab.load(run_dir)["iops"]:
+            assert f"{value:,.0f}" in text or f"{value:,.1f}" in text, value
