@@ -11,43 +11,26 @@ raise its temperature warning, and the test run under it is flagged ``thermal``.
 """
 import csv
 import json
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from iolab.devices import health, thermal
-from iolab.engine import runner, store
+from iolab.engine import store
 from iolab.report import drivehealth_table, driveidentity, temperature_chart
+
+import lab_drives
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
 
 SERIAL = "iolab-nvme1"
-WRITE = """
-name: nvme-write
-description: 32 MiB region written for 2 s, direct
-isolation: none
-defaults: {size: 32M, runtime: 2}
-fio: {ioengine: psync, direct: 1}
-tests:
-  - name: WRITE
-    rw: write
-    bs: 1M
-"""
 
 
 @pytest.fixture(scope="module")
 def nvme_disk() -> str:
     """The namespace of the tier's NVMe drive (``nvme0n1``), found by its serial."""
-    subprocess.run(["modprobe", "nvme"], check=False)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        for block in Path("/sys/block").glob("nvme*n1"):
-            if (block / "device" / "serial").read_text().strip() == SERIAL:
-                return block.name
-        time.sleep(0.5)
-    pytest.fail(f"no NVMe drive with serial {SERIAL}: the lab tier attaches one (iolab lab --nvme)")
+    return lab_drives.wait_for_disk("nvme", "nvme*n1", lambda b: lab_drives.sysfs(b / "device" / "serial") == SERIAL,
+                                    f"NVMe drive with serial {SERIAL}")
 
 
 def test_identity_and_health_of_the_nvme_drive(nvme_disk):
@@ -62,7 +45,7 @@ def test_identity_and_health_of_the_nvme_drive(nvme_disk):
     # behind the tier's root port (iolab lab: x-speed=8, x-width=4): the link the kernel trained with qemu's NVMe
     # device, which offers 2.5 GT/s x1, and the slot's Gen3 x4 above it, as sysfs says them
     own = Path(f"/sys/bus/pci/devices/{port['address']}")
-    assert (port["speed"], port["width"]) == (_sysfs(own, "current_link_speed"), int(_sysfs(own, "current_link_width")))
+    assert (port["speed"], port["width"]) == (lab_drives.sysfs(own / "current_link_speed"), int(lab_drives.sysfs(own / "current_link_width")))
     assert (port["generation"], port["width"]) == (1, 1), port
     assert port["slot"] == {"address": own.resolve().parent.name, "max_speed": "8.0 GT/s PCIe", "max_width": 4,
                             "generation": 3}, port
@@ -83,20 +66,12 @@ def test_identity_and_health_of_the_nvme_drive(nvme_disk):
     assert missing == {} and [s.how for s in found] == ["hwmon"] and 45 <= found[0].read() <= 55
 
 
-def _sysfs(device: Path, name: str) -> str:
-    return (device / name).read_text().strip()
-
-
 def _hwmon_max(disk: str) -> Path:
     return next((Path("/sys/block") / disk / "device").glob("hwmon*/temp1_max"))
 
 
 def _run(tmp_path: Path, device: str, name: str):
-    recipe = tmp_path / f"{name}.yaml"
-    recipe.write_text(WRITE)
-    result = runner.run(str(recipe), [device], data_dir=tmp_path / name, progress=False, confirm=[device])
-    assert result.manifest["status"] == "completed", result.manifest.get("reason")
-    return result
+    return lab_drives.run_write(tmp_path, device, f"nvme-{name}", 32)
 
 
 def _report_of_the_live_run(result, written: int) -> None:

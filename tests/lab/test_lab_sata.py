@@ -11,47 +11,28 @@ module loaded, from its hwmon sensor) and leaves what the drive does not count e
 import csv
 import os
 import re
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from iolab.devices import health, thermal
-from iolab.engine import runner, store
+from iolab.engine import store
 from iolab.lab.vm import SATA_MODEL
 from iolab.report import driveidentity
+
+import lab_drives
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("clean_after")]
 
 SERIAL = "iolab-sata1"
 TEMPERATURE_C = 31  # qemu's SMART attribute 190: raw 0x1f
-WRITE = """
-name: sata-write
-description: 16 MiB region written for 2 s, direct
-isolation: none
-defaults: {size: 16M, runtime: 2}
-fio: {ioengine: psync, direct: 1}
-tests:
-  - name: WRITE
-    rw: write
-    bs: 1M
-"""
 
 
 @pytest.fixture(scope="module")
 def sata_disk() -> str:
     """The tier's SATA disk (``sda`` or so), found by the model the tier gave it (sysfs, as the kernel read it)."""
-    subprocess.run(["modprobe", "ahci"], check=False)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        for block in Path("/sys/block").glob("sd*"):
-            model = block / "device" / "model"
-            if model.exists() and model.read_text().strip() == SATA_MODEL:
-                return block.name
-        time.sleep(0.5)
-    seen = {b.name: os.path.realpath(b) for b in Path("/sys/block").iterdir()}
-    pytest.fail(f"no SATA disk of model {SATA_MODEL}: the lab tier attaches one (iolab lab --sata); block devices: {seen}")
+    return lab_drives.wait_for_disk("ahci", "sd*", lambda b: lab_drives.sysfs(b / "device" / "model") == SATA_MODEL,
+                                    f"SATA disk of model {SATA_MODEL}")
 
 
 def test_identity_link_and_controller_of_the_sata_drive(sata_disk):
@@ -84,10 +65,7 @@ def test_health_of_the_sata_drive_reads_attribute_190(sata_disk):
 
 def test_a_run_on_the_sata_drive_samples_its_temperature(sata_disk, tmp_path):
     device = f"/dev/{sata_disk}"
-    recipe = tmp_path / "sata.yaml"
-    recipe.write_text(WRITE)
-    result = runner.run(str(recipe), [device], data_dir=tmp_path / "run", progress=False, confirm=[device])
-    assert result.manifest["status"] == "completed", result.manifest.get("reason")
+    result = lab_drives.run_write(tmp_path, device, "sata-write", 16)
     target = result.manifest["targets"][0]
     drive = target["drives"][0]
     assert (drive["model"], drive["transport"]) == (SATA_MODEL, "sata") and drive["serial"].startswith("sha256:")
