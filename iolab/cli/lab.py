@@ -62,6 +62,7 @@ def add_arguments(parser) -> None:
 def _sizes(args) -> None:
     from iolab.core.errors import IolabError
     from iolab.core.units import parse_size
+    from iolab.lab.vm import check_sata_count
     for option, value in [("--scratch", args.scratch), ("--memory", args.memory)] + \
             [("--disk", value) for value in args.disk] + [("--nvme", value) for value in args.nvme] + \
             [("--sata", value) for value in args.sata]:
@@ -70,6 +71,7 @@ def _sizes(args) -> None:
             raise IolabError("a lab disk must be between 16M and 64T", context=f"{option} {value}")
     if args.cpus < 1:
         raise IolabError(f"must be at least 1, got {args.cpus}", context="--cpus")
+    check_sata_count(len(args.sata))
 
 
 def _config(args, command: list[str]):

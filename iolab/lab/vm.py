@@ -134,14 +134,14 @@ def vng_argv(config: LabConfig, disks: list[Path], script: Path,
     for index, (disk, serial) in enumerate(zip(disks, guest.disk_serials(disks_count(config)))):
         if "," in str(disk) or " " in str(disk):
             raise IolabError("must not contain ',' or spaces (qemu option syntax)", context=f"lab disk path {disk}")
-        qemu += ["-drive", f"if=none,id=iolab{index},file={disk},format=raw,{_cache(config, index)},aio=threads",
+        qemu += _drive(f"iolab{index}", disk, f"{_cache(config, index)},aio=threads") + [
                  "-device", f"virtio-blk-pci,drive=iolab{index},serial={serial}"]
     virtio = len(guest.disk_serials(disks_count(config)))
     qemu += nvme_options(disks[virtio:virtio + len(config.nvme)])
     qemu += sata_options(disks[virtio + len(config.nvme):])
     qemu += network_options(config.ssh_port)
     for index, (image, serial) in enumerate(zip(py_images, guest.py_serials(len(py_images)))):
-        qemu += ["-drive", f"if=none,id=iolabpy{index},file={image.image},format=raw,readonly=on",
+        qemu += _drive(f"iolabpy{index}", image.image, "readonly=on") + [
                  "-device", f"virtio-blk-pci,drive=iolabpy{index},serial={serial}"]
     argv = [str(find_vng()), "--disable-kvm", "-r", str(kernel), "--memory", config.memory,
             "--cpus", str(config.cpus), f"--qemu-opts={' '.join(qemu)}"]
@@ -159,6 +159,23 @@ NVME_PORT_SPEED, NVME_PORT_WIDTH = "8", "4"
 SATA_MODEL = "iolab-sata-ssd"
 
 
+#: an emulated drive's image reached directly: no host page cache between the guest's driver and the image file
+DIRECT = "cache=none,aio=threads"
+#: q35's built-in AHCI controller has six ports (ide.0 ... ide.5), one SATA drive each
+AHCI_PORTS = 6
+
+
+def _drive(drive_id: str, image: Path, options: str) -> list[str]:
+    """qemu's ``-drive`` for one raw image, attached by ``drive_id`` to the ``-device`` that follows it."""
+    return ["-drive", f"if=none,id={drive_id},file={image},format=raw,{options}"]
+
+
+def check_sata_count(count: int) -> None:
+    """Refuses more SATA drives than q35's AHCI controller has ports (the CLI asks before it makes anything)."""
+    if count > AHCI_PORTS:
+        raise IolabError(f"q35's AHCI controller has {AHCI_PORTS} ports", context=f"{count} SATA drives")
+
+
 def nvme_options(images: list[Path]) -> list[str]:
     """qemu's emulated NVMe controller (NVMe 1.4, a SMART / Health log, 50 C) over each image, each behind its own PCIe
     root port (Gen3 x4): ``nvme`` and ``smartctl`` in the guest have a real drive to read, and sysfs a real PCIe link;
@@ -167,7 +184,7 @@ def nvme_options(images: list[Path]) -> list[str]:
     for index, image in enumerate(images):
         options += ["-device", f"pcie-root-port,id=iolabport{index},bus=pcie.0,chassis={index + 1},"
                                f"x-speed={NVME_PORT_SPEED},x-width={NVME_PORT_WIDTH}",
-                    "-drive", f"if=none,id=iolabnvme{index},file={image},format=raw,cache=none,aio=threads",
+                    *_drive(f"iolabnvme{index}", image, DIRECT),
                     "-device", f"nvme,serial=iolab-nvme{index + 1},drive=iolabnvme{index},bus=iolabport{index}"]
     return options
 
@@ -176,11 +193,10 @@ def sata_options(images: list[Path]) -> list[str]:
     """A SATA SSD over each image on q35's built-in AHCI controller (ports ``ide.0`` ...): qemu's ATA disk answers
     IDENTIFY and SMART (attribute 190, airflow temperature), so ``smartctl`` reads a real ATA drive through the
     kernel's libata, and sysfs has its SATA link; serial ``iolab-sata1``, ... in order."""
-    if len(images) > 6:
-        raise IolabError("q35's AHCI controller has six ports", context=f"{len(images)} SATA drives")
+    check_sata_count(len(images))
     options = []
     for index, image in enumerate(images):
-        options += ["-drive", f"if=none,id=iolabsata{index},file={image},format=raw,cache=none,aio=threads",
+        options += [*_drive(f"iolabsata{index}", image, DIRECT),
                     "-device", f"ide-hd,drive=iolabsata{index},bus=ide.{index},serial=iolab-sata{index + 1},"
                                f"model={SATA_MODEL},rotation_rate=1"]
     return options

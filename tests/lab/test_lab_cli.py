@@ -25,6 +25,14 @@ def test_a_bad_disk_size_is_refused_naming_the_option():
     assert proc.returncode == 2 and "--disk 1K: a lab disk must be between 16M and 64T" in proc.stderr
 
 
+def test_more_sata_drives_than_ports_are_refused_before_anything_is_made(tmp_path):
+    argv = ["lab", "--data", "made-by-lab"] + ["--sata", "16M"] * 7 + ["--", "true"]
+    proc = iolab_cli(*argv, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "7 SATA drives: q35's AHCI controller has 6 ports" in proc.stderr
+    assert "booting" not in proc.stdout + proc.stderr and list(tmp_path.iterdir()) == []
+
+
 def test_no_command_is_an_error_with_an_example():
     proc = iolab_cli("lab", "--disk", "1G")
     assert proc.returncode == 2

@@ -36,5 +36,5 @@ def test_sata_drives_follow_the_nvme_drives_on_the_ahci_ports(tmp_path):
 
 def test_more_sata_drives_than_ahci_ports_are_refused(tmp_path):
     config = vm.LabConfig(scratch=None, sata=["16M"] * 7, python_images=False)
-    with pytest.raises(IolabError, match="six ports"):
+    with pytest.raises(IolabError, match="has 6 ports"):
         vm.vng_argv(config, [tmp_path / f"d{i}.img" for i in range(7)], tmp_path / "script.sh")
