@@ -7,7 +7,7 @@ I/O at a time (libaio on tmpfs: io_submit does each I/O before it returns, so Q3
 For each preset (default: crystaldiskmark's ``default`` and ``peak``):
 
 1. ``iolab run crystaldiskmark --preset P`` on the target, the recipe as it is (its engine choice:
-   libaio for ``default``, io_uring for ``peak`` where the kernel offers it), ``--repeat ROUNDS``;
+   io_uring for every preset where the kernel offers it, else libaio), ``--repeat ROUNDS``;
 2. plain fio, the same rows (rw, bs, iodepth, numjobs, runtime) on a file of the same size, with
    each engine setting worth trying here (libaio; io_uring plain, with fixedbufs and registerfiles,
    with registerfiles alone, and buffered; psync; pvsync2), and two controls: iolab's own job file

@@ -26,7 +26,7 @@ def add_arguments(parser) -> None:
                              "per MS milliseconds (kept in the run's raw/, drawn over time in the report)")
     parser.add_argument("--ioengine", metavar="NAME",
                         help="fio I/O engine for every test (libaio, io_uring, psync...: `fio --enghelp` lists "
-                             "them; default: the recipe's, io_uring where qd-sweep and the peak presets prefer it "
+                             "them; default: the recipe's, io_uring where qd-sweep and crystaldiskmark prefer it "
                              "and the kernel offers it); recorded in the manifest")
     parser.add_argument("--preset", help="recipe preset (e.g. crystaldiskmark: default, nvme, peak, nvme-peak, "
                                          "real-world, demo, mix)")

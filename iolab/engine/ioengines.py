@@ -2,7 +2,7 @@
 engine, not the device, set a figure.
 
 * :func:`choose` applies ``iolab run --ioengine NAME`` (a name ``fio --enghelp`` lists) or the recipe's
-  ``ioengine:`` preference (``prefer: io_uring``: qd-sweep, crystaldiskmark's peak presets) before a run
+  ``ioengine:`` preference (``prefer: io_uring``: qd-sweep, crystaldiskmark) before a run
   directory exists. The decision, and on a fallback its reason, go into the manifest (``ioengine``).
 * :func:`uring_facts` probes io_uring where fio will run it: fio lists the engine, the kernel's
   ``kernel.io_uring_disabled``, this process's seccomp mode, and a real ``io_uring_setup(2)`` under the

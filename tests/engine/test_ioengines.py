@@ -69,10 +69,10 @@ def test_a_preferring_recipe_falls_back_to_its_engine_with_the_reason():
     assert peak.fio["ioengine"] == "libaio"  # the loaded recipe itself is left as it was
 
 
-def test_only_the_peak_presets_and_qd_sweep_prefer_io_uring():
+def test_every_crystaldiskmark_preset_and_qd_sweep_prefer_io_uring():
     cdm = recipes.load("crystaldiskmark")
-    for preset, engine in (("default", "libaio"), ("real-world", "libaio"), ("peak", "io_uring"),
-                           ("nvme-peak", "io_uring"), ("nvme", "libaio")):
+    for preset, engine in (("default", "io_uring"), ("real-world", "io_uring"), ("peak", "io_uring"),
+                           ("nvme-peak", "io_uring"), ("nvme", "io_uring")):
         recipe, decision = ioengines.choose(cdm.with_overrides(preset=preset), facts=OFFERED)
         assert {s.options.get("ioengine", recipe.fio["ioengine"]) for s in recipe.steps()} == {engine}, preset
         assert decision["chosen"] == engine
@@ -163,13 +163,15 @@ def test_the_probe_tries_io_uring_where_fio_runs():
 
 
 @needs_fio
-def test_qd_sweep_and_peak_pick_io_uring_when_the_kernel_offers_it(tmp_path):
+def test_qd_sweep_and_crystaldiskmark_pick_io_uring_when_the_kernel_offers_it(tmp_path):
     usable = ioengines.uring_verdict(ioengines.uring_facts())[0]
     expected = "io_uring" if usable else "libaio"
     sweep, _ = runner.plan("qd-sweep", [str(tmp_path)], size="16M", runtime=1)
     peak, _ = runner.plan("crystaldiskmark", [str(tmp_path)], size="16M", runtime=1, preset="peak")
     default, _ = runner.plan("crystaldiskmark", [str(tmp_path)], size="16M", runtime=1)
-    assert sweep.fio["ioengine"] == peak.fio["ioengine"] == expected and default.fio["ioengine"] == "libaio"
+    assert sweep.fio["ioengine"] == peak.fio["ioengine"] == default.fio["ioengine"] == expected
+    quick, _ = runner.plan("quick", [str(tmp_path)], size="16M", runtime=1)
+    assert quick.fio["ioengine"] == "libaio"  # no preference: the recipe's own engine
     from iolab.engine import dryrun
     text = dryrun.dry_run("qd-sweep", [str(tmp_path)], size="16M", runtime=1)
     assert text.count(f"ioengine={expected}") == len(sweep.steps())
