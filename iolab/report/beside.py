@@ -180,11 +180,13 @@ def memory_text(manifest: dict, lang: str) -> str:
     return i18n.text("text.beside_memory", lang, ram=environment.size_text(ram))
 
 
-def device_text(manifest: dict) -> str:
-    """The environment table's device cell: the device's model and the file system the test files were on."""
+def device_text(manifest: dict, lang: str = "en") -> str:
+    """The environment table's device cell: the device's model (the kit's own descriptions in ``lang``,
+    :func:`iolab.report.i18n.device_description`) and the file system the test files were on."""
     target = (manifest.get("targets") or [{}])[0] or {}
-    model = environment.field(target, "device", "model") or target.get("spec") or target.get("path") or ""
-    return ", ".join(str(p) for p in (model, target.get("filesystem")) if p)
+    model = (i18n.device_description(environment.field(target, "device", "model"), lang)
+             or target.get("spec") or target.get("path") or "")
+    return i18n.comma_list([p for p in (model, target.get("filesystem")) if p], lang)
 
 
 def _with_environment(frame: pd.DataFrame, results: pd.DataFrame, manifests: pd.DataFrame, lang: str) -> pd.DataFrame:
@@ -203,7 +205,7 @@ def _with_environment(frame: pd.DataFrame, results: pd.DataFrame, manifests: pd.
         manifest = runs[0]
         cache, ram = _cache_bytes(manifest)
         frame.loc[rows.index, ["file_bytes", "cache_bytes", "ram_bytes"]] = [_file_bytes(manifest, benchmark), cache, ram]
-        frame.loc[rows.index, "device"] = " / ".join(dict.fromkeys(device_text(m) for m in runs))
+        frame.loc[rows.index, "device"] = " / ".join(dict.fromkeys(device_text(m, lang) for m in runs))
         frame.loc[rows.index, "memory"] = " / ".join(dict.fromkeys(memory_text(m, lang) for m in runs))
     return frame
 

@@ -77,7 +77,7 @@ def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
         "target_kind": target.get("kind"),
         "filesystem": target.get("filesystem"),
         "mount_options": target.get("mount_options"),
-        "device": device.get("model") or driveidentity.model_of(manifest),
+        "device": i18n.device_description(device.get("model"), lang) or driveidentity.model_of(manifest),
         "rotational": yes_no(device.get("rotational"), lang) if device.get("rotational") is not None else None,
         "scheduler": device.get("scheduler"),
         "emulated": emulated.get("profile") if emulated else None,

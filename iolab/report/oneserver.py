@@ -152,6 +152,6 @@ def _targets(manifest: dict, lang: str) -> list[str]:
         device = target.get("device") or {}
         rotational = device.get("rotational")
         kind = "" if rotational is None else _t("rotational" if rotational else "non_rotational", lang)
-        details = [x for x in (target.get("filesystem"), device.get("model"), kind) if x]
+        details = [x for x in (target.get("filesystem"), i18n.device_description(device.get("model"), lang), kind) if x]
         out.append(_t("target", lang, spec=target.get("spec"), details=i18n.comma_list(details, lang)))
     return out

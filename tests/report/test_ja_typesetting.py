@@ -101,12 +101,29 @@ def _from_data(md: str) -> set:
     host names, recipe and isolation mode names: the environment table's cells), and the recipe's tool line."""
     words = set()
     env = md.split("## テスト環境")[1].split("\n## ")[0]
+    device_row = f"| {i18n.text('labels.device', 'ja')} |"
     for line in env.splitlines():
-        if line.startswith("|") and not line.startswith("|---"):
+        # the device row is left out: the kit's own descriptions ('loop device', 'iolab emulated HDD (loop,
+        # throttled)') are translated (i18n.device_description); only a drive's model, which is not, is allowed
+        if line.startswith("|") and not line.startswith("|---") and not line.startswith(device_row):
             words |= set(_WORD.findall("|".join(line.split("|")[2:])))
+    words |= {word for model in _stored_device_models() if i18n.device_description(model, "ja") == model
+              for word in _WORD.findall(model)}
     # host names (a run that measured nothing is named by its host, outside the environment table)
     words |= {host.name for host in FIXTURES.iterdir() if host.is_dir()}
     return words
+
+
+def _stored_device_models() -> set:
+    """The device descriptions the fixture runs stored (targets[].device.model)."""
+    import json
+    models = set()
+    for path in FIXTURES.glob("*/*/manifest.json"):
+        for target in json.loads(path.read_text(encoding="utf-8")).get("targets") or []:
+            model = (target.get("device") or {}).get("model")
+            if model:
+                models.add(str(model))
+    return models
 
 
 def _visible_text(md: str) -> str:
