@@ -2,8 +2,8 @@
 engine, not the device, set a figure.
 
 * :func:`choose` applies ``iolab run --ioengine NAME`` (a name ``fio --enghelp`` lists) or the recipe's
-  ``ioengine:`` preference (``prefer: io_uring``: qd-sweep, crystaldiskmark) before a run
-  directory exists. The decision, and on a fallback its reason, go into the manifest (``ioengine``).
+  ``ioengine:`` preference (``prefer: io_uring``: qd-sweep, crystaldiskmark; ``depth_1: psync``: crystaldiskmark's
+  Q1 rows, where an asynchronous engine only adds a system call per I/O) before a run directory exists. The decision, and on a fallback its reason, go into the manifest (``ioengine``).
 * :func:`uring_facts` probes io_uring where fio will run it: fio lists the engine, the kernel's
   ``kernel.io_uring_disabled``, this process's seccomp mode, and a real ``io_uring_setup(2)`` under the
   run's confinement (bubblewrap drops every capability, so a kernel that allows io_uring to privileged
@@ -210,10 +210,24 @@ def choose(recipe, requested: str | None = None, *, facts: UringFacts | None = N
     facts = facts or uring_facts()
     usable, key, reason = uring_verdict(facts)
     decision = {"by": "recipe", "prefer": preference["prefer"], "io_uring": facts.describe()}
+    recipe, decision = _at_depth_1(recipe, preference.get("depth_1"), decision)
     if usable:
         return _with_engine(recipe, URING, every_test=False), {**decision, "chosen": URING}
     log.warning("%s: %s not used: %s; the tests run with %s", recipe.name, URING, reason, recipe_engine)
     return recipe, {**decision, "chosen": recipe_engine, "fallback": {"reason_key": key, "reason": reason}}
+
+
+def _at_depth_1(recipe, engine: str | None, decision: dict):
+    """The preference's ``depth_1`` engine on each test that keeps one I/O in flight (every iodepth 1) and names
+    no engine of its own; the decision lists those tests (``depth_1``: engine and tests)."""
+    tests = [t for t in recipe.tests if set(t.iodepth) == {1} and "ioengine" not in t.fio] if engine else []
+    if not tests:
+        return recipe, decision
+    recipe = copy.deepcopy(recipe)
+    for test in recipe.tests:
+        if test.name in {t.name for t in tests}:
+            test.fio["ioengine"] = engine
+    return recipe, {**decision, "depth_1": {"engine": engine, "tests": [t.name for t in tests]}}
 
 
 def _requestable(recipe, requested: str) -> None:

@@ -71,11 +71,21 @@ def test_a_preferring_recipe_falls_back_to_its_engine_with_the_reason():
 
 def test_every_crystaldiskmark_preset_and_qd_sweep_prefer_io_uring():
     cdm = recipes.load("crystaldiskmark")
-    for preset, engine in (("default", "io_uring"), ("real-world", "io_uring"), ("peak", "io_uring"),
-                           ("nvme-peak", "io_uring"), ("nvme", "io_uring")):
+    for preset in ("default", "real-world", "peak", "nvme-peak", "nvme"):
         recipe, decision = ioengines.choose(cdm.with_overrides(preset=preset), facts=OFFERED)
-        assert {s.options.get("ioengine", recipe.fio["ioengine"]) for s in recipe.steps()} == {engine}, preset
-        assert decision["chosen"] == engine
+        ran = {s.test: s.options.get("ioengine", recipe.fio["ioengine"]) for s in recipe.steps()}
+        # one I/O in flight: psync (one system call per I/O); deeper queues: io_uring
+        assert ran == {t: "psync" if t.split("-")[1].startswith("Q1T") else "io_uring" for t in ran}, (preset, ran)
+        assert decision["chosen"] == "io_uring"
+        assert decision.get("depth_1", {}).get("tests", []) == sorted({t for t, e in ran.items() if e == "psync"},
+                                                                      key=list(ran).index), preset
+    refused = _facts(disabled=2, setup_errno=errno.EPERM)
+    recipe, decision = ioengines.choose(cdm.with_overrides(preset="default"), facts=refused)
+    ran = {s.test: s.options.get("ioengine", recipe.fio["ioengine"]) for s in recipe.steps()}
+    assert ran == {"SEQ1M-Q8T1": "libaio", "SEQ1M-Q1T1": "psync", "RND4K-Q32T1": "libaio", "RND4K-Q1T1": "psync"}
+    assert decision["fallback"]["reason_key"] == "disabled"
+    recipe, decision = ioengines.choose(cdm.with_overrides(preset="default"), "libaio", facts=OFFERED)
+    assert {s.options.get("ioengine", recipe.fio["ioengine"]) for s in recipe.steps()} == {"libaio"}  # --ioengine: all
     sweep, decision = ioengines.choose(recipes.load("qd-sweep").with_overrides(), facts=OFFERED)
     assert sweep.fio["ioengine"] == "io_uring" and decision["prefer"] == "io_uring"
     assert ioengines.choose(recipes.load("quick").with_overrides(), facts=OFFERED)[0].fio["ioengine"] == "libaio"
