@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -210,6 +211,8 @@ def main() -> int:
     parser.add_argument("--runtime", type=int, default=2, help="seconds per pass (default 2)")
     parser.add_argument("--rounds", type=int, default=2, help="passes per row and setting (iolab's too)")
     args = parser.parse_args()
+    # a kill ends the benchmark as Ctrl-C does: the running fio is killed and the tmpfs it mounted is unmounted
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     below = 0
     with ram_target(args.target, parse_size(args.size)) as target, tempfile.TemporaryDirectory() as data:
         for preset in args.presets.split(","):
