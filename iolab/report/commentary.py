@@ -35,7 +35,7 @@ from iolab.core.errors import IolabError
 from iolab.report import i18n, reasons, verdicts
 from iolab.report.cache_commentary import cache_effects, cache_pairs, cache_sentences
 from iolab.report.commentary_base import (KNOWN_FLAGS, Rules, checked_summary, groups_by_test, higher_is_better,
-                                          prose_value)
+                                          is_time, prose_value)
 
 _t = i18n.scoped("commentary")
 
@@ -295,36 +295,74 @@ def _pct_range(a: float, b: float) -> str:
     return lo if lo == hi else f"{lo}–{hi}"
 
 
-def _versus_item(system: str, low: float, high: float, *, higher: bool, lang: str, rules: Rules) -> str:
+def _versus_item(system: str, low: float, high: float, *, higher: bool, lang: str, rules: Rules,
+                 time: bool = False) -> str:
     """One system against the baseline over a group of tests, from its advantage factors ``low``-``high``
     (above 1: better than the baseline; for a lower-is-better metric the baseline's value over the system's).
     Better everywhere, worse everywhere or mixed, each said as such ("slower", "higher"), in percent when
     every factor either way is below ``rules.pct_below`` (the winners' rule: never "0.9-1.0x as fast" or
-    "1.0x as high"), else as a factor."""
-    side = "higher" if higher else "lower"
-    if low >= 1:  # better in every test of the group
-        if high < rules.pct_below:
-            pct = _pct_range(low - 1, high - 1) if higher else _pct_range(1 - 1 / low, 1 - 1 / high)
-            return _t(f"vs_item_{side}_pct", lang, system=system, pct=pct)
-        key = f"vs_item_{side}" if not higher else i18n.magnitude_key(f"vs_item_{side}", low)
-        return _t(key, lang, system=system, factor=i18n.times_range(low, high, lang, fraction=not higher))
-    if high <= 1:  # worse in every test of the group
-        if 1 / low < rules.pct_below:
-            pct = _pct_range(1 - high, 1 - low) if higher else _pct_range(1 / high - 1, 1 / low - 1)
-            return _t(f"vs_item_{side}_worse_pct", lang, system=system, pct=pct)
-        key = f"vs_item_{side}_worse" if higher else i18n.magnitude_key(f"vs_item_{side}_worse", 1 / high)
-        return _t(key, lang, system=system, factor=i18n.times_range(1 / high, 1 / low, lang, fraction=higher))
-    if max(1 / low, high) < rules.pct_below:
-        worse, better = (1 - low, high - 1) if higher else (1 / low - 1, 1 - 1 / high)
-        return _t(f"vs_item_{side}_mixed_pct", lang, system=system, worse=i18n.percent(worse),
-                  better=i18n.percent(better))
-    return _t(f"vs_item_{side}_mixed", lang, system=system, worse=i18n.times(1 / low, lang, fraction=higher),
-              better=i18n.times(high, lang, fraction=not higher))
+    "1.0x as high"), else as a factor. A range one way whose near end would print as "1.0" (near end first) and a
+    mixed range (worse end first) are said end by end, each with its
+    direction and a near end as "on par" / 「同等」: never "1.0x", never 「1.3倍から2.5分の1まで」. ``time``: the
+    metric is a time (latency, seconds), which Japanese says short or long (短い／長い), not low or high."""
+    kind = "higher" if higher else "time" if time else "lower"
+    if low >= 1 and high < rules.pct_below:  # better in every test, by less than pct_below
+        pct = _pct_range(low - 1, high - 1) if higher else _pct_range(1 - 1 / low, 1 - 1 / high)
+        return _t("vs_item", lang, system=system, amount=_t(f"vs_amount.{kind}_better_pct", lang, factor=pct))
+    if low >= 1 and not _near_one(low):  # better in every test
+        return _t("vs_item", lang, system=system, amount=_amount("vs_amount", kind, "better", low, high, lang))
+    if high <= 1 and 1 / low < rules.pct_below:  # worse in every test, by less than pct_below
+        pct = _pct_range(1 - high, 1 - low) if higher else _pct_range(1 / high - 1, 1 / low - 1)
+        return _t("vs_item", lang, system=system, amount=_t(f"vs_amount.{kind}_worse_pct", lang, factor=pct))
+    if high <= 1 and not _near_one(1 / high):  # worse in every test
+        return _t("vs_item", lang, system=system,
+                  amount=_amount("vs_amount", kind, "worse", 1 / high, 1 / low, lang))
+    # mixed: end by end, worse end first, all in percent when every factor is below pct_below (each end said
+    # exactly, a near one too); one way with a near end that would print as 1.0: near end first
+    in_pct = max(1 / low, high) < rules.pct_below
+    ends = [_range_end(f, kind, lang, rules, in_pct=in_pct) for f in (low, high)]
+    if high <= 1:
+        ends.reverse()
+    return _t("vs_item_mixed", lang, system=system, start=ends[0], end=ends[1])
+
+
+def _near_one(factor: float) -> bool:
+    """True when a factor (1 or more) prints as ``1.0`` (:func:`iolab.report.i18n.factor`): no range starts there."""
+    return i18n.factor(factor) == i18n.factor(1.0)
+
+
+def _amount(table: str, kind: str, way: str, low: float, high: float, lang: str) -> str:
+    """How much and which way (``table``: ``vs_amount`` or ``vs_end``) for factors ``low``-``high`` (each 1 or
+    more) in the form the language says it for ``kind`` and ``way`` (the locale's ``factor_forms``: ``2.5x`` /
+    ``2.5倍`` or ``by a factor of 2.5`` / ``2.5分の1``); from :data:`i18n.MAGNITUDE_FROM` up as orders of
+    magnitude."""
+    fraction = _t(f"factor_forms.{kind}_{way}", lang) == "by"
+    key = i18n.magnitude_key(f"{table}.{kind}_{way}", low)
+    return _t(key, lang, factor=i18n.times_range(low, high, lang, fraction=fraction))
+
+
+def _range_end(factor: float, kind: str, lang: str, rules: Rules, *, in_pct: bool = False) -> str:
+    """One end of a range said with its direction: "on par" / 「同等の…」 within ``rules.tolerance`` of 1 (the tie
+    rule of :mod:`iolab.report.verdicts`, which ``vs_par`` and the findings' "no clear winner" use too), in percent
+    below ``rules.pct_below`` (``in_pct``: in percent whatever its size), else as a factor ("slower by a factor
+    of 2.5" / 「2.5分の1の速さ」, "1.3x as high" / 「1.3倍長い値」)."""
+    way = "better" if factor > 1 else "worse"
+    size = factor if factor > 1 else 1 / factor
+    if verdicts.within(factor, 1.0, rules.tolerance) and not in_pct:
+        return _t(f"vs_end.{kind}_par", lang)
+    if size < rules.pct_below or in_pct:
+        if kind == "higher":
+            pct = factor - 1 if factor > 1 else 1 - factor
+        else:
+            pct = 1 - 1 / factor if factor > 1 else 1 / factor - 1
+        return _t(f"vs_end.{kind}_{way}_pct", lang, factor=i18n.percent(pct))
+    return _amount("vs_end", kind, way, size, size, lang)
 
 
 def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: bool = True,
-                    rules: Rules = Rules()) -> list[str]:
-    """Per group: each system's factor range over the baseline."""
+                    rules: Rules = Rules(), time: bool = False) -> list[str]:
+    """Per group: each system's factor range over the baseline (``time``: the metric is a time, see
+    :func:`_versus_item`)."""
     out = []
     for group in dict.fromkeys(ranges["group"]):
         part = ranges[ranges["group"] == group]
@@ -339,7 +377,8 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
             apart = apart.sort_values("high", ascending=False, kind="stable")
             apart, rest = apart.head(rules.top), apart.iloc[rules.top:]
         for _, row in apart.iterrows():
-            items.append(_versus_item(row["system"], row["low"], row["high"], higher=higher, lang=lang, rules=rules))
+            items.append(_versus_item(row["system"], row["low"], row["high"], higher=higher, lang=lang, rules=rules,
+                                      time=time))
         if rest is not None:
             factors = pd.concat([rest["low"], rest["high"]])
             items.append(_t("vs_rest", lang, n=len(rest), factor=i18n.times_range(factors.min(), factors.max(), lang),
@@ -427,9 +466,9 @@ def describe(summary: pd.DataFrame, *, lang: str = "en", baseline: str | None = 
             compared = frame.loc[frame["cache_isolated"] & frame["value"].notna(), "system"].nunique()
             repeats = compared <= 2 and not ranges.empty and ranges["tests"].map(len).max() <= 1
             if not ranges.empty and not repeats:
-                paragraphs.append(" ".join(group_sentences(ranges, baseline, lang=lang, higher=higher, rules=rules))
-                                  if lang == "en" else "".join(group_sentences(ranges, baseline, lang=lang,
-                                                                              higher=higher, rules=rules)))
+                sentences = group_sentences(ranges, baseline, lang=lang, higher=higher, rules=rules,
+                                            time=is_time(frame["unit"].iloc[0]))
+                paragraphs.append(i18n.join_sentences(sentences, lang))
     pairs = cache_pairs(frame) if pairs is None else pairs
     effects = cache_effects(frame, pairs, rules=rules)
     if not effects.empty:

@@ -59,6 +59,15 @@ def groups_by_test(frame: pd.DataFrame):
         yield test, direction, frame[(frame["test"] == test) & (frame["direction"] == direction)]
 
 
+#: Units of time: a metric in one of them is a duration (latency, elapsed seconds), said short or long in Japanese.
+TIME_UNITS = ("ns", "us", "µs", "ms", "s", "min")
+
+
+def is_time(unit) -> bool:
+    """True when ``unit`` is a unit of time (``ms``, ``µs``, ``s``...)."""
+    return isinstance(unit, str) and unit.strip() in TIME_UNITS
+
+
 def prose_value(value: float, unit: str, lang: str, *, published: bool) -> str:
     """A value and its unit in a sentence: as the article printed it (``published``) or rounded as measured."""
     number = i18n.as_published(value) if published else i18n.number(value)

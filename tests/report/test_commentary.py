@@ -149,6 +149,10 @@ def test_cache_effects_inflated_helped_unaffected_unmeasurable():
     assert "Against disk, probably helped by the cache: rnd_write at 22.2 MB/s, 4.7x better." in text
     ja = commentary.describe(s, lang="ja")
     assert "キャッシュによって水増しされた値" in ja
+    # 'diskと比べた22.2 MB/秒で4.7倍良いrnd_write' read backwards: now the test, by how much, which way, the figure
+    # (the English sentence's facts)
+    assert "diskと比べて、rnd_writeは4.7倍速い（22.2 MB/秒）。おそらくキャッシュの助けを受けている。" in ja
+    assert "と比べた" not in ja and "倍良い" not in ja
 
 
 def test_caveats_from_flags_and_variance():
@@ -268,9 +272,12 @@ def test_cache_worse_is_said_and_close_only_when_close():
     assert effects.loc["a", "verdict"] == "worse"
     text = commentary.describe(s, lang="en")
     assert "Against disk, worse than the isolated run: a at 43.0 MB/s, 2.3x worse" in text
-    assert "b: close to disk (1.0x)" in text.replace("**", "")
+    assert "b: close to disk (within 4.0%)" in text.replace("**", "")  # was '(1.0x)'
     assert "close" not in text.split("b: close")[1]  # 1.7x is not called close
-    assert "2.3倍悪い" in commentary.describe(s, lang="ja")
+    assert "1.0x" not in text
+    ja = commentary.describe(s, lang="ja")
+    assert "aは2.3倍遅い（43.0 MB/秒）。隔離した測定より悪い。" in ja
+    assert "bはdiskに近い（差は4.0%以内）" in ja and "1.0倍" not in ja
 
 
 def test_variance_caveat_uses_the_flags_threshold_and_grades_it():
@@ -337,7 +344,10 @@ def test_lower_is_better_against_a_baseline_never_says_n_times_lower():
     assert "SSD ranges from 1.3x as high to lower by a factor of 2.5" in text  # 130/100 and 100/40
     assert "SSD is 3.0x as high" in text  # 300/100
     ja = commentary.describe(s, lang="ja", baseline="HDD", groups=groups)
-    assert "SSDは2.5–28分の1" in ja
+    # a latency is said short or long, each end of a mixed range with its direction ('1.3倍から2.5分の1まで' had none)
+    assert "SSDは2.5–28倍短い" in ja
+    assert "SSDは1.3倍長い値から2.5倍短い値まで" in ja
+    assert "分の1まで" not in ja and "1.0分の1" not in ja
 
 
 @pytest.mark.parametrize("metric, values, en, ja", [
@@ -351,21 +361,37 @@ def test_lower_is_better_against_a_baseline_never_says_n_times_lower():
     ("bw_mbps", [(100.0, 40.0), (100.0, 300.0)], "SSD ranges from slower by a factor of 2.5 to 3.0x as fast",
      "SSDは2.5分の1の速さから3.0倍の速さまで"),
     # sql-bench's insert, 410 s against 426 s, was "1.0x as high"; connect 61 against 55 "lower by a factor of 1.1"
-    ("elapsed_s", [(410.0, 426.0), (400.0, 430.0)], "SSD is 3.9–7.5% higher", "SSDは3.9–7.5%高い"),
-    ("elapsed_s", [(61.0, 55.0), (60.0, 52.0)], "SSD is 9.8–13% lower", "SSDは9.8–13%低い"),
+    # seconds are a time: short or long in Japanese
+    ("elapsed_s", [(410.0, 426.0), (400.0, 430.0)], "SSD is 3.9–7.5% higher", "SSDは3.9–7.5%長い"),
+    ("elapsed_s", [(61.0, 55.0), (60.0, 52.0)], "SSD is 9.8–13% lower", "SSDは9.8–13%短い"),
     ("elapsed_s", [(61.0, 55.0), (400.0, 430.0)], "SSD ranges from 7.5% higher to 9.8% lower",
-     "SSDは7.5%高い値から9.8%低い値まで"),
+     "SSDは7.5%長い値から9.8%短い値まで"),
+    # a near end within the tie rule (verdicts.TIE_TOLERANCE, 3%) is said 'on par', never '1.0x' / '1.0分の1';
+    # one that would print as 1.0 but is no tie in percent
+    ("bw_mbps", [(100.0, 98.0), (100.0, 250.0)], "SSD ranges from on par to 2.5x as fast",
+     "SSDは同等の速さから2.5倍の速さまで"),
+    ("bw_mbps", [(100.0, 98.0), (100.0, 24.4)], "SSD ranges from on par to slower by a factor of 4.1",
+     "SSDは同等の速さから4.1分の1の速さまで"),
+    ("bw_mbps", [(100.0, 96.4), (100.0, 70.0)], "SSD ranges from 3.6% slower to slower by a factor of 1.4",
+     "SSDは3.6%遅い値から1.4分の1の速さまで"),
+    ("lat_mean_us", [(100.0, 102.0), (100.0, 40.0)], "SSD ranges from on par to lower by a factor of 2.5",
+     "SSDは同等の値から2.5倍短い値まで"),
+    ("lat_mean_us", [(100.0, 130.0), (100.0, 87.0)], "SSD ranges from 1.3x as high to 13% lower",
+     "SSDは1.3倍長い値から13%短い値まで"),
+    ("bw_mbps", [(100.0, 104.0), (100.0, 250.0)], "SSD ranges from 4.0% faster to 2.5x as fast",
+     "SSDは4.0%速い値から2.5倍の速さまで"),
 ])
 def test_a_factor_near_one_is_said_in_percent_and_worse_is_said_as_such(metric, values, en, ja):
     """Item 5 of the editor's list: never "0.9-1.0x as fast" or "1.0x as high"; slower and higher said as such."""
     rows = []
     for test, (hdd, ssd) in zip(("T1", "T2"), values):
         rows += [("HDD", test, "", hdd), ("SSD", test, "", ssd)]
-    s = summary(rows, metric=metric, unit="s" if metric == "elapsed_s" else "MB/s")
+    s = summary(rows, metric=metric, unit={"elapsed_s": "s", "lat_mean_us": "µs"}.get(metric, "MB/s"))
     groups = {"both": ["T1", "T2"]}
     text = commentary.describe(s, lang="en", baseline="HDD", groups=groups)
     assert en in text and " 0." not in text.replace("0.9", "") and "1.0x" not in text, text
-    assert ja in commentary.describe(s, lang="ja", baseline="HDD", groups=groups)
+    japanese = commentary.describe(s, lang="ja", baseline="HDD", groups=groups)
+    assert ja in japanese and "1.0倍" not in japanese and "1.0分の1" not in japanese, japanese
 
 
 def test_one_caveat_names_every_system_it_concerns_once():
