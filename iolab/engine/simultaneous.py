@@ -30,6 +30,7 @@ import os
 
 import pandas as pd
 
+from iolab.analysis import together
 from iolab.core.errors import IolabError, run_option
 from iolab.engine import fio, ioengines, targets as targets_mod
 from iolab.engine.fio.passes import pass_suffix
@@ -51,7 +52,7 @@ TOTAL_FLAG = "simultaneous_total"
 SERIALISING = ("stonewall", "wait_for")
 #: figures that add up over targets measured at once
 _SUMMED = ("io_bytes", "cpu_usr_pct", "cpu_sys_pct", "dev_read_bytes", "dev_write_bytes")
-#: rates: the targets' I/O (rate x own runtime) over the longest runtime
+#: rates: the targets' I/O over the longest runtime (iolab.analysis.together)
 _RATES = ("bw_mbps", "iops", "bw_total_mbps", "iops_total")
 
 
@@ -126,13 +127,9 @@ def total_rows(frames: list[pd.DataFrame], name: str) -> pd.DataFrame:
             if column in part:
                 row[column] = pd.to_numeric(part[column], errors="coerce").sum(min_count=1)
         runtime = pd.to_numeric(part["runtime_s"], errors="coerce")
-        timed = bool(runtime.notna().all() and (runtime > 0).all())  # else each rate counts as it is
         for column in [c for c in _RATES if c in part]:
-            rate = pd.to_numeric(part[column], errors="coerce")
-            row[column] = (rate * runtime).sum(min_count=1) / runtime.max() if timed else rate.sum(min_count=1)
-        ios = pd.to_numeric(part["iops"], errors="coerce") * (runtime if timed else 1)
-        lat = pd.to_numeric(part["lat_mean_us"], errors="coerce")
-        row["lat_mean_us"] = (lat * ios).sum(min_count=1) / ios.sum() if ios.sum() > 0 else float("nan")
+            row[column] = together.total_rate(part[column], runtime)
+        row["lat_mean_us"] = together.mean_latency(part["lat_mean_us"], part["iops"], runtime)
         row["lat_max_us"] = pd.to_numeric(part["lat_max_us"], errors="coerce").max()
         for column in ("lat_p50_us", "lat_p99_us", "lat_p999_us"):
             row[column] = float("nan")

@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
+from iolab.analysis import together
 from iolab.engine.fio.parse import parse_output
 from iolab.engine.store import order_columns
 from iolab.fleet.hostplan import LOG_MS
@@ -119,7 +120,8 @@ def start_times(logdir: Path, names: Iterable[str]) -> dict:
 
 
 def aggregate(frames: dict, *, fleet_id: str, label: str, expected: Sequence[str]) -> pd.DataFrame:
-    """Sum over hosts per test x rep x direction (see the module notes for each column)."""
+    """The hosts' rows per test x rep x direction added up (see :mod:`iolab.fleet.runs` for each column): rates
+    and mean latency as for any parts measured at once (:mod:`iolab.analysis.together`)."""
     parts = [f for f in frames.values() if f is not None and len(f)]
     if not parts:
         return pd.DataFrame()
@@ -129,9 +131,7 @@ def aggregate(frames: dict, *, fleet_id: str, label: str, expected: Sequence[str
     keys = ["recipe", "test", "job", "rep", "direction"]
     for key, group in table.groupby(keys, dropna=False, sort=False):
         measured = sorted(group["host"].unique())
-        iops = group["iops"].fillna(0)
-        weights = iops if iops.sum() > 0 else None
-        mean_lat = (group["lat_mean_us"] * weights).sum() / weights.sum() if weights is not None else math.nan
+        runtime = pd.to_numeric(group["runtime_s"], errors="coerce")
         missing = [h for h in expected if h not in measured]
         errors = [e for e in group["error"].dropna().unique() if e]
         flags = ["fleet_aggregate"] + (["partial_fleet"] if missing else [])
@@ -140,8 +140,10 @@ def aggregate(frames: dict, *, fleet_id: str, label: str, expected: Sequence[str
         row = dict(zip(keys, key))
         row.update(
             run_id=fleet_id, host=ALL_HOSTS, label=label, bs=group["bs"].iloc[0], iodepth=group["iodepth"].iloc[0],
-            numjobs=int(group["numjobs"].fillna(1).sum()), bw_mbps=group["bw_mbps"].sum(), iops=iops.sum(),
-            lat_mean_us=mean_lat, lat_p50_us=math.nan, lat_p99_us=math.nan, lat_p999_us=math.nan,
+            numjobs=int(group["numjobs"].fillna(1).sum()),
+            bw_mbps=together.total_rate(group["bw_mbps"], runtime), iops=together.total_rate(group["iops"], runtime),
+            lat_mean_us=together.mean_latency(group["lat_mean_us"], group["iops"], runtime),
+            lat_p50_us=math.nan, lat_p99_us=math.nan, lat_p999_us=math.nan,
             lat_max_us=group["lat_max_us"].max(), cpu_usr_pct=math.nan, cpu_sys_pct=math.nan,
             io_bytes=group["io_bytes"].sum(), runtime_s=group["runtime_s"].max(),
             isolation=group["isolation"].iloc[0], error=error, target=None, tool="fio",

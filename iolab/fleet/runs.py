@@ -53,9 +53,12 @@ fio JSON document with ``jobs``, ``results.csv``, ``manifest.json`` with a
 holding fio's untouched combined output (``raw/``), per-host IOPS logs
 (``logs/``), a manifest saying which hosts completed and which failed (and
 why), and — for simultaneous runs — ``results.csv`` with the **aggregate**:
-host ``all``, one row per test x repetition x direction, ``bw_mbps``, ``iops``,
-``io_bytes`` summed over the hosts that delivered results, ``lat_mean_us``
-weighted by IOPS, ``lat_max_us`` the maximum, percentiles left empty (a
+host ``all``, one row per test x repetition x direction, ``io_bytes`` summed over
+the hosts that delivered results, ``bw_mbps`` and ``iops`` their I/O over the
+longest host's runtime and ``lat_mean_us`` weighted by each host's I/O count
+(:mod:`iolab.analysis.together`, as ``--simultaneous`` adds up targets: a host
+that finished early does not count as if it had run the whole time),
+``lat_max_us`` the maximum, percentiles left empty (a
 percentile of a union is not a function of the parts' percentiles; per-host
 tails are in the host rows), ``n_hosts``/``hosts_measured``, and
 ``start_spread_ms``. A sequential run has no aggregate (the hosts did not run
