@@ -138,16 +138,19 @@ _EMULATED_LABELS = (re.compile(r"^emulated (?P<name>\S.*)$"), re.compile(r"^(?P<
 def display_name(label: str, manifest: dict, lang: str = "en") -> str:
     """A run's label as a page in ``lang`` names it: an emulated device's label in the kit's wording
     (``emulated hdd``, ``HDD (emulated)``) in the page's language (``hdd（エミュレート）``) when every target of
-    the run was emulated; any other label, and every label in English, as the run gave it."""
+    the run was emulated; any other label with the page's brackets (:func:`iolab.report.i18n.page_name`, the one
+    bracket rule the article systems follow too: ``ssd (raid0)`` -> ``ssd（raid0）`` on a Japanese page), so
+    tables, headings, chart legends and sentences all print it so; every label in English as the run gave it."""
     targets = manifest.get("targets") if isinstance(manifest.get("targets"), list) else []
     emulated = bool(targets) and all(isinstance(t, dict) and t.get("kind") == "emulated" for t in targets)
-    if lang == "en" or not emulated:
+    if lang == "en":
         return label
-    for pattern in _EMULATED_LABELS:
-        match = pattern.match(label)
-        if match:
-            return i18n.text("system_names.emulated", lang, name=match.group("name"))
-    return label
+    if emulated:
+        for pattern in _EMULATED_LABELS:
+            match = pattern.match(label)
+            if match:
+                return i18n.text("system_names.emulated", lang, name=i18n.page_name(match.group("name"), lang))
+    return i18n.page_name(label, lang)
 
 
 def system_names(manifests: pd.DataFrame, lang: str = "en") -> list[str]:

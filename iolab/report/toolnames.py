@@ -35,10 +35,11 @@ def describe(tool, lang: str, *, unknown: str = "") -> str:
 
 def qualified(name: str, lang: str) -> str:
     """``CrystalDiskMark 8 (smoke subset)`` -> ``CrystalDiskMark 8（一部のテストのみ）``: a recipe's own words after the
-    tool's name, in the page's language where the locale has them (``tool_qualifiers``), else as written."""
+    tool's name, in the page's language where the locale has them (``tool_qualifiers``), else as written in the
+    page's brackets (``tiobench 0.3.3 (tiotest)`` -> ``tiobench 0.3.3（tiotest）`` on a Japanese page)."""
     name = str(name)
     base, bracket, rest = name.partition(" (")
     qualifier = rest[:-1] if bracket and rest.endswith(")") else ""
     if not qualifier or not i18n.has(f"tool_qualifiers.{qualifier}", lang):
-        return name
+        return i18n.page_name(name, lang)  # a qualifier of the recipe's own words: the page's brackets
     return base + i18n.paren(i18n.text(f"tool_qualifiers.{qualifier}", lang), lang)
