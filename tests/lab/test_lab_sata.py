@@ -5,12 +5,13 @@ The tier attaches one (``iolab lab --sata 256M``: q35's built-in AHCI controller
 IDENTIFY and SMART; its SMART table has attribute 190 (Airflow_Temperature_Cel) at 31 C and no 194, and no
 written-data counter. These tests read the drive as iolab reads any SATA drive: the identity from smartctl
 and sysfs (the link the kernel trained, the AHCI controller behind it), a health snapshot, and a run on it
-that samples the temperature each second from smartctl's attribute 190 (or, with the kernel's ``drivetemp``
-module loaded, from its hwmon sensor) and leaves what the drive does not count empty, never guessed.
+that samples the temperature each second from smartctl's attribute 190 and leaves what the drive does not
+count empty, never guessed; with the kernel's ``drivetemp`` loaded, which declines this drive, still from smartctl.
 """
 import csv
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,35 @@ def test_a_run_on_the_sata_drive_samples_its_temperature(sata_disk, tmp_path):
     manifest = {**store.read_manifest(result.path), "run_dir": str(result.path)}
     fields = driveidentity.identity_fields(manifest)
     assert fields["link"] and fields["not_read"] is None, fields
+
+
+
+@pytest.fixture
+def drivetemp():
+    """The kernel's ``drivetemp`` module loaded (it offers itself to every SCSI disk as it registers), and
+    unloaded afterwards."""
+    loaded = subprocess.run(["modprobe", "drivetemp"], capture_output=True, text=True)
+    assert loaded.returncode == 0, f"modprobe drivetemp: {loaded.stderr.strip()}"
+    try:
+        yield Path("/sys/module/drivetemp")
+    finally:
+        subprocess.run(["rmmod", "drivetemp"], check=False)
+
+
+def test_drivetemp_declines_the_drive_and_the_temperature_still_comes_from_smartctl(sata_disk, drivetemp, tmp_path):
+    """drivetemp takes only drives that say they are SATA: the kernel's ata_id_is_sata wants IDENTIFY word 93 (the
+    hardware reset result a parallel ATA drive reports) to be 0, and qemu's ATA disk sets it (0x6001). So the
+    module, loaded, makes no sensor for this drive, and iolab reads its temperature from smartctl as before and
+    says so: a sensor is used where the kernel made one, never assumed. (A drive drivetemp takes is read as
+    nvme's is, from hwmon temp1: test_lab_nvme.)"""
+    assert drivetemp.is_dir()
+    identify = subprocess.run(["hdparm", "--Istdout", f"/dev/{sata_disk}"], capture_output=True, text=True)
+    # "/dev/sda:" then IDENTIFY's 256 words, in hex
+    words = [int(w, 16) for w in re.findall(r"\b[0-9a-f]{4}\b", identify.stdout.split(":", 1)[-1], re.I)]
+    assert len(words) == 256 and words[93] != 0, identify.stdout[:200]
+    assert not list(Path(f"/sys/block/{sata_disk}/device").glob("hwmon*/**/temp1_input"))
+    found, missing = thermal.sources([sata_disk])
+    assert missing == {} and [(s.how, s.read()) for s in found] == [("smartctl", TEMPERATURE_C)], found
+    result = lab_drives.run_write(tmp_path, f"/dev/{sata_disk}", "sata-drivetemp", 16)
+    assert result.manifest["targets"][0]["temperature_sources"][f"/dev/{sata_disk}"] == "smartctl"
+    assert result.results.iloc[0]["temp_max_c"] == TEMPERATURE_C
