@@ -37,7 +37,11 @@ COUNTERS = {
     "thermal_transitions": "count",
 }
 #: the columns of :func:`health_deltas`
-DELTA_COLUMNS = ("system", "run_id", "target", "device", "counter", "kind", "before", "after", "delta", "unread")
+DELTA_COLUMNS = ("system", "run_id", "target", "device", "counter", "kind", "before", "after", "delta", "unread",
+                 "virtual")
+#: how a block device is attached when it is no drive but the kernel's own (iolab.devices.health.transport): a loop
+#: device (a file), md, device-mapper, zram...: it has no health counters of its own, the drives beneath it do
+VIRTUAL_TRANSPORTS = frozenset({"loop", "md", "device-mapper", "virtual"})
 #: the columns of :func:`temperature_series`
 SERIES_COLUMNS = ("run_id", "target", "step", "rep", "device", "sensor", "elapsed_s", "temperature_c", "utc")
 _SERIES_FILE = re.compile(r"^(?P<step>.+)-(?P<rep>\d+)\.temp\.csv$")
@@ -62,9 +66,11 @@ def _by_device(snapshots) -> dict:
 def _target_rows(system: str, run_id, target: dict) -> list[dict]:
     rows = []
     before, after = _by_device(target.get("health_before")), _by_device(target.get("health_after"))
+    transports = {d.get("device"): d.get("transport") for d in target.get("drives") or [] if isinstance(d, dict)}
     for device in list(dict.fromkeys([*before, *after])):
         then, now = before.get(device, {}), after.get(device, {})
-        base = {"system": system, "run_id": run_id, "target": target.get("name"), "device": device}
+        base = {"system": system, "run_id": run_id, "target": target.get("name"), "device": device,
+                "virtual": transports.get(device) in VIRTUAL_TRANSPORTS}
         counters = [c for c in COUNTERS if _number(then.get(c)) is not None or _number(now.get(c)) is not None]
         if not counters:
             rows.append({**base, "counter": None, "kind": None, "before": None, "after": None, "delta": None,
@@ -80,7 +86,8 @@ def _target_rows(system: str, run_id, target: dict) -> list[dict]:
 def health_deltas(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per system, drive and counter: ``before``, ``after`` and ``delta`` (after - before; None
     when a snapshot lacks the counter), ``kind`` (:data:`COUNTERS`); a drive without any counter gets one
-    row with ``counter`` None and ``unread`` the tools' reasons. ``names`` name the systems (default the
+    row with ``counter`` None and ``unread`` the tools' reasons; ``virtual``: the device is the kernel's own
+    (:data:`VIRTUAL_TRANSPORTS`), no drive, so nothing had counters to read. ``names`` name the systems (default the
     manifests' ``system_name``, ``label`` or ``host``). Runs from before health was recorded add no rows."""
     records = manifests.to_dict("records") if isinstance(manifests, pd.DataFrame) else list(manifests)
     if names is not None and len(names) != len(records):

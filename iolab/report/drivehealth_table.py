@@ -87,13 +87,18 @@ def health_table(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[st
 
 def unread_line(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str] | None = None,
                 lang: str = "en") -> str | None:
-    """One sentence: the drives no tool could read, each with the tools' reasons; None when there are none."""
+    """The drives no tool could read, each with the tools' reasons, and the systems on a device that is no drive
+    (a loop device, md, device-mapper: nothing to read); None when there are none."""
     i18n.check_lang(lang)
     deltas = health_deltas(_records(manifests), names=run_names(manifests, names))
     unread = deltas[deltas["counter"].isna()]
     if unread.empty:
         return None
     # a system's runs on the same drive say the same: once each (the run-name suffix dropped)
-    said = dict.fromkeys((str(row["system"]).split(" · ")[0], str(row["unread"])) for _, row in unread.iterrows())
-    items = [f"**{system}**{i18n.paren(why, lang)}" for system, why in said]
-    return _t("unread", lang, drives=i18n.join(items, lang))
+    said = dict.fromkeys((str(row["system"]).split(" · ")[0], str(row["unread"]), bool(row["virtual"]))
+                         for _, row in unread.iterrows())
+    drives = [f"**{system}**{i18n.paren(why, lang)}" for system, why, virtual in said if not virtual]
+    virtual = list(dict.fromkeys(f"**{system}**" for system, _, is_virtual in said if is_virtual))
+    sentences = ([_t("unread", lang, drives=i18n.join(drives, lang))] if drives else []) + \
+        ([_t("unread_virtual", lang, n=len(virtual), systems=i18n.join(virtual, lang))] if virtual else [])
+    return i18n.join_sentences(sentences, lang)

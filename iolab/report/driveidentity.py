@@ -12,7 +12,7 @@ device) as None. Runs from before drives were recorded give no identity rows at 
 """
 from __future__ import annotations
 
-from iolab.analysis.drivehealth import stated_limit
+from iolab.analysis.drivehealth import VIRTUAL_TRANSPORTS, stated_limit
 from iolab.core.units import human_size
 from iolab.report import i18n
 
@@ -140,7 +140,9 @@ def _drive_fields(drive: dict, lang: str) -> dict:
             "sectors": _sectors(drive, lang), "nvme_format": _nvme_format(drive, lang),
             "link": _link(drive, lang), "controller": _controller(drive, lang),
             "temperature_limits": _temperature_limits(drive, lang),
-            "serial": _plain(drive, "serial", lang), "not_read": reasons(drive) or None}
+            "serial": _plain(drive, "serial", lang),
+            # a loop, md or device-mapper device is no drive: no tool was expected to read it (the health line says so)
+            "not_read": None if drive.get("transport") in VIRTUAL_TRANSPORTS else reasons(drive) or None}
 
 
 def identity_fields(manifest: dict, *, lang: str = "en") -> dict:

@@ -20,7 +20,7 @@ from iolab.analysis.drivehealth import run_timeline, temperature_series
 from iolab.core.units import human_size
 from iolab.devices import smart
 from iolab.engine import store
-from iolab.report import notebooks as report, temperature_chart
+from iolab.report import i18n, notebooks as report, temperature_chart
 
 FLASH = drive_records.FLASH
 STORED, LOOP = drive_records.STORED, drive_records.LOOP
@@ -66,10 +66,11 @@ def test_health_before_after_and_change_per_system(pages, lang):
     assert _row(page, "Percentage used (wear)" if lang == "en" else "使用率（摩耗）")[2:] == ["0%", "0%", "0%"]
     hours = _row(page, "Power-on hours" if lang == "en" else "通電時間")
     assert hours[2] == ("0 h" if lang == "en" else "0時間")
-    # the loop device has no counters: no row, one line with smartctl's own words
+    # the loop device has no counters: no row, one line saying it is no drive (not smartctl's "not a SMART device")
     assert "| sata-ssd |" not in page.split(HEADING[lang])[1].split("\n## ")[0].split("\n\n*")[0]
-    unread = [line for line in page.splitlines() if "**sata-ssd**" in line and "not a SMART device" in line]
-    assert len(unread) == 1 and unread[0].startswith("No health counters for" if lang == "en" else "ヘルスカウンターなし")
+    assert "not a SMART device" not in page
+    said = i18n.text("drive_health.unread_virtual", lang, n=1, systems="**sata-ssd**")
+    assert [line for line in page.splitlines() if "**sata-ssd**" in line and said in line] == [said]
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])

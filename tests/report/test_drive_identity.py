@@ -50,13 +50,14 @@ def test_an_nvme_drive_a_loop_device_and_an_older_run_side_by_side(nvme, lang):
     assert drive[link] == ("PCIe Gen3 x4 (8.0 GT/s PCIe)" if lang == "en" else "PCIe Gen3 x4（8.0 GT/s PCIe）")
     assert drive[controller] == ("NVMe controller (nvme, 0000:3d:00.0)" if lang == "en"
                                  else "NVMeコントローラー（nvme、0000:3d:00.0）")
-    assert drive[not_read] == DASH  # smartctl and nvme-cli both answered
+    # smartctl and nvme-cli both answered the drive, and a loop device is no drive (smartctl's "not a SMART device"
+    # is no failure there): nothing to say, so no row
+    assert not_read not in table.index
     loop = table["consumer-ssd"]
-    assert loop[not_read] == "smartctl: not a SMART device: /dev/loop0: Unable to detect device type"
     assert loop[capacity].startswith("224.0 MiB")
     # a loop device has no firmware, link or controller of its own: not applicable, not "unknown"
     assert (loop[firmware], loop[link], loop[controller], loop[namespace]) == (DASH,) * 4
-    assert set(table.loc[list(ROWS[lang]), "old"]) == {DASH}
+    assert set(table.loc[[row for row in ROWS[lang] if row != not_read], "old"]) == {DASH}
     # a table of older runs alone has no identity rows at all
     assert not set(ROWS[lang]) & set(environment.environment_table([_manifest(OLD_RUN)], lang=lang).frame.index)
 

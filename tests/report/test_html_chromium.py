@@ -172,9 +172,9 @@ def test_page_reads_like_a_published_article(probed, name):
                     "Not given in the source, so not given here: the author, publication, date and URL."]),
     ("article", ["出典：『SSDやioDriveといった高速ストレージの性能をチェック――はじめての「さくらの専用サーバ」(4)』",
                  "data/reference/dedicated-server-2013.csv", "原文には著者、掲載誌、日付、URLの記載がないため"]),
-    ("compare", ["This report covers 4 systems", "iolab's fio reproduction of the tests of CrystalDiskMark 8"]),
+    ("compare", ["This report compares 4 systems measured with", "iolab's fio reproduction of the tests of CrystalDiskMark 8"]),
     ("compare-ja", ["iolabがfioで再現したCrystalDiskMark 8のテスト"]),
-    ("single", ["This report covers 1 system on crystaldiskmark", "Coverage note: only NVMe was measured here"]),
+    ("single", ["This report shows 1 system measured with crystaldiskmark", "Coverage note: only NVMe was measured here"]),
     ("single-ja", ["測定範囲についての注記"]),
 ])
 def test_page_says_what_it_must(probed, name, sentences):
