@@ -7,10 +7,12 @@ I/O at a time (libaio on tmpfs: io_submit does each I/O before it returns, so Q3
 For each preset (default: crystaldiskmark's ``default`` and ``peak``):
 
 1. ``iolab run crystaldiskmark --preset P`` on the target, the recipe as it is (its engine choice:
-   io_uring for every preset where the kernel offers it, else libaio), ``--repeat ROUNDS``;
+   io_uring with registered files and buffers on the deeper rows where the kernel offers it, else libaio;
+   psync on the Q1 rows), ``--repeat ROUNDS``;
 2. plain fio, the same rows (rw, bs, iodepth, numjobs, runtime) on a file of the same size, with
    each engine setting worth trying here (libaio; io_uring plain, with fixedbufs and registerfiles,
-   with registerfiles alone, and buffered; psync; pvsync2), and two controls: iolab's own job file
+   with registerfiles alone, and buffered; psync and pvsync2 on the Q1 rows only: on a deeper row a
+   synchronous engine measures Q1, another row), and two controls: iolab's own job file
    for the row (from the run directory) run by plain fio, and the same under iolab's confinement
    (bubblewrap, as iolab runs fio). The rounds go through every setting in turn, so drift hits all
    alike.
@@ -149,6 +151,13 @@ def one_pass(text: str, target: Path, confined: bool) -> float | None:
     return float(parse_output(out.stdout)["bw_mbps"].sum())
 
 
+def keeps_the_queue(setting: dict, iodepth: int) -> bool:
+    """Whether a setting measures a row at its queue depth: a synchronous engine (psync, pvsync2) does one I/O at a
+    time, so on a Q8/Q32 row it measures Q1, another row (on a RAM target a fast one: no device latency to
+    overlap, and one system call per I/O)."""
+    return iodepth <= 1 or setting["ioengine"] not in ("psync", "pvsync2")
+
+
 def plain_passes(variants: dict, target: Path, rounds: int) -> dict:
     """``{label: [MB/s of each pass]}``: ``rounds`` rounds, each through every variant ``{label: (job, confined)}``."""
     found = {label: [] for label in variants}
@@ -190,7 +199,8 @@ def one_preset(preset: str, target: Path, data_dir: Path, args) -> pd.DataFrame:
         if mine.empty:
             continue
         variants = {label: (job_text(step, recipe, setting, data, size), False) for label, setting in SETTINGS
-                    if not args.settings or label in args.settings.split(",")}
+                    if (not args.settings or label in args.settings.split(","))
+                    and keeps_the_queue(setting, int(step.options.get("iodepth", 1)))}
         variants[OWN] = (own_job(run_dir, step, data), False)
         variants[OWN_CONFINED] = (variants[OWN][0], True)
         figures = {"row": step.id, **row_figures(mine.iloc[0], plain_passes(variants, target, args.rounds))}

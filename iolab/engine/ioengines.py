@@ -23,6 +23,7 @@ import errno
 import functools
 import logging
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ import pandas as pd
 from iolab.analysis.stats import split_flags
 from iolab.core import commands
 from iolab.core.errors import IolabError
+from iolab.core.units import parse_size
 from iolab.engine.jobfile import reader as jobreader
 from iolab.engine.jobfile import rules as jobrules
 from iolab.isolation import confine
@@ -212,7 +214,9 @@ def choose(recipe, requested: str | None = None, *, facts: UringFacts | None = N
     decision = {"by": "recipe", "prefer": preference["prefer"], "io_uring": facts.describe()}
     recipe, decision = _at_depth_1(recipe, preference.get("depth_1"), decision)
     if usable:
-        return _with_engine(recipe, URING, every_test=False), {**decision, "chosen": URING}
+        recipe, decision = _with_options(_with_engine(recipe, URING, every_test=False),
+                                         dict(preference.get("options") or {}), decision)
+        return recipe, {**decision, "chosen": URING}
     log.warning("%s: %s not used: %s; the tests run with %s", recipe.name, URING, reason, recipe_engine)
     return recipe, {**decision, "chosen": recipe_engine, "fallback": {"reason_key": key, "reason": reason}}
 
@@ -228,6 +232,53 @@ def _at_depth_1(recipe, engine: str | None, decision: dict):
         if test.name in {t.name for t in tests}:
             test.fio["ioengine"] = engine
     return recipe, {**decision, "depth_1": {"engine": engine, "tests": [t.name for t in tests]}}
+
+
+#: the share of RLIMIT_MEMLOCK a test's fixed buffers may take (the rest: fio's alignment, other io_uring users)
+MEMLOCK_SHARE = 0.5
+
+
+def _memlock_limit() -> int:
+    """This process's RLIMIT_MEMLOCK, which fio inherits; as root first raised to unlimited (root may, and under
+    bubblewrap, which drops CAP_IPC_LOCK, fio's fixed buffers are counted against it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft != resource.RLIM_INFINITY and os.geteuid() == 0:
+        try:
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            log.info("RLIMIT_MEMLOCK raised from %d bytes to unlimited for fio's fixed buffers", soft)
+            return resource.RLIM_INFINITY
+        except (OSError, ValueError) as exc:
+            log.info("RLIMIT_MEMLOCK stays %d bytes: %s", soft, exc)
+    return soft
+
+
+def _with_options(recipe, options: dict, decision: dict, *, memlock: int | None = None):
+    """The preferred engine's ``options`` on each test that runs it (no engine of its own); ``fixedbufs`` only
+    where the buffers it pins (iodepth x block size, per job) stay within :data:`MEMLOCK_SHARE` of this process's
+    RLIMIT_MEMLOCK, which fio inherits (io_uring counts registered buffers against it, and fails the job with
+    ENOMEM past it; fio's own alignment comes on top: 8 MiB of buffers failed under an 8 MiB limit). The
+    decision records the options and the tests that went without fixedbufs, with why."""
+    if not options:
+        return recipe, decision
+    limit = _memlock_limit() if memlock is None else memlock
+    recipe, without = copy.deepcopy(recipe), []
+    for test in recipe.tests:
+        if "ioengine" in test.fio:
+            continue
+        own = dict(options)
+        pinned = max(test.iodepth) * max(test.numjobs) * parse_size(test.bs or "4k", context=f"{test.name}: bs")
+        if own.get("fixedbufs") and limit != resource.RLIM_INFINITY and pinned > limit * MEMLOCK_SHARE:
+            own.pop("fixedbufs")
+            without.append({"test": test.name, "pinned_bytes": pinned})
+        test.fio.update({k: v for k, v in own.items() if k not in test.fio})
+    decision = {**decision, "options": options}
+    if without:
+        decision["without_fixedbufs"] = {"memlock_bytes": limit, "tests": without,
+                                         "reason": f"its buffers would pin more than {MEMLOCK_SHARE:.0%} of RLIMIT_MEMLOCK "
+                                                   "(fio's alignment and other io_uring users need the rest)"}
+        log.info("%s: fixedbufs left out of %s: RLIMIT_MEMLOCK is %d bytes", recipe.name,
+                 ", ".join(w["test"] for w in without), limit)
+    return recipe, decision
 
 
 def _requestable(recipe, requested: str) -> None:

@@ -108,6 +108,9 @@ class EnginePreference(Schema):
     ``ioengine`` (which stays the fallback; the manifest records the choice and why)."""
     prefer: Literal["io_uring"] = Field(description="io_uring where the kernel offers it (probed before the run)")
     presets: Optional[List[Text]] = Field(None, description="only under these presets (none: always)")
+    options: Optional[FioOptions] = Field(
+        None, description="fio options of the preferred engine, set on each test that runs it (io_uring: "
+                          "registerfiles, fixedbufs; fixedbufs only where the test's buffers fit RLIMIT_MEMLOCK)")
     depth_1: Literal["psync", "pvsync2"] = Field(
         None, description="the engine of tests that keep one I/O in flight (every iodepth 1) and name no engine: "
                           "there an asynchronous engine only adds a system call per I/O")

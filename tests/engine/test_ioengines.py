@@ -91,6 +91,28 @@ def test_every_crystaldiskmark_preset_and_qd_sweep_prefer_io_uring():
     assert ioengines.choose(recipes.load("quick").with_overrides(), facts=OFFERED)[0].fio["ioengine"] == "libaio"
 
 
+def test_io_urings_registered_files_and_buffers_where_the_buffers_fit_rlimit_memlock():
+    cdm = recipes.load("crystaldiskmark").with_overrides(preset="nvme")
+    recipe, decision = ioengines.choose(cdm, facts=OFFERED)
+    uring = {t.name: t.fio for t in recipe.tests if "ioengine" not in t.fio}
+    assert set(uring) == {"SEQ1M-Q8T1", "SEQ128K-Q32T1", "RND4K-Q32T16"} and decision["options"] == {
+        "registerfiles": 1, "fixedbufs": 1}
+    assert all(options["registerfiles"] == 1 for options in uring.values())
+    # with 4 MiB locked at most, half may be pinned: SEQ1M at Q8 (8 MiB) and SEQ128K at Q32 (4 MiB) go without
+    # fixedbufs, RND4K at Q32 in 16 jobs (2 MiB) keeps them
+    _, decision = ioengines._with_options(ioengines._with_engine(cdm, "io_uring", every_test=False),
+                                          {"registerfiles": 1, "fixedbufs": 1}, {}, memlock=4 * 2**20)
+    without = decision["without_fixedbufs"]
+    assert [t["test"] for t in without["tests"]] == ["SEQ1M-Q8T1", "SEQ128K-Q32T1"]
+    assert [t["pinned_bytes"] for t in without["tests"]] == [8 * 2**20, 4 * 2**20] and without["memlock_bytes"] == 4 * 2**20
+    fits, decision = ioengines._with_options(cdm, {"fixedbufs": 1}, {}, memlock=ioengines.resource.RLIM_INFINITY)
+    assert "without_fixedbufs" not in decision and all(t.fio.get("fixedbufs") == 1 for t in fits.tests
+                                                       if "ioengine" not in t.fio)
+    # --ioengine io_uring is the engine as asked, without the recipe's options
+    plain, _ = ioengines.choose(cdm, "io_uring", facts=OFFERED)
+    assert not any("fixedbufs" in t.fio or "registerfiles" in t.fio for t in plain.tests)
+
+
 def test_a_preference_naming_an_unknown_preset_is_refused(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text("name: r\ndescription: d\nfio: {ioengine: libaio}\nioengine: {prefer: io_uring, presets: [fast]}\n"
