@@ -149,7 +149,8 @@ def display_name(label: str, manifest: dict, lang: str = "en") -> str:
         for pattern in _EMULATED_LABELS:
             match = pattern.match(label)
             if match:
-                return i18n.text("system_names.emulated", lang, name=i18n.page_name(match.group("name"), lang))
+                # inside a name's own closing bracket (my hdd (r1) -> my hdd（r1、エミュレート）), never a second one
+                return i18n.with_note(match.group("name"), i18n.text("system_names.emulated", lang), lang)
     return i18n.page_name(label, lang)
 
 

@@ -24,6 +24,15 @@ def test_a_users_label_takes_the_pages_brackets():
     assert report.display_name("NVMe", manifest, "ja") == "NVMe"
 
 
+def test_an_emulated_devices_note_goes_inside_the_labels_own_bracket():
+    manifest = {"targets": [{"kind": "emulated", "name": "hdd"}]}
+    assert report.display_name("emulated hdd", manifest, "ja") == "hdd（エミュレート）"
+    assert report.display_name("emulated my hdd (r1)", manifest, "ja") == "my hdd（r1、エミュレート）"
+    assert report.display_name("HDD (r1) (emulated)", manifest, "ja") == "HDD（r1、エミュレート）"
+    assert report.display_name("emulated my hdd (r1)", manifest, "en") == "emulated my hdd (r1)"
+    assert report.display_name("emulated hdd", {"targets": [{"kind": "device"}]}, "ja") == "emulated hdd"
+
+
 def _labelled(tmp_path):
     run = shutil.copytree(NVME, tmp_path / "runs" / NVME.name)
     manifest = json.loads((run / "manifest.json").read_text())
