@@ -117,6 +117,17 @@ def _unreached(probe: dict | None, field: str) -> dict | None:
     return None
 
 
+def request_bound(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a classic tool's tests (Bonnie++, tiobench) whose I/Os reach the device one request each, the
+    only ones its IOPS ceiling can be held against: random reads (Bonnie++'s seeks, tiobench's RandRead).
+    Sequential I/O merges into larger requests before the throttle counts them, and buffered writes reach it
+    through the page cache and writeback, so their operations per second are not the device's."""
+    if results.empty or "test" not in results.columns or "direction" not in results.columns:
+        return results.iloc[0:0]
+    random = results["test"].astype(str).str.contains("rand|seek", case=False)
+    return results[random & (results["direction"] == "read")]
+
+
 def against_ceilings(results: pd.DataFrame, manifests: pd.DataFrame, *, statistic: str = "mean") -> pd.DataFrame:
     """One row per system x test x direction on an emulated target: the measurement, the ceiling that binds it
     (``binding``: ``bw`` or ``iops``), ``ratio`` (measured / ceiling), ``verdict`` (reached, short, above) and
@@ -166,6 +177,13 @@ def against_ceilings(results: pd.DataFrame, manifests: pd.DataFrame, *, statisti
 
 
 _t = i18n.scoped("ceilings")
+
+
+def _test_label(test: str, direction: str, lang: str) -> str:
+    """A test as the sentences name it: a classic tool's test that says its direction (``ceilings.tests``) as it is,
+    any other with its direction (:func:`iolab.report.i18n.test_label`)."""
+    own = f"ceilings.tests.{test}"
+    return i18n.text(own, lang) if i18n.has(own, lang) else i18n.test_label(test, direction, lang)
 
 
 def _limits_text(limits: dict, lang: str) -> str:
@@ -234,7 +252,7 @@ def _same_ceiling(reached: pd.DataFrame, lang: str) -> list[str]:
         if group["outstanding"].nunique() < 2:
             continue
         ceiling = f"{i18n.number(group['ceiling_iops'].iloc[0])} IOPS"
-        tests = [i18n.test_label(t, d, lang) for t, d in zip(group["test"], group["direction"])]
+        tests = [_test_label(t, d, lang) for t, d in zip(group["test"], group["direction"])]
         out.append(_t("same_ceiling", lang, tests=i18n.join(tests, lang), ceiling=ceiling,
                       depths=i18n.join([str(int(v)) for v in sorted(set(group["outstanding"]))], lang)))
     return out
@@ -270,7 +288,7 @@ def _system_sentences(system: str, rows: pd.DataFrame, lang: str, said: set) -> 
     that reached the ceiling, then those that did not, grouped by verdict and reason."""
     probe = rows["probe"].iloc[0]
     found = _probe_sentences(system, probe, lang) if not _reached_every_limit(probe) else []
-    label = lambda r: i18n.test_label(r["test"], r["direction"], lang)  # noqa: E731
+    label = lambda r: _test_label(r["test"], r["direction"], lang)  # noqa: E731
     reached = [label(r) for _, r in rows[rows["verdict"] == "reached"].iterrows()]
     if reached:
         found.append(_t("reached", lang, system=system, tests=i18n.join_capped(reached, lang), n=len(reached)))

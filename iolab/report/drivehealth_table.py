@@ -100,5 +100,5 @@ def unread_line(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str
     drives = [f"**{system}**{i18n.paren(why, lang)}" for system, why, virtual in said if not virtual]
     virtual = list(dict.fromkeys(f"**{system}**" for system, _, is_virtual in said if is_virtual))
     sentences = ([_t("unread", lang, drives=i18n.join(drives, lang))] if drives else []) + \
-        ([_t("unread_virtual", lang, n=len(virtual), systems=i18n.join(virtual, lang))] if virtual else [])
+        ([_t("unread_virtual", lang, systems=i18n.join(virtual, lang))] if virtual else [])
     return i18n.join_sentences(sentences, lang)

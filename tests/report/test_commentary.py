@@ -307,7 +307,8 @@ def test_plural_forms_in_templates():
     assert i18n.text("labels.stat_note", "en", statistic="mean", n=1) == "Values are the mean of 1 repetition."
     assert i18n.text("labels.stat_note", "en", statistic="mean", n=3) == "Values are the mean of 3 repetitions."
     assert "of 1 run read" in i18n.text("text.intro_report", "en", runs=1)
-    assert "covers 1 system on" in i18n.text("text.intro_compare", "en", systems=1, recipes="quick")
+    assert "shows 1 system measured with" in i18n.text("text.intro_compare", "en", systems=1, recipes="quick")
+    assert "compares 2 systems measured with" in i18n.text("text.intro_compare", "en", systems=2, recipes="quick")
     assert "10⁶" in i18n.text("text.intro_compare", "ja", systems=2, recipes="quick")
 
 

@@ -14,7 +14,7 @@ HDD_QUICK = DATA / "hdd-node" / "20261120T223550Z-quick-312c"
 
 
 def _ja(name):
-    return i18n.text("system_names.emulated", "ja", name=name)
+    return i18n.with_note(name, i18n.text("system_names.emulated", "ja"), "ja")
 
 
 def test_only_an_emulated_runs_label_in_the_kits_wording_is_named_in_japanese():

@@ -69,7 +69,7 @@ def test_health_before_after_and_change_per_system(pages, lang):
     # the loop device has no counters: no row, one line saying it is no drive (not smartctl's "not a SMART device")
     assert "| sata-ssd |" not in page.split(HEADING[lang])[1].split("\n## ")[0].split("\n\n*")[0]
     assert "not a SMART device" not in page
-    said = i18n.text("drive_health.unread_virtual", lang, n=1, systems="**sata-ssd**")
+    said = i18n.text("drive_health.unread_virtual", lang, systems="**sata-ssd**")
     assert [line for line in page.splitlines() if "**sata-ssd**" in line and said in line] == [said]
 
 

@@ -584,7 +584,7 @@ def test_compare_notebook_renders_every_section(rendered):
     for key in ("qd", "scaling", "gnome", "bonnie", "tio", "hdparm", "pg", "sql", "fleet"):
         assert f"### {i18n.text(f'sections.{key}.heading', 'en')}" in md, key
     assert "## Recipe: quick" in md and "**Throughput (MB/s)" in md  # the generic shape for the rest
-    assert "covers 10 systems" in md
+    assert "compares 10 systems measured with" in md
     assert "| 1 hosts |" not in md and "3 hosts ·" not in md
     assert "IOPS saturate at about" in md and "consistent with its 6.6" in md
     assert len(en.figures) == 13  # 10 section figures + quick's chart and two latency plots
