@@ -42,6 +42,9 @@ DELTA_COLUMNS = ("system", "run_id", "target", "device", "counter", "kind", "bef
 #: how a block device is attached when it is no drive but the kernel's own (iolab.devices.health.transport): a loop
 #: device (a file), md, device-mapper, zram...: it has no health counters of its own, the drives beneath it do
 VIRTUAL_TRANSPORTS = frozenset({"loop", "md", "device-mapper", "virtual"})
+#: the transports of a drive with a firmware, a serial and a link of its own ("unknown": sysfs did not say, so the
+#: drive may well have them); with VIRTUAL_TRANSPORTS every answer iolab.devices.health.transport gives
+HARDWARE_TRANSPORTS = frozenset({"nvme", "sata", "scsi", "usb", "virtio", "unknown"})
 #: the columns of :func:`temperature_series`
 SERIES_COLUMNS = ("run_id", "target", "step", "rep", "device", "sensor", "elapsed_s", "temperature_c", "utc")
 _SERIES_FILE = re.compile(r"^(?P<step>.+)-(?P<rep>\d+)\.temp\.csv$")

@@ -72,13 +72,19 @@ def _read(path: Path) -> str | None:
         return None
 
 
+#: a transport by what the disk's sysfs path contains, first match wins (each name one of
+#: iolab.analysis.drivehealth's HARDWARE_TRANSPORTS or VIRTUAL_TRANSPORTS)
+SYSFS_TRANSPORTS = (("loop", r"/loop\d+$"), ("sata", r"/ata\d+/"), ("virtio", r"/virtio\d+/"), ("usb", r"/usb\d+/"),
+                    ("md", r"/md\d+$"), ("device-mapper", r"/dm-\d+$"))
+
+
 def transport(disk: str) -> str:
-    """How the disk is attached, from its name and sysfs path: nvme, sata, sas/scsi, virtio, loop, ..."""
+    """How the disk is attached, from its name and sysfs path: nvme, sata, scsi, virtio, loop, md, ... (one of
+    iolab.analysis.drivehealth's HARDWARE_TRANSPORTS or VIRTUAL_TRANSPORTS)."""
     real = os.path.realpath(SYS_BLOCK / disk)
     if disk.startswith("nvme"):
         return "nvme"
-    for name, pattern in (("loop", r"/loop\d+$"), ("sata", r"/ata\d+/"), ("virtio", r"/virtio\d+/"),
-                          ("usb", r"/usb\d+/"), ("md", r"/md\d+$"), ("device-mapper", r"/dm-\d+$")):
+    for name, pattern in SYSFS_TRANSPORTS:
         if re.search(pattern, real):
             return name
     if "/host" in real and "/target" in real:

@@ -12,7 +12,7 @@ device) as None. Runs from before drives were recorded give no identity rows at 
 """
 from __future__ import annotations
 
-from iolab.analysis.drivehealth import VIRTUAL_TRANSPORTS, stated_limit
+from iolab.analysis.drivehealth import HARDWARE_TRANSPORTS, VIRTUAL_TRANSPORTS, stated_limit
 from iolab.core.units import human_size
 from iolab.report import i18n
 
@@ -21,8 +21,6 @@ _t = i18n.scoped("drives")
 #: the environment table's identity rows, in order (each a key of ``drives.labels``)
 FIELDS = ("firmware", "capacity", "sectors", "nvme_format", "link", "controller", "temperature_limits", "serial",
           "not_read")
-#: transports whose drive has a firmware, a serial and a link of its own (a loop or md device has none)
-HARDWARE = {"nvme", "sata", "scsi", "usb", "virtio", "unknown"}
 
 
 def drives_of(manifest: dict) -> list[dict]:
@@ -105,7 +103,7 @@ def _link(drive: dict, lang: str) -> str | None:
         parts.append(pcie if drive.get("transport") == "nvme" else _t("via_controller", lang, link=pcie))
     if parts:
         return i18n.join(parts, lang) if lang == "en" else "、".join(parts)
-    return _unknown(drive, lang) if drive.get("transport") in HARDWARE else None
+    return _unknown(drive, lang) if drive.get("transport") in HARDWARE_TRANSPORTS else None
 
 
 def _controller(drive: dict, lang: str) -> str | None:
@@ -115,7 +113,7 @@ def _controller(drive: dict, lang: str) -> str | None:
             else _t("controller_unnamed", lang)
         details = i18n.comma_list([v for v in (port.get("driver"), port.get("address")) if v], lang)
         return name + (i18n.paren(details, lang) if details else "")
-    return _unknown(drive, lang) if drive.get("transport") in HARDWARE else None
+    return _unknown(drive, lang) if drive.get("transport") in HARDWARE_TRANSPORTS else None
 
 
 def _temperature_limits(drive: dict, lang: str) -> str | None:
@@ -132,7 +130,7 @@ def _plain(drive: dict, key: str, lang: str) -> str | None:
     value = drive.get(key)
     if value not in (None, ""):
         return str(value)
-    return _unknown(drive, lang) if drive.get("transport") in HARDWARE else None
+    return _unknown(drive, lang) if drive.get("transport") in HARDWARE_TRANSPORTS else None
 
 
 def _drive_fields(drive: dict, lang: str) -> dict:

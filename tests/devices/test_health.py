@@ -193,6 +193,17 @@ def test_the_controller_behind_a_sata_disk_and_a_raid_cards_disk(tmp_path, monke
                             "generation": 3}
 
 
+def test_every_transport_is_either_a_drive_or_the_kernels_own():
+    """The names transport() gives are the ones the report sorts into drives (firmware, link, health counters to
+    ask for) and the kernel's own devices (no drive: nothing to read): one vocabulary, each name in one set."""
+    from iolab.analysis.drivehealth import HARDWARE_TRANSPORTS, VIRTUAL_TRANSPORTS
+    assert not HARDWARE_TRANSPORTS & VIRTUAL_TRANSPORTS
+    given = {name for name, _ in health.SYSFS_TRANSPORTS} | {"nvme", "scsi", "virtual", "unknown"}
+    assert given == HARDWARE_TRANSPORTS | VIRTUAL_TRANSPORTS
+    for disk in sorted(p.name for p in health.SYS_BLOCK.iterdir()):  # this machine's own (loop, ram, sda...)
+        assert health.transport(disk) in given, disk
+
+
 @requires_root
 @requires("smartctl")
 def test_a_loop_device_is_described_without_guessing(make_loop):  # noqa: F811
