@@ -17,6 +17,7 @@ engine, not the device, set a figure.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import errno
@@ -185,23 +186,25 @@ def uring_facts() -> UringFacts:
 
 # ------------------------------------------------------------------ the run's engine
 
-def choose(recipe, requested: str | None = None, *, facts: UringFacts | None = None):
-    """``(recipe, decision)``: the recipe with its tests' engine set by ``--ioengine`` or by its
+def choose(recipe, requested: str | None = None, *, facts: UringFacts | None = None, memlock: int | None = None):
+    """``(recipe, decision)``: a copy of the recipe with its tests' engine set by ``--ioengine`` or by its
     ``ioengine:`` preference where that applies, and the decision for the manifest (``ioengine``).
-    ``facts``: io_uring's facts to decide on (default: :func:`uring_facts`, probed once).
+    ``facts``: io_uring's facts to decide on (default: :func:`uring_facts`, probed once); ``memlock``: the
+    RLIMIT_MEMLOCK fio will run under (default: :func:`fio_memlock_limit`).
 
     Refused before anything is created: ``--ioengine`` on a recipe whose engine is not fio's job files
     or on a plain job file (it names its own engines), an engine fio does not have, and io_uring asked
     for on a kernel that refuses it (with the reason).
     """
     preference = dict(getattr(recipe, "ioengine", None) or {})
+    recipe = copy.deepcopy(recipe)  # the one copy the choice changes; the caller's recipe stays as loaded
     if requested:
         _requestable(recipe, requested)
         check(requested)
         decision = {"by": "--ioengine", "requested": requested}
         if requested == URING:
             decision["io_uring"] = _uring_or_refuse(facts or uring_facts())
-        recipe = _with_engine(recipe, requested, every_test=True)
+        _set_engine(recipe, requested, every_test=True)
         return recipe, {**decision, "chosen": requested}
     if recipe.engine != "fio" or recipe.jobfile is not None:
         return recipe, {"by": "recipe" if recipe.jobfile is None else "job file"}
@@ -212,56 +215,86 @@ def choose(recipe, requested: str | None = None, *, facts: UringFacts | None = N
     facts = facts or uring_facts()
     usable, key, reason = uring_verdict(facts)
     decision = {"by": "recipe", "prefer": preference["prefer"], "io_uring": facts.describe()}
-    recipe, decision = _at_depth_1(recipe, preference.get("depth_1"), decision)
+    decision = _set_depth_1(recipe, preference.get("depth_1"), decision)
     if usable:
-        recipe, decision = _with_options(_with_engine(recipe, URING, every_test=False),
-                                         dict(preference.get("options") or {}), decision)
+        _set_engine(recipe, URING, every_test=False)
+        decision = _set_options(recipe, dict(preference.get("options") or {}), decision, memlock=memlock)
         return recipe, {**decision, "chosen": URING}
     log.warning("%s: %s not used: %s; the tests run with %s", recipe.name, URING, reason, recipe_engine)
     return recipe, {**decision, "chosen": recipe_engine, "fallback": {"reason_key": key, "reason": reason}}
 
 
-def _at_depth_1(recipe, engine: str | None, decision: dict):
+def _set_depth_1(recipe, engine: str | None, decision: dict) -> dict:
     """The preference's ``depth_1`` engine on each test that keeps one I/O in flight (every iodepth 1) and names
-    no engine of its own; the decision lists those tests (``depth_1``: engine and tests)."""
+    no engine of its own; the decision, returned, lists those tests (``depth_1``: engine and tests)."""
     tests = [t for t in recipe.tests if set(t.iodepth) == {1} and "ioengine" not in t.fio] if engine else []
-    if not tests:
-        return recipe, decision
-    recipe = copy.deepcopy(recipe)
-    for test in recipe.tests:
-        if test.name in {t.name for t in tests}:
-            test.fio["ioengine"] = engine
-    return recipe, {**decision, "depth_1": {"engine": engine, "tests": [t.name for t in tests]}}
+    for test in tests:
+        test.fio["ioengine"] = engine
+    return {**decision, "depth_1": {"engine": engine, "tests": [t.name for t in tests]}} if tests else decision
 
 
 #: the share of RLIMIT_MEMLOCK a test's fixed buffers may take (the rest: fio's alignment, other io_uring users)
 MEMLOCK_SHARE = 0.5
 
 
-def _memlock_limit() -> int:
-    """This process's RLIMIT_MEMLOCK, which fio inherits; as root first raised to unlimited (root may, and under
-    bubblewrap, which drops CAP_IPC_LOCK, fio's fixed buffers are counted against it)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    if soft != resource.RLIM_INFINITY and os.geteuid() == 0:
+#: CAP_SYS_RESOURCE's bit in /proc/self/status's CapEff (capability(7)): lets a process raise a hard limit
+CAP_SYS_RESOURCE = 24
+
+
+def _may_lift_hard_limits() -> bool:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> CAP_SYS_RESOURCE & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def fio_memlock_limit() -> int:
+    """The RLIMIT_MEMLOCK fio will run under (:func:`memlock_raised` sets it for the run): unlimited where this
+    process may lift hard limits (root with CAP_SYS_RESOURCE), else the hard limit. Read only: deciding a run's
+    options changes nothing in this process (a dry run, a notebook's kernel)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    return resource.RLIM_INFINITY if _may_lift_hard_limits() else hard
+
+
+@contextlib.contextmanager
+def memlock_raised():
+    """For a run's duration: this process's RLIMIT_MEMLOCK, which fio inherits, raised to what
+    :func:`fio_memlock_limit` said, so io_uring's fixed buffers (which bubblewrap's dropped CAP_IPC_LOCK counts
+    against it) fit where the run's options expected them to; restored afterwards. A limit that cannot be
+    raised stays as it is. (Not a ``preexec_fn`` in fio's spawn: a Ctrl-C landing in Python's at-fork hooks
+    is dropped, see :func:`iolab.engine.fio.start`.)"""
+    before = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    wanted = fio_memlock_limit()
+    changed = False
+    if wanted != before[0]:
         try:
-            resource.setrlimit(resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-            log.info("RLIMIT_MEMLOCK raised from %d bytes to unlimited for fio's fixed buffers", soft)
-            return resource.RLIM_INFINITY
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, (wanted, wanted if wanted == resource.RLIM_INFINITY else before[1]))
+            changed = True
+            log.info("RLIMIT_MEMLOCK raised from %d bytes to %s for fio's fixed buffers", before[0],
+                     "unlimited" if wanted == resource.RLIM_INFINITY else f"{wanted} bytes")
         except (OSError, ValueError) as exc:
-            log.info("RLIMIT_MEMLOCK stays %d bytes: %s", soft, exc)
-    return soft
+            log.info("RLIMIT_MEMLOCK stays %d bytes: %s", before[0], exc)
+    try:
+        yield
+    finally:
+        if changed:
+            with contextlib.suppress(OSError, ValueError):
+                resource.setrlimit(resource.RLIMIT_MEMLOCK, before)
 
 
-def _with_options(recipe, options: dict, decision: dict, *, memlock: int | None = None):
+def _set_options(recipe, options: dict, decision: dict, *, memlock: int | None = None) -> dict:
     """The preferred engine's ``options`` on each test that runs it (no engine of its own); ``fixedbufs`` only
-    where the buffers it pins (iodepth x block size, per job) stay within :data:`MEMLOCK_SHARE` of this process's
-    RLIMIT_MEMLOCK, which fio inherits (io_uring counts registered buffers against it, and fails the job with
-    ENOMEM past it; fio's own alignment comes on top: 8 MiB of buffers failed under an 8 MiB limit). The
-    decision records the options and the tests that went without fixedbufs, with why."""
+    where the buffers it pins (iodepth x block size, per job) stay within :data:`MEMLOCK_SHARE` of the
+    RLIMIT_MEMLOCK fio will run under (:func:`fio_memlock_limit`; io_uring counts registered buffers against
+    it, and fails the job with ENOMEM past it; fio's own alignment comes on top: 8 MiB of buffers failed under an 8 MiB limit). The
+    decision, returned, records the options and the tests that went without fixedbufs, with why."""
     if not options:
-        return recipe, decision
-    limit = _memlock_limit() if memlock is None else memlock
-    recipe, without = copy.deepcopy(recipe), []
+        return decision
+    limit = fio_memlock_limit() if memlock is None else memlock
+    without = []
     for test in recipe.tests:
         if "ioengine" in test.fio:
             continue
@@ -278,7 +311,7 @@ def _with_options(recipe, options: dict, decision: dict, *, memlock: int | None 
                                                    "(fio's alignment and other io_uring users need the rest)"}
         log.info("%s: fixedbufs left out of %s: RLIMIT_MEMLOCK is %d bytes", recipe.name,
                  ", ".join(w["test"] for w in without), limit)
-    return recipe, decision
+    return decision
 
 
 def _requestable(recipe, requested: str) -> None:
@@ -298,14 +331,12 @@ def _uring_or_refuse(facts: UringFacts) -> dict:
     return facts.describe()
 
 
-def _with_engine(recipe, name: str, *, every_test: bool):
-    """A copy whose tests run ``name``; a test naming its own engine keeps it unless ``every_test``."""
-    recipe = copy.deepcopy(recipe)
+def _set_engine(recipe, name: str, *, every_test: bool) -> None:
+    """The recipe's tests run ``name``; a test naming its own engine keeps it unless ``every_test``."""
     recipe.fio["ioengine"] = name
     if every_test:
         for test in recipe.tests:
             test.fio.pop("ioengine", None)
-    return recipe
 
 
 # ------------------------------------------------------------------ what each job ran with

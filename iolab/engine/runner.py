@@ -226,7 +226,8 @@ class FioEngine(Engine):
         return functools.partial(sandbox.popen, confinement=self.confinement)
 
     def execute(self) -> None:
-        with self.session(buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok) as sandbox:
+        with ioengines.memlock_raised(), \
+                self.session(buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok) as sandbox:
             force_direct = sandbox.mode == "direct" and self.recipe.isolation != "direct"
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
             jobs = self.prepare(force_direct)

@@ -100,17 +100,36 @@ def test_io_urings_registered_files_and_buffers_where_the_buffers_fit_rlimit_mem
     assert all(options["registerfiles"] == 1 for options in uring.values())
     # with 4 MiB locked at most, half may be pinned: SEQ1M at Q8 (8 MiB) and SEQ128K at Q32 (4 MiB) go without
     # fixedbufs, RND4K at Q32 in 16 jobs (2 MiB) keeps them
-    _, decision = ioengines._with_options(ioengines._with_engine(cdm, "io_uring", every_test=False),
-                                          {"registerfiles": 1, "fixedbufs": 1}, {}, memlock=4 * 2**20)
+    _, decision = ioengines.choose(cdm, facts=OFFERED, memlock=4 * 2**20)
     without = decision["without_fixedbufs"]
     assert [t["test"] for t in without["tests"]] == ["SEQ1M-Q8T1", "SEQ128K-Q32T1"]
     assert [t["pinned_bytes"] for t in without["tests"]] == [8 * 2**20, 4 * 2**20] and without["memlock_bytes"] == 4 * 2**20
-    fits, decision = ioengines._with_options(cdm, {"fixedbufs": 1}, {}, memlock=ioengines.resource.RLIM_INFINITY)
+    fits, decision = ioengines.choose(cdm, facts=OFFERED, memlock=ioengines.resource.RLIM_INFINITY)
     assert "without_fixedbufs" not in decision and all(t.fio.get("fixedbufs") == 1 for t in fits.tests
                                                        if "ioengine" not in t.fio)
     # --ioengine io_uring is the engine as asked, without the recipe's options
     plain, _ = ioengines.choose(cdm, "io_uring", facts=OFFERED)
     assert not any("fixedbufs" in t.fio or "registerfiles" in t.fio for t in plain.tests)
+    # each choice worked on its own copy: the recipe as loaded is untouched
+    assert cdm.fio == recipes.load("crystaldiskmark").with_overrides(preset="nvme").fio
+    assert not any({"fixedbufs", "registerfiles", "ioengine"} & set(t.fio) for t in cdm.tests)
+
+
+def test_deciding_the_options_leaves_the_memlock_limit_the_run_raises_it_for_its_duration():
+    """choose() only reads the limit fio will get (a dry run or a notebook's kernel keeps its own); the run raises
+    this process's soft limit (which fio inherits) to it, and gives the old one back afterwards."""
+    limit = ioengines.resource.RLIMIT_MEMLOCK
+    soft, hard = ioengines.resource.getrlimit(limit)
+    lowered = 2**20 if hard == ioengines.resource.RLIM_INFINITY else min(2**20, hard)
+    ioengines.resource.setrlimit(limit, (lowered, hard))
+    try:
+        ioengines.choose(recipes.load("crystaldiskmark").with_overrides(), facts=OFFERED)
+        assert ioengines.resource.getrlimit(limit) == (lowered, hard)
+        with ioengines.memlock_raised():
+            assert ioengines.resource.getrlimit(limit)[0] == ioengines.fio_memlock_limit() != lowered
+        assert ioengines.resource.getrlimit(limit) == (lowered, hard)
+    finally:
+        ioengines.resource.setrlimit(limit, (soft, hard))
 
 
 def test_a_preference_naming_an_unknown_preset_is_refused(tmp_path):
