@@ -17,6 +17,7 @@ import pandas as pd
 
 
 def _numbers(values) -> pd.Series:
+    """``values`` as numbers (callers pass their columns as they are: None, "", or text become NaN here)."""
     return pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce")
 
 

@@ -126,14 +126,13 @@ def total_rows(frames: list[pd.DataFrame], name: str) -> pd.DataFrame:
         for column in _SUMMED:
             if column in part:
                 row[column] = pd.to_numeric(part[column], errors="coerce").sum(min_count=1)
-        runtime = pd.to_numeric(part["runtime_s"], errors="coerce")
         for column in [c for c in _RATES if c in part]:
-            row[column] = together.total_rate(part[column], runtime)
-        row["lat_mean_us"] = together.mean_latency(part["lat_mean_us"], part["iops"], runtime)
+            row[column] = together.total_rate(part[column], part["runtime_s"])
+        row["lat_mean_us"] = together.mean_latency(part["lat_mean_us"], part["iops"], part["runtime_s"])
         row["lat_max_us"] = pd.to_numeric(part["lat_max_us"], errors="coerce").max()
         for column in ("lat_p50_us", "lat_p99_us", "lat_p999_us"):
             row[column] = float("nan")
-        row["runtime_s"] = runtime.max()
+        row["runtime_s"] = pd.to_numeric(part["runtime_s"], errors="coerce").max()
         for column in ("bs", "iodepth", "numjobs"):
             if part[column].nunique(dropna=False) > 1:
                 row[column] = pd.NA

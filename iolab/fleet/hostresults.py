@@ -131,7 +131,6 @@ def aggregate(frames: dict, *, fleet_id: str, label: str, expected: Sequence[str
     keys = ["recipe", "test", "job", "rep", "direction"]
     for key, group in table.groupby(keys, dropna=False, sort=False):
         measured = sorted(group["host"].unique())
-        runtime = pd.to_numeric(group["runtime_s"], errors="coerce")
         missing = [h for h in expected if h not in measured]
         errors = [e for e in group["error"].dropna().unique() if e]
         flags = ["fleet_aggregate"] + (["partial_fleet"] if missing else [])
@@ -141,8 +140,9 @@ def aggregate(frames: dict, *, fleet_id: str, label: str, expected: Sequence[str
         row.update(
             run_id=fleet_id, host=ALL_HOSTS, label=label, bs=group["bs"].iloc[0], iodepth=group["iodepth"].iloc[0],
             numjobs=int(group["numjobs"].fillna(1).sum()),
-            bw_mbps=together.total_rate(group["bw_mbps"], runtime), iops=together.total_rate(group["iops"], runtime),
-            lat_mean_us=together.mean_latency(group["lat_mean_us"], group["iops"], runtime),
+            bw_mbps=together.total_rate(group["bw_mbps"], group["runtime_s"]),
+            iops=together.total_rate(group["iops"], group["runtime_s"]),
+            lat_mean_us=together.mean_latency(group["lat_mean_us"], group["iops"], group["runtime_s"]),
             lat_p50_us=math.nan, lat_p99_us=math.nan, lat_p999_us=math.nan,
             lat_max_us=group["lat_max_us"].max(), cpu_usr_pct=math.nan, cpu_sys_pct=math.nan,
             io_bytes=group["io_bytes"].sum(), runtime_s=group["runtime_s"].max(),
