@@ -113,11 +113,16 @@ def unit(name: str, lang: str) -> str:
 
 
 def test_label(test: str, direction: str | None, lang: str) -> str:
-    """``"SEQ1M-Q8T1", "read"`` -> ``"SEQ1M-Q8T1 read"``; known test names are translated."""
+    """``"SEQ1M-Q8T1", "read"`` -> ``SEQ1M-Q8T1 read`` / ``SEQ1M-Q8T1の読み込み`` (``labels.test_direction``:
+    Japanese puts no space between a Latin name and kana); known test names are translated, and a name that
+    already says its direction (``seq read``, ``ブロック読み込み``) is not followed by it a second time."""
     name = label(test, lang, section="tests")
-    if direction:
-        return f"{name} {label(direction, lang, section='directions')}"
-    return name
+    said = label(direction, lang, section="directions") if direction else ""
+    if not said or said in name:
+        return name
+    if not name:
+        return said
+    return text("labels.test_direction", lang, test=name, direction=said)
 
 
 def join(items, lang: str) -> str:

@@ -65,7 +65,7 @@ def test_cached_reads_above_the_ceiling_are_blamed_on_the_page_cache():
             "reached the ceiling in SEQ1M-Q8T1 read (within 10%)"]),
     ("ja", ["demoはエミュレートしたデバイス（プロファイルsata-ssd：ブロックcgroupで帯域制限したループデバイス）。"
             "宣言した値は上限であって期待値ではない：読み書きとも最大500 MB/秒、20,000 IOPS。",
-            "RND4K-Q1T1 読み込み（444 IOPS、上限20,000 IOPSの2%）",
+            "RND4K-Q1T1の読み込み（444 IOPS、上限20,000 IOPSの2%）",
             "同時に32個のI/Oを発行し、1回あたり平均4.70ミリ秒かかった"]),
 ])
 def test_the_demos_sata_ssd_is_said_to_fall_short_of_its_ceiling_and_why(lang, phrases):
@@ -105,7 +105,7 @@ def test_compare_page_states_the_emulated_hdds_ceilings(render_once, lang):
         assert "HDD (emulated) stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" in md
     else:
         assert "**エミュレートしたデバイス。** HDD（エミュレート）はエミュレートしたデバイス（プロファイルhdd" in md
-        assert "RND4K-Q1T1 読み込み（100 IOPS、上限150 IOPSの67%）" in md
+        assert "RND4K-Q1T1の読み込み（100 IOPS、上限150 IOPSの67%）" in md
 
 
 #: Every flag the engine, the statistics and the classic tools write into results.csv.
@@ -151,7 +151,7 @@ def test_plain_report_states_the_ceilings_too(render_once, lang):
     heading = "**Emulated devices.**" if lang == "en" else "**エミュレートしたデバイス。**"
     assert heading in md
     assert ("stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" if lang == "en"
-            else "RND4K-Q1T1 読み込み（100 IOPS、上限150 IOPSの67%）") in md
+            else "RND4K-Q1T1の読み込み（100 IOPS、上限150 IOPSの67%）") in md
 
 
 def test_an_emulated_device_of_unknown_limits_is_said_so_not_guessed():

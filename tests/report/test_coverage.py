@@ -39,8 +39,8 @@ def test_completed_runs_leave_nothing_to_say():
     ("en", "**SEQ1M-Q8T1 write** on SATA SSD (emulated) failed: `fio exited with 1: fio: io_u error",
      "SATA SSD (emulated): 6 tests not run, because the run stopped before them: SEQ1M-Q1T1 read,",
      "measured nothing: the run ended **failed** before its first test: `fio is not installed"),
-    ("ja", "SATA SSD (emulated)の**SEQ1M-Q8T1 書き込み**：「失敗」で終わった",
-     "SATA SSD (emulated)：実行がその前に止まったため、6個のテストは実行されなかった：SEQ1M-Q1T1 読み込み、",
+    ("ja", "SATA SSD (emulated)の**SEQ1M-Q8T1の書き込み**：「失敗」で終わった",
+     "SATA SSD (emulated)：実行がその前に止まったため、6個のテストは実行されなかった：SEQ1M-Q1T1の読み込み、",
      "は何も測定していない：最初のテストの前に状態「失敗」で終了した（`fio is not installed"),
 ])
 def test_coverage_names_the_failed_test_with_fios_reason_the_tests_not_run_and_the_empty_run(
@@ -69,7 +69,7 @@ def test_findings_say_which_tests_a_compared_system_lacks():
     text = narrative.describe(summary, lang="en")
     assert "B has no figure for T3 read (1 of the 3 tests): the comparison with it covers the other 2." in text
     ja = narrative.describe(summary, lang="ja")
-    assert "BにはT3 読み込みの数値がない（3個のテストのうち1個）。" in ja
+    assert "BにはT3の読み込みの数値がない（3個のテストのうち1個）。" in ja
 
 
 def test_findings_never_say_only_one_system_was_measured_while_another_fills_the_tables():
@@ -103,7 +103,7 @@ def test_compare_page_lists_failures_under_the_tables_they_explain(render_once, 
         assert "HDD, cached is left out of the comparison: not isolated from the page cache" in quick
         assert "**quick** (" in md and "): 4 tests;" in md.split("**quick** (")[1]
     else:
-        assert "SATA SSD（エミュレート）の数値は8個のテストのうち1個（SEQ1M-Q8T1 読み込み）だけ" in quick
+        assert "SATA SSD（エミュレート）の数値は8個のテストのうち1個（SEQ1M-Q8T1の読み込み）だけ" in quick
 
 
 def test_coverage_note_beside_a_cached_system_says_cache_isolated():
@@ -115,7 +115,7 @@ def test_coverage_note_beside_a_cached_system_says_cache_isolated():
     text = commentary.describe(summary, lang="en")
     assert "only A has a cache-isolated result for T1 read (the other figures there are the page cache's)" in text
     assert "only A has results" not in text
-    assert "T1 読み込みでページキャッシュから隔離した結果はAのみ" in commentary.describe(summary, lang="ja")
+    assert "T1の読み込みでページキャッシュから隔離した結果はAのみ" in commentary.describe(summary, lang="ja")
 
 
 def test_a_target_in_ram_is_left_out_of_the_factors_and_said_to_be_memory():
@@ -138,4 +138,4 @@ def test_a_system_with_few_figures_is_said_once_not_also_by_what_it_lacks():
     assert "B has a figure for 1 of the 4 tests only (T1 read): the comparison with it covers that test." in text
     assert "have no B figure" not in text
     ja = narrative.describe(summary, lang="ja")
-    assert "Bの数値は4個のテストのうち1個（T1 読み込み）だけで、Bとの比較はその範囲に限られる。" in ja and "残り" not in ja
+    assert "Bの数値は4個のテストのうち1個（T1の読み込み）だけで、Bとの比較はその範囲に限られる。" in ja and "残り" not in ja

@@ -60,12 +60,12 @@ def test_failed_tests_lists_each_failed_test_with_its_error():
     assert "No space left on device: write offset=61865984" in row["error"]
     table = failures.failures_table(manifests, lang="ja")
     assert table.caption == "失敗したテストとエラー"
-    assert table.frame.loc["SEQ1M-Q8T1 書き込み", "状態"] == "失敗"
-    assert "No space left on device" in table.frame.loc["SEQ1M-Q8T1 書き込み", "エラー"]
+    assert table.frame.loc["SEQ1M-Q8T1の書き込み", "状態"] == "失敗"
+    assert "No space left on device" in table.frame.loc["SEQ1M-Q8T1の書き込み", "エラー"]
 
 
 @pytest.mark.parametrize("lang, named", [("en", "**SEQ1M-Q8T1 write** on box failed"),
-                                          ("ja", "boxの**SEQ1M-Q8T1 書き込み**：「失敗」で終わった")])
+                                          ("ja", "boxの**SEQ1M-Q8T1の書き込み**：「失敗」で終わった")])
 def test_failure_lists_name_the_test_as_the_tables_do_not_its_step_id(lang, named):
     """A step's id (``SEQ1M-Q8T1-write``, an original's ``rnd4k-q32t1``) is the run's file name, not the reader's:
     the sentences, the table and the tests not run say the test and its direction in the page's language."""
@@ -107,7 +107,7 @@ def test_the_sentence_quotes_the_error_as_code_and_survives_markdown_characters(
 @needs_fio
 @pytest.mark.parametrize("lang, sentence", [
     ("en", r"<strong>REFUSED read</strong> on faulty-disk failed: <code>[^<]*fio: size too small[^<]*</code>\."),
-    ("ja", r"faulty-diskの<strong>REFUSED 読み込み</strong>：「失敗」で終わった（<code>[^<]*fio: size too small[^<]*</code>）。"),
+    ("ja", r"faulty-diskの<strong>REFUSEDの読み込み</strong>：「失敗」で終わった（<code>[^<]*fio: size too small[^<]*</code>）。"),
 ])
 def test_the_report_of_a_failed_run_names_the_failed_test_and_its_error(failed_run, tmp_path, lang, sentence):
     manifest = json.loads((failed_run / "manifest.json").read_text())
@@ -120,7 +120,7 @@ def test_the_report_of_a_failed_run_names_the_failed_test_and_its_error(failed_r
     heading = {"en": "Failed tests", "ja": "失敗したテスト"}[lang]
     assert f">{heading}<" in html
     markdown = Path(files.markdown).read_text(encoding="utf-8")
-    assert f"### {heading}" in markdown and re.search(r"^- .*\*\*REFUSED (read|読み込み)\*\*.*`[^`]*fio: size too small[^`]*`", markdown, re.M)
+    assert f"### {heading}" in markdown and re.search(r"^- .*\*\*REFUSED( read|の読み込み)\*\*.*`[^`]*fio: size too small[^`]*`", markdown, re.M)
 
 
 @needs_fio

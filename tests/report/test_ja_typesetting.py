@@ -220,3 +220,14 @@ def test_the_articles_japanese_texts_follow_the_rule():
     assert len(texts) >= 15  # every article's title, method and source note
     bad = {key: found for key, value in texts.items() if (found := _breaches(value))}
     assert bad == {}
+
+
+@pytest.mark.parametrize("test, direction, en, ja", [
+    ("RND4K-Q32T1", "read", "RND4K-Q32T1 read", "RND4K-Q32T1の読み込み"),  # no space between Latin and kana
+    ("seq_read_block", "read", "Block read", "ブロック読み込み"),  # the name says its direction once
+    ("seq read", "read", "seq read", "シーケンシャル読み込み"),
+    ("round", "", "round", "round"),
+    ("", "write", "write", "書き込み"),
+])
+def test_a_test_and_its_direction_make_one_label(test, direction, en, ja):
+    assert (i18n.test_label(test, direction, "en"), i18n.test_label(test, direction, "ja")) == (en, ja)

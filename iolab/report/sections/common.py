@@ -254,10 +254,7 @@ def is_aggregate(data: pd.DataFrame) -> pd.Series:
 
 def curve_name(key: dict, lang: str) -> str:
     """A curve's legend name from its group key: the sweep or test, and the direction in ``lang``."""
-    parts = [str(key.get("sweep") or key.get("test") or "")]
-    if key.get("direction"):
-        parts.append(i18n.label(key["direction"], lang, section="directions"))
-    return " ".join(p for p in parts if p)
+    return i18n.test_label(str(key.get("sweep") or key.get("test") or ""), key.get("direction"), lang)
 
 
 def merge_legends(ax, twin, *, below: bool = False) -> None:
