@@ -56,10 +56,62 @@ def _number(value) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+#: what iolab records when a tool could not read a drive, by key (iolab.devices.smart writes them with
+#: :func:`tool_reason`, a report reads them back with :func:`reason_of` to say them in its language: the locales'
+#: ``drives.reasons``); ``{said}`` is the tool's own words, kept as it said them
+TOOL_REASONS = {
+    "not_installed": "{program} not installed",
+    "timeout": "{program} did not answer within {seconds} s",
+    "could_not_run": "{program} could not run: {said}",
+    "exited": "{program} exited with {code}: {said}",
+    "smart_permission": "no permission to read SMART data (root needed): {said}",
+    "not_smart": "not a SMART device: {said}",
+    "smart_usage": "smartctl refused its command line: {said}",
+    "smart_open": "smartctl could not open the device: {said}",
+    "nvme_permission": "no permission to read the NVMe log (root needed): {said}",
+    "nvme_silent": "nvme gave no answer",
+    "no_tool": "no tool read this drive",
+}
+#: the tools whose answers a drive's ``sources`` record (a reason line is ``TOOL: REASON``)
+TOOLS = ("smartctl", "nvme")
+
+
+def tool_reason(key: str, **fields) -> str:
+    """The recorded reason ``key`` of :data:`TOOL_REASONS` with its fields (``program``, ``said``...)."""
+    return TOOL_REASONS[key].format(**fields)
+
+
+def _pattern(template: str) -> re.Pattern:
+    parts = re.split(r"\{(\w+)\}", template)
+    return re.compile("".join(re.escape(p) if i % 2 == 0 else (f"(?P<{p}>.*)" if p == "said" else f"(?P<{p}>\\S+)")
+                              for i, p in enumerate(parts)), re.S)
+
+
+_REASON_PATTERNS = [(key, _pattern(template)) for key, template in TOOL_REASONS.items()]
+
+
+def reason_of(text: str) -> tuple[str, dict] | None:
+    """``(key, fields)`` of a recorded reason (:data:`TOOL_REASONS`), or None for words iolab did not write."""
+    for key, pattern in _REASON_PATTERNS:
+        found = pattern.fullmatch(str(text).strip())
+        if found:
+            return key, found.groupdict()
+    return None
+
+
+def tool_lines(text: str) -> list[tuple[str | None, str]]:
+    """A reasons text (``smartctl: ...; nvme: ...``, as :func:`health_deltas`' ``unread`` holds it) split back into
+    ``(tool, reason)`` pairs (tool None for a line that names none)."""
+    tools = "|".join(TOOLS)
+    lines = re.split(rf"; (?=(?:{tools}): )", str(text))
+    return [(m.group(1), m.group(2)) if (m := re.match(rf"({tools}): (.*)", line, re.S)) else (None, line)
+            for line in lines]
+
+
 def _unread(snapshot: dict) -> str | None:
     """The tools' reasons for a snapshot without counters ("smartctl: not a SMART device: ...")."""
     said = [f"{tool}: {why}" for tool, why in (snapshot.get("sources") or {}).items() if why != "ok"]
-    return "; ".join(said) or "no tool read this drive"
+    return "; ".join(said) or tool_reason("no_tool")
 
 
 def _by_device(snapshots) -> dict:

@@ -23,6 +23,7 @@ import json
 import logging
 import subprocess
 
+from iolab.analysis.drivehealth import tool_reason
 from iolab.core import commands
 
 log = logging.getLogger(__name__)
@@ -59,18 +60,19 @@ def run_json(argv: list[str]) -> tuple[dict | None, str | None]:
     """Run a tool that prints JSON; ``(document, None)`` or ``(None, why not)``."""
     program = argv[0]
     if commands.find(program) is None:
-        return None, f"{program} not installed"
+        return None, tool_reason("not_installed", program=program)
     try:
         proc = commands.run(argv, check=False, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return None, f"{program} did not answer within {TIMEOUT_S:g} s"
+        return None, tool_reason("timeout", program=program, seconds=f"{TIMEOUT_S:g}")
     except OSError as exc:
-        return None, f"{program} could not run: {exc.strerror or exc}"
+        return None, tool_reason("could_not_run", program=program, said=exc.strerror or exc)
     try:
         return json.loads(proc.stdout), None
     except ValueError:
         words = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        return None, f"{program} exited with {proc.returncode}: {words[0] if words else 'no output'}"
+        return None, tool_reason("exited", program=program, code=proc.returncode,
+                                 said=words[0] if words else "no output")
 
 
 def read_smartctl(device: str, *, full: bool = True) -> Reading:
@@ -91,12 +93,12 @@ def smartctl_failure(doc: dict) -> str | None:
              if m.get("severity") == "error"] or ["no reason given"]
     text = "; ".join(w for w in words if w)
     if "Permission denied" in text or "Operation not permitted" in text:
-        return f"no permission to read SMART data (root needed): {text}"
+        return tool_reason("smart_permission", said=text)
     if "Unable to detect device type" in text:
-        return f"not a SMART device: {text}"
+        return tool_reason("not_smart", said=text)
     if not status & 0b10:  # bit 0 alone: the command line
-        return f"smartctl refused its command line: {text}"
-    return f"smartctl could not open the device: {text}"
+        return tool_reason("smart_usage", said=text)
+    return tool_reason("smart_open", said=text)
 
 
 def from_smartctl(doc: dict, device: str) -> Reading:
@@ -255,8 +257,8 @@ def read_nvme(controller: str, namespace: str | None, *, full: bool = True) -> R
 
 def _nvme_reason(why: str | None) -> str:
     if why and "Permission denied" in why:
-        return f"no permission to read the NVMe log (root needed): {why}"
-    return why or "nvme gave no answer"
+        return tool_reason("nvme_permission", said=why)
+    return why or tool_reason("nvme_silent")
 
 
 def nvme_thresholds(id_ctrl: dict) -> dict:

@@ -17,6 +17,7 @@ import pandas as pd
 from iolab.analysis.drivehealth import health_deltas
 from iolab.core.units import human_size
 from iolab.report import i18n
+from iolab.report.driveidentity import say_reasons
 from iolab.report.tables import DASH, Table
 
 _t = i18n.scoped("drive_health")
@@ -97,7 +98,7 @@ def unread_line(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str
     # a system's runs on the same drive say the same: once each (the run-name suffix dropped)
     said = dict.fromkeys((str(row["system"]).split(" · ")[0], str(row["unread"]), bool(row["virtual"]))
                          for _, row in unread.iterrows())
-    drives = [f"**{system}**{i18n.paren(why, lang)}" for system, why, virtual in said if not virtual]
+    drives = [f"**{system}**{i18n.paren(say_reasons(why, lang), lang)}" for system, why, virtual in said if not virtual]
     virtual = list(dict.fromkeys(f"**{system}**" for system, _, is_virtual in said if is_virtual))
     sentences = ([_t("unread", lang, drives=i18n.join(drives, lang))] if drives else []) + \
         ([_t("unread_virtual", lang, systems=i18n.join(virtual, lang))] if virtual else [])

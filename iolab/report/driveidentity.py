@@ -12,7 +12,7 @@ device) as None. Runs from before drives were recorded give no identity rows at 
 """
 from __future__ import annotations
 
-from iolab.analysis.drivehealth import HARDWARE_TRANSPORTS, VIRTUAL_TRANSPORTS, stated_limit
+from iolab.analysis.drivehealth import HARDWARE_TRANSPORTS, VIRTUAL_TRANSPORTS, reason_of, stated_limit, tool_lines
 from iolab.core.units import human_size
 from iolab.report import i18n
 
@@ -30,13 +30,26 @@ def drives_of(manifest: dict) -> list[dict]:
     return [d for d in drives or [] if isinstance(d, dict)]
 
 
-def reasons(drive: dict) -> str:
+def reasons(drive: dict, lang: str = "en") -> str:
     """What the tools that could not read ``drive`` said ("smartctl: not a SMART device: ..."), or ""."""
-    return "; ".join(f"{tool}: {why}" for tool, why in (drive.get("sources") or {}).items() if why != "ok")
+    said = [f"{tool}: {why}" for tool, why in (drive.get("sources") or {}).items() if why != "ok"]
+    return say_reasons("; ".join(said), lang) if said else ""
+
+
+def say_reasons(text: str, lang: str) -> str:
+    """A recorded reasons text (``smartctl: not a SMART device: ...; nvme: ...``) in ``lang``: iolab's own words
+    (:data:`iolab.analysis.drivehealth.TOOL_REASONS`) from the locale's ``drives.reasons``, a tool's own words
+    as it said them."""
+    lines = []
+    for tool, why in tool_lines(text):
+        known = reason_of(why)
+        said = _t(f"reasons.{known[0]}", lang, **known[1]) if known else (f"「{why}」" if lang == "ja" else why)
+        lines.append(f"{tool}{i18n.colon(lang)}{said}" if tool else said)
+    return _t("reasons.joiner", lang).join(lines)
 
 
 def _unknown(drive: dict, lang: str) -> str:
-    why = reasons(drive)
+    why = reasons(drive, lang)
     return _t("unknown_because", lang, reason=why) if why else _t("unknown", lang)
 
 
@@ -140,7 +153,7 @@ def _drive_fields(drive: dict, lang: str) -> dict:
             "temperature_limits": _temperature_limits(drive, lang),
             "serial": _plain(drive, "serial", lang),
             # a loop, md or device-mapper device is no drive: no tool was expected to read it (the health line says so)
-            "not_read": None if drive.get("transport") in VIRTUAL_TRANSPORTS else reasons(drive) or None}
+            "not_read": None if drive.get("transport") in VIRTUAL_TRANSPORTS else reasons(drive, lang) or None}
 
 
 def identity_fields(manifest: dict, *, lang: str = "en") -> dict:

@@ -75,11 +75,12 @@ def test_what_a_missing_tool_could_not_tell_is_unknown_with_its_reason(lang):
     found = {name: driveidentity.identity_fields({"targets": [{"drives": [drive]}]}, lang=lang)
              for name, drive in (("sata", sata), ("nvme", nvme))}
     unknown = "unknown ({})" if lang == "en" else "不明（{}）"
-    assert found["sata"]["firmware"] == unknown.format("smartctl: smartctl not installed")
+    missing = {"en": "{0}: {0} not installed", "ja": "{0}：{0}がインストールされていない"}[lang]  # iolab's words, in lang
+    assert found["sata"]["firmware"] == unknown.format(missing.format("smartctl"))
     assert found["sata"]["serial"] == found["sata"]["controller"] == found["sata"]["firmware"]
     assert found["sata"]["link"] == "SATA 6.0 Gbps" and found["sata"]["nvme_format"] is None
     assert found["sata"]["sectors"] == ("512 B / 4,096 B" if lang == "en" else "512 B／4,096 B")
-    assert found["nvme"]["nvme_format"] == unknown.format("nvme: nvme not installed")
+    assert found["nvme"]["nvme_format"] == unknown.format(missing.format("nvme"))
     assert found["nvme"]["firmware"] == "7.2.22" and found["nvme"]["capacity"] is None
     assert driveidentity.identity_fields({"targets": [{"name": "x"}]}, lang=lang) == dict.fromkeys(
         driveidentity.FIELDS)
@@ -113,3 +114,22 @@ def test_a_drive_that_trained_below_its_slot_says_what_the_slot_offers(lang):
     full = {**port, "slot": {**port["slot"], "max_speed": "2.5 GT/s PCIe", "max_width": 1}}
     drive["link"] = {"pcie": full}
     assert "slot" not in driveidentity.identity_fields({"targets": [{"drives": [drive]}]}, lang="en")["link"]
+
+
+def test_every_reason_iolab_records_is_read_back_and_said_in_each_language():
+    """The words iolab records when a tool cannot read a drive (drivehealth.TOOL_REASONS, written by
+    iolab.devices.smart) are read back by key; the English page says them exactly as recorded, the Japanese page
+    in Japanese, with the tool's own words kept in brackets."""
+    from iolab.analysis import drivehealth
+    from iolab.report import i18n
+    assert {k: v for k, v in i18n.catalog("en")["drives"]["reasons"].items() if k != "joiner"} == \
+        drivehealth.TOOL_REASONS
+    fields = {"program": "smartctl", "seconds": "10", "code": "2", "said": "/dev/sdb: Unable to detect device type"}
+    for key, template in drivehealth.TOOL_REASONS.items():
+        recorded = drivehealth.tool_reason(key, **{k: v for k, v in fields.items() if "{" + k + "}" in template})
+        assert drivehealth.reason_of(recorded)[0] == key, recorded
+        assert driveidentity.say_reasons(f"nvme: {recorded}", "en") == f"nvme: {recorded}"
+        ja = driveidentity.say_reasons(f"nvme: {recorded}", "ja")
+        assert ja.startswith("nvme：") and (fields["said"] not in recorded or f"「{fields['said']}」" in ja), ja
+    assert driveidentity.say_reasons("smartctl: a; b; nvme: its own words", "ja") == \
+        "smartctl：「a; b」；nvme：「its own words」"
