@@ -414,10 +414,12 @@ def _one(row, lang: str, again: bool = False) -> str:
     if rule == "rated":
         return _t("rated", lang, system=row["system"], test=_test(row, lang), value=_mbps(row["value"], lang),
                   device=row["detail"], rated=_mbps(row["against"], lang), factor=i18n.factor(row["ratio"]))
-    if rule == "striping":
-        return _t("striping_again" if again else "striping", lang, system=row["system"], test=_test(row, lang),
-                  value=_mbps(row["value"], lang), device=row["detail"], rated=_mbps(row["against"], lang),
-                  factor=i18n.factor(row["ratio"]), drives=int(row["extra"]))
+    if rule == "striping":  # within what N drives are rated for together, or beyond it (then no stripe explains it)
+        beyond = row["ratio"] > row["extra"] * (1 + interfaces.NEAR)
+        key = "striping" + ("_beyond" if beyond else "") + ("_again" if again else "")
+        return _t(key, lang, system=row["system"], test=_test(row, lang), value=_mbps(row["value"], lang),
+                  device=row["detail"], rated=_mbps(row["against"], lang), factor=i18n.factor(row["ratio"]),
+                  drives=int(row["extra"]), together=_mbps(row["against"] * row["extra"], lang))
     if rule == "file_vs_ram":
         how = FILE_SIZES.get(row["detail"], ("", 0, ""))[2]
         return _t(f"file_{row['extra']}", lang, system=row["system"], benchmark=row["detail"],

@@ -290,4 +290,6 @@ def test_reasons_alone_sit_under_the_findings_heading_not_a_second_one(lang):
     # read and write both above one drive's rating: the source and why (RAID0 striping) said once
     assert ("RAID0" in text) and text.count("rated-specs.csv") == 1
     assert text.count("RAID0 stripes the data" if lang == "en" else "RAID0はデータを") == 1
-    assert ("4.6x one Intel X25-V 40GB's rated 35.0 MB/s, for the same reason." if lang == "en" else "理由は同じ。") in text
+    # the write, 4.6x one drive's rating, is beyond what 4 drives are rated for together: no stripe explains it
+    assert ("4.6x one Intel X25-V 40GB's rated 35.0 MB/s, more than its 4 drives are rated for together (140 MB/s)"
+            if lang == "en" else "4台の定格値の合計（140 MB/秒）も超える") in text
