@@ -38,6 +38,8 @@ def reference_table(frame: pd.DataFrame, *, benchmark: str, metric: str, lang: s
         unmeasurable = reference.unmeasurable(part).any()
         note = i18n.text("labels.unmeasurable_note", lang, unmeasurable=i18n.text("labels.unmeasurable", lang)) \
             if unmeasurable else ""
+    if benchmark == "hdparm" and unit == "MB/s":  # hdparm's "MB/sec" is MiB/s, printed so in the article
+        note = i18n.join_sentences([n for n in (note, i18n.text("labels.published_note_hdparm", lang)) if n], lang)
     table = tables.pivot(summary, lang=lang, caption=caption, published=True, notes=measured + [note])
     renamed = beside.scaled_names(part, lang)  # a column at another scale than the article's says so in its header
     if renamed:

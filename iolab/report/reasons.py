@@ -14,6 +14,7 @@ rules say *why*, where the data shows it, from what storage engineers know:
   business: its rows are left to it.
 * ``queue_depth``: a test's deepest ``Q{n}T1`` against its ``Q1T1``, a gain of :data:`QD_GAIN` or more.
 * ``cpu_bound``: Bonnie++'s per-character tests close while the block tests differ (and the %CP where known).
+* ``memory_read``: hdparm -T's cached reads measure the machine's memory and CPU, not the disk.
 * ``file_vs_ram``: the test file against the RAM of a system not isolated from the page cache.
 * ``single_max``: a maximum latency is one operation of one run: an anecdote, not a typical figure.
 
@@ -30,6 +31,7 @@ import pandas as pd
 from iolab.core.errors import IolabError
 from iolab.report import i18n, interfaces, verdicts
 from iolab.report.commentary_base import checked_summary
+from iolab.report.figures import MEMORY_TESTS
 
 log = logging.getLogger(__name__)
 
@@ -306,6 +308,21 @@ def file_vs_ram(summary: pd.DataFrame, benchmark: str | None = None) -> pd.DataF
     return _frame(out)
 
 
+def memory_read(summary: pd.DataFrame) -> pd.DataFrame:
+    """hdparm -T's cached reads (:data:`iolab.report.figures.MEMORY_TESTS`, by the article's test names): figures of
+    the machine's memory and CPU, not of its disk. One row per test, ``detail`` the systems."""
+    if summary.empty:
+        return _empty()
+    _need(summary, ("system", "test", "value"), "memory_read")
+    tests = summary["test"].astype(str)
+    memory = summary[tests.map(lambda t: any(m in t for m in MEMORY_TESTS)) & summary["value"].notna()]
+    return _frame([{"rule": "memory_read", "system": ";".join(part["system"].astype(str)), "test": test,
+                    "direction": "", "value": part["value"].max(), "unit": str(part["unit"].iloc[0])
+                    if "unit" in part else "", "against": part["value"].min(), "ratio": math.nan,
+                    "detail": ";".join(part["system"].astype(str)), "extra": len(part)}
+                   for test, part in memory.groupby("test", sort=False)])
+
+
 def single_max(summary: pd.DataFrame) -> pd.DataFrame:
     """A metric that is a maximum (``latency_max``, ``lat_max``): each figure is one operation, of one run where
     ``n`` is 1. One row per metric: ``value``/``against`` the largest and smallest figure, ``ratio`` their factor,
@@ -346,12 +363,12 @@ def rated_specs() -> pd.DataFrame:
 def from_summary(summary: pd.DataFrame, *, specs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every rule that reads a summary frame (:func:`iolab.report.tables.summarize`,
     :func:`iolab.analysis.reference.as_summary`): flushes (published), interfaces and ratings, queue depth,
-    CPU-bound tests, file size against RAM, single-sample maxima."""
+    CPU-bound tests, reads from memory (hdparm -T), file size against RAM, single-sample maxima."""
     if summary.empty:
         return _empty()
     specs = rated_specs() if specs is None else specs
     found = [flushes_published(summary), above_link(summary, specs), queue_depth(summary), cpu_bound(summary),
-             file_vs_ram(summary), single_max(summary)]
+             memory_read(summary), file_vs_ram(summary), single_max(summary)]
     found = [f for f in found if not f.empty]
     return pd.concat(found, ignore_index=True) if found else _empty()
 
@@ -425,6 +442,8 @@ def _one(row, lang: str, again: bool = False) -> str:
         return _t(f"file_{row['extra']}", lang, system=row["system"], benchmark=row["detail"],
                   file=_size(row["value"]) + (i18n.paren(how, lang) if how else ""), ram=_size(row["against"]),
                   factor=i18n.factor(row["ratio"]))
+    if rule == "memory_read":
+        return _t("memory_read", lang, test=i18n.label(row["test"], lang, section="tests"), n=int(row["extra"]))
     if rule == "single_max":
         key = "single_max_one" if row["extra"] <= 1 else "single_max"
         return _t(key, lang, metric=i18n.label(row["detail"], lang, section="metrics"),

@@ -6,7 +6,7 @@ import pytest
 import iolab
 from cli_helpers import ROOT
 from iolab.analysis import reference
-from iolab.report import beside, commentary, i18n, interfaces, narrative, reasons, tables
+from iolab.report import articles, beside, commentary, i18n, interfaces, narrative, reasons, tables
 from iolab.report import notebooks as report
 from iolab.report.sections import bonnie_section, sqlbench_section, tiobench_section
 
@@ -293,3 +293,21 @@ def test_reasons_alone_sit_under_the_findings_heading_not_a_second_one(lang):
     # the write, 4.6x one drive's rating, is beyond what 4 drives are rated for together: no stripe explains it
     assert ("4.6x one Intel X25-V 40GB's rated 35.0 MB/s, more than its 4 drives are rated for together (140 MB/s)"
             if lang == "en" else "4台の定格値の合計（140 MB/秒）も超える") in text
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_hdparm_cached_reads_are_said_to_measure_memory_and_the_table_says_hdparms_mib(lang):
+    """gigaexpress: the RAID5 disk and the flash card tie at -T (1,840 and 1,834 MB/s) while -t differs 8x: -T
+    re-reads the page cache, so the tie is the machines' memory, which the findings now say; and the article's
+    "MB/s" are hdparm's MiB/s, which the table's note says."""
+    summary = _published("gigaexpress", "hdparm", "throughput")
+    found = reasons.memory_read(summary)
+    assert found["test"].tolist() == ["-T cached reads"] and found["extra"].tolist() == [2]
+    text = _said(found, lang)
+    assert "hdparm -T" in text and ("memory and CPU, not their disk" if lang == "en" else "メモリとCPU") in text
+    assert "-T cached reads" in reasons.from_summary(summary)["test"].tolist()
+    table = articles.reference_table(reference.load(article="gigaexpress"), benchmark="hdparm", metric="throughput",
+                                     lang=lang)
+    assert any(("MiB/s as \"MB/sec\"" if lang == "en" else "MiB/秒を「MB/sec」") in n for n in table.notes)
+    # a measured run's test ids are not the article's names: its hdparm section says this in its own note
+    assert reasons.memory_read(summary.assign(test="cached-reads")).empty
