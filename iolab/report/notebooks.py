@@ -39,7 +39,7 @@ NOTEBOOKS = {"report": "report.ipynb", "compare": "compare.ipynb"}
 
 #: The HTML template: JupyterLab's, minus everything fetched from the network
 #: (require.js, MathJax, mermaid and widget managers come from CDNs).
-_HTML_TEMPLATE = """{%- extends "lab/index.html.j2" -%}
+_HTML_TEMPLATE = ("""{%- extends "lab/index.html.j2" -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
@@ -77,9 +77,14 @@ _HTML_TEMPLATE = """{%- extends "lab/index.html.j2" -%}
   .jp-RenderedHTMLCommon table.iolab-labels-2 tbody td:nth-child(2),
   .jp-RenderedHTMLCommon table.iolab-labels-3 tbody td:nth-child(-n+3) { text-align: left; white-space: nowrap; }
   p.iolab-note { margin-top: 0.1em; color: var(--jp-ui-font-color2); }
+  /* a column of words (a set-up, a device), not figures: flush left (Table.word_columns) */
+"""
+    + "\n".join(f"  .jp-RenderedHTMLCommon table.iolab-words-{n} tbody td:nth-child({n}),"
+                f" .jp-RenderedHTMLCommon table.iolab-words-{n} thead th:nth-child({n}) {{ text-align: left; }}"
+                for n in range(2, 13)) + """
 </style>
 {% endblock extra_css %}
-"""
+""")
 
 
 #: Markdown: figures as files, with their alt text.

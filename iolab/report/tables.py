@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from typing import Sequence
 
 import pandas as pd
@@ -56,14 +57,35 @@ class Table:
     def __repr__(self) -> str:
         return f"Table({self.caption!r}, {self.frame.shape[0]}x{self.frame.shape[1]})"
 
+    def word_columns(self) -> list[bool]:
+        """Per column of ``frame``: True where it holds words, not figures (a set-up, a device: set flush left,
+        where figures are set flush right): no cell of it is a number, in ``data`` or as shown."""
+        def figure(value) -> bool:
+            if isinstance(value, bool) or value is None:
+                return False
+            if isinstance(value, (int, float)):
+                return not math.isnan(value)
+            shown = re.sub(r"[\s,%]|x$|倍$", "", str(value).split("±")[0])  # "0.435 ± 0.011": its mean
+            return bool(re.fullmatch(r"[-+]?\d+(\.\d+)?(e[-+]?\d+)?", shown))
+
+        words = []
+        for position, column in enumerate(self.frame.columns):
+            data = self.data[column] if column in self.data.columns and self.data[column].ndim == 1 \
+                else self.frame.iloc[:, position]
+            cells = [v for v in data.tolist() if v is not None and str(v).strip() not in ("", DASH, "nan")]
+            words.append(bool(cells) and not any(figure(v) for v in cells))
+        return words
+
     def _repr_html_(self) -> str:
         named = any(n for n in self.frame.index.names)
         # named row labels become the first column(s), so the header is one row
         frame = self.frame.reset_index() if named else self.frame
         # each level of row labels a column of its own, kept on one line by the page's CSS ("読み込み", "SEQ1M-Q8T1")
         levels = self.frame.index.nlevels if named else 1
+        # a column of words flush left (CSS iolab-words-N: the Nth cell of a row, row labels counted)
+        words = [f"iolab-words-{levels + i + 1}" for i, w in enumerate(self.word_columns()) if w]
         body = frame.to_html(escape=True, na_rep=DASH, border=0, index=not named,
-                             classes=["iolab-table"] + ([f"iolab-labels-{levels}"] if levels > 1 else []))
+                             classes=["iolab-table"] + ([f"iolab-labels-{levels}"] if levels > 1 else []) + words)
         body = body.replace(" ± ", "&nbsp;±&nbsp;")  # "0.435 ± 0.011" kept on one line, not broken after the ±
         if self.caption:
             body = body.replace(">", f">\n  <caption>{html.escape(self.caption)}</caption>", 1)
@@ -91,7 +113,8 @@ class Table:
         if self.caption:
             lines += [f"**{self.caption}**", ""]
         lines.append("| " + " | ".join(cell(h) for h in heads) + " |")
-        lines.append("|" + "|".join(["---"] * len(index_names) + ["---:"] * len(frame.columns)) + "|")
+        lines.append("|" + "|".join(["---"] * len(index_names) + ["---" if w else "---:" for w in self.word_columns()])
+                     + "|")
         for key, row in frame.iterrows():
             keys = list(key) if isinstance(key, tuple) else [key]
             lines.append("| " + " | ".join(cell(k) for k in keys + list(row.values)) + " |")

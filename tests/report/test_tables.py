@@ -343,3 +343,21 @@ def test_window_rows_beside_repeated_rows_keep_the_repetitions_note_and_say_the_
     assert note.startswith(tables.repetitions_note(pd.Series([3, 1]), "mean", "en"))
     assert note.endswith(report.i18n.text("repetitions_note.window", "en")) and alone != note
     assert "--repeat" not in note
+
+
+def test_a_column_of_words_is_set_flush_left_and_figures_flush_right():
+    """The article pages' comparison table has one column of set-ups ("Nytro MegaRAID card, three SATA HDDs in
+    RAID5"): it was right-aligned like figures. Words go left, figures (shown as "1,840", "0.43 ± 0.01", "90x")
+    right, in Markdown and in the HTML (a class the page's CSS sets left)."""
+    frame = pd.DataFrame({"Set-up": ["LeftHand iSCSI storage", "StorageWorks IO Accelerator"],
+                          "Speed-up": ["90x", "2.5"], "MB/s": ["1,840", "0.43 ± 0.01"], "Note": [tables.DASH, "cache on"]},
+                         index=pd.Index(["on / off", "accelerator"], name="Comparison"))
+    table = tables.Table(frame)
+    assert table.word_columns() == [True, False, False, True]
+    assert table.to_markdown().splitlines()[1] == "|---|---|---:|---:|---|"
+    assert 'class="dataframe iolab-table iolab-words-2 iolab-words-5"' in table._repr_html_()
+    numbers = tables.Table(frame[["Speed-up"]], data=pd.DataFrame({"Speed-up": [90.0, float("nan")]},
+                                                                    index=frame.index))
+    assert numbers.word_columns() == [False]
+    from iolab.report import notebooks
+    assert "table.iolab-words-5 tbody td:nth-child(5)" in notebooks._HTML_TEMPLATE
