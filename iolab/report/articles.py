@@ -71,6 +71,17 @@ def reference_systems_table(frame: pd.DataFrame, *, lang: str = "en", caption: s
     return Table(out, caption=i18n.text("headings.environment", lang) if caption is None else caption)
 
 
+def reference_environment(frame: pd.DataFrame, *, lang: str = "en") -> Table | str:
+    """The article's "Test environment": :func:`reference_systems_table` under the heading, or, where the article
+    gives nothing of its systems but their names (gigaexpress, x25v-raid0), one sentence naming them instead of a
+    table of one column."""
+    table = reference_systems_table(frame, lang=lang, caption="")
+    if len(table.frame.columns):
+        return table
+    systems = [f"**{name}**" for name in table.frame.index]
+    return i18n.text("labels.systems_only", lang, systems=i18n.join(systems, lang), n=len(systems))
+
+
 def notes(frame: pd.DataFrame, lang: str, *, heading: str = "labels.article_notes") -> str:
     """The article's remarks on the rows of one table, as a Markdown list under ``heading`` ('' when none)."""
     rows = frame[frame["note"].astype(str).str.strip() != ""]

@@ -74,6 +74,10 @@ _HTML_TEMPLATE = ("""{%- extends "lab/index.html.j2" -%}
   /* a row's label on one line ("ファイルシステム", not "ファイルシス" / "テム"); bold as every bold text is */
   .jp-RenderedHTMLCommon table.iolab-table tbody td:first-child { text-align: left; font-weight: bold;
       white-space: nowrap; }
+  /* the row labels' headings sit over them, flush left ("テスト" was set right, over left-aligned labels) */
+  .jp-RenderedHTMLCommon table.iolab-table thead th:first-child,
+  .jp-RenderedHTMLCommon table.iolab-labels-2 thead th:nth-child(2),
+  .jp-RenderedHTMLCommon table.iolab-labels-3 thead th:nth-child(-n+3) { text-align: left; }
   .jp-RenderedHTMLCommon table.iolab-labels-2 tbody td:nth-child(2),
   .jp-RenderedHTMLCommon table.iolab-labels-3 tbody td:nth-child(-n+3) { text-align: left; white-space: nowrap; }
   p.iolab-note { margin-top: 0.1em; color: var(--jp-ui-font-color2); }

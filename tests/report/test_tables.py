@@ -201,6 +201,12 @@ def test_reference_systems_table_has_no_column_of_dashes():
     assert list(nytro.frame.columns) == ["Set-up"] and len(nytro.frame) == 2
     full = articles.reference_systems_table(reference.load(article="dedicated-server-2013"))
     assert list(full.frame.columns) == ["Device", "Memory", "Cache isolation"]
+    # an article that names its systems and nothing else of them: a sentence, not a table of one column
+    assert isinstance(articles.reference_environment(reference.load(article="dedicated-server-2013")), tables.Table)
+    assert articles.reference_environment(reference.load(article="gigaexpress")) == (
+        "The article gives its systems by name only: **RAID5 SCSI HDD /dev/sda1** and **GigaExpress SSD /dev/sdb1**.")
+    assert articles.reference_environment(reference.load(article="x25v-raid0"), lang="ja").startswith(
+        "記事はシステムを名前だけで示している：**Intel X25-V 40GB x4 RAID0（Adaptec 1430SA）**、")
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
