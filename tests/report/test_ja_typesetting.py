@@ -225,7 +225,7 @@ def test_the_articles_japanese_texts_follow_the_rule():
 @pytest.mark.parametrize("test, direction, en, ja", [
     ("RND4K-Q32T1", "read", "RND4K-Q32T1 read", "RND4K-Q32T1の読み込み"),  # no space between Latin and kana
     ("seq_read_block", "read", "Block read", "ブロック読み込み"),  # the name says its direction once
-    ("seq read", "read", "seq read", "シーケンシャル読み込み"),
+    ("seq read", "read", "Sequential read", "シーケンシャル読み込み"),
     ("round", "", "round", "round"),
     ("", "write", "write", "書き込み"),
 ])

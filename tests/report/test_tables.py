@@ -218,7 +218,7 @@ def test_an_articles_ratio_table_states_its_ratios_not_a_coverage_note(lang):
     text = articles.ratio_findings(cdm, lang)
     system = "Flash cache on / off" if lang == "en" else "フラッシュキャッシュ有効／無効"  # articles.yaml's compares
     if lang == "en":
-        assert text == (f"- **{system}**: from 3.3x (seq read) to 90x (4K QD32 random read/write) as fast, "
+        assert text == (f"- **{system}**: from 3.3x (Sequential read) to 90x (4K QD32 random read/write) as fast, "
                         "as the article gives it; the table lists every test.")
     else:
         assert text == (f"- **{system}**：3.3倍（シーケンシャル読み込み）から90倍（4K QD32ランダム読み書き）まで速い"
