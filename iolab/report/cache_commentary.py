@@ -98,7 +98,7 @@ def cache_sentences(effects: pd.DataFrame, *, lang: str, published: bool = False
                 parts.append(_t(key, lang, tests=i18n.join(
                     [i18n.test_label(r["test"], r["direction"], lang) for _, r in rows.iterrows()], lang),
                     factor=i18n.factor_range(rows["factor"].min(), rows["factor"].max()), reference=reference,
-                    helped=i18n.factor(rules.helped), pct=_within_pct(rows)))
+                    helped=i18n.factor(rules.helped), pct=_within_pct(rows), n=len(rows)))
         if len(parts) > 1:
             out.append(" ".join(parts) if lang == "en" else "".join(parts))
     return out

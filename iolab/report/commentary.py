@@ -387,7 +387,7 @@ def group_sentences(ranges: pd.DataFrame, baseline: str, *, lang: str, higher: b
             spread = float(on_par["spread"].max())
             items.append(_t("vs_par" if i18n.percent(spread) not in ("0.0", "0") else "vs_equal", lang,
                             systems=i18n.join_capped(on_par["system"], lang, rules.max_listed),
-                            pct=i18n.percent(max(spread, 0.0))))
+                            pct=i18n.percent(max(spread, 0.0)), n=len(on_par)))
         key = "vs_group_single" if test_names == title else "vs_group"
         out.append(_t(key, lang, group=title, tests=test_names, baseline=baseline,
                       items=i18n.join(items, lang) if lang == "en" else "、".join(items)))
