@@ -271,7 +271,7 @@ def winner_sentences(win: pd.DataFrame, *, lang: str, published: bool = False,
                           high=prose_value(row["high"], row["unit"], lang, published=published))
         else:
             f = row["factor"]
-            direction = "higher" if up else "lower"
+            direction = "higher" if up else "time" if is_time(row["unit"]) else "lower"  # a time: quickest, as long
             if f < rules.pct_below:
                 sentence = _t(f"lead_pct_{direction}", lang, test=test, winner=row["winner"], value=value,
                               runner=row["runner_up"], against=against,

@@ -87,7 +87,7 @@ def test_sqlbench_at_another_scale_is_said_beside_its_figures_and_kept_out_of_fa
               if lang == "en" else "**規模0.01の測定**（HDD（エミュレート）、SATA SSD（エミュレート）。互いにのみ比較）：")
     against_article, among_runs = findings.split(marker)
     assert "emulated" not in against_article  # no factor between a 0.01-scale run and the article's seconds
-    assert ("SATA SSD (emulated) is lowest at 25.3 s; HDD (emulated) is 2.0x as high (51 s)" if lang == "en" else
+    assert ("SATA SSD (emulated) is quickest at 25.3 s; HDD (emulated) takes 2.0x as long (51 s)" if lang == "en" else
             "SATA SSD（エミュレート）が25.3秒で最も短い。HDD（エミュレート）（51秒）はその2.0倍") in among_runs
     assert "mem=512M" not in among_runs
 

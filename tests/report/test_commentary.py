@@ -79,7 +79,7 @@ def test_lower_is_better_for_latency():
     row = commentary.winners(s).iloc[0]
     assert row["winner"] == "A" and row["factor"] == pytest.approx(3.0)
     text = commentary.describe(s, lang="en")
-    assert "A is lowest at 1.00 ms; B is 3.0x as high (3.00 ms)." in text
+    assert "A is quickest at 1.00 ms; B takes 3.0x as long (3.00 ms)." in text
     assert "ミリ秒" in commentary.describe(s, lang="ja")
 
 
@@ -252,7 +252,7 @@ def test_lower_is_better_percentages_are_relative_to_the_runner_up(win, runner, 
     """Known answers from the issue: (0.305 - 0.258) / 0.305 = 15%, not 18%."""
     s = summary([("A", "T", "", win), ("B", "T", "", runner)], metric="elapsed", unit="s")
     text = commentary.describe(s, lang="en", baseline="B")
-    assert f"{pct}% below B" in text
+    assert f"{pct}% shorter than B" in text
     assert f"{pct}%短い" in commentary.describe(s, lang="ja", baseline="B")
 
 
@@ -330,8 +330,8 @@ def test_every_recipe_description_is_in_japanese():
 
 
 def test_lower_is_better_against_a_baseline_never_says_n_times_lower():
-    """'2.5x lower' has no meaning (1x lower would be zero): a lower latency is 'lower by a factor of N',
-    a higher one 'Nx as high'; known answers from the 2013 article's Bonnie++ latencies."""
+    """'2.5x lower' has no meaning (1x lower would be zero): a shorter latency is 'shorter by a factor of N',
+    a longer one 'Nx as long'; known answers from the 2013 article's Bonnie++ latencies."""
     s = summary([("HDD", "block_write", "", 200.0), ("SSD", "block_write", "", 80.0),
                  ("HDD", "rewrite", "", 280.0), ("SSD", "rewrite", "", 10.0),
                  ("HDD", "per_char_write", "", 100.0), ("SSD", "per_char_write", "", 130.0),
@@ -341,9 +341,9 @@ def test_lower_is_better_against_a_baseline_never_says_n_times_lower():
     groups = {"block": ["block_write", "rewrite"], "per_char": ["per_char_write", "per_char_read"], "seeks": ["seeks"]}
     text = commentary.describe(s, lang="en", baseline="HDD", groups=groups)
     assert "x lower" not in text and "x higher" not in text, text
-    assert "SSD is lower by a factor of 2.5–28" in text  # 200/80 and 280/10
-    assert "SSD ranges from 1.3x as high to lower by a factor of 2.5" in text  # 130/100 and 100/40
-    assert "SSD is 3.0x as high" in text  # 300/100
+    assert "SSD is shorter by a factor of 2.5–28" in text  # 200/80 and 280/10
+    assert "SSD ranges from 1.3x as long to shorter by a factor of 2.5" in text  # 130/100 and 100/40
+    assert "SSD takes 3.0x as long" in text  # 300/100
     ja = commentary.describe(s, lang="ja", baseline="HDD", groups=groups)
     # a latency is said short or long, each end of a mixed range with its direction ('1.3倍から2.5分の1まで' had none)
     assert "SSDは2.5–28倍短い" in ja
@@ -363,9 +363,9 @@ def test_lower_is_better_against_a_baseline_never_says_n_times_lower():
      "SSDは2.5分の1の速さから3.0倍の速さまで"),
     # sql-bench's insert, 410 s against 426 s, was "1.0x as high"; connect 61 against 55 "lower by a factor of 1.1"
     # seconds are a time: short or long in Japanese
-    ("elapsed_s", [(410.0, 426.0), (400.0, 430.0)], "SSD is 3.9–7.5% higher", "SSDは3.9–7.5%長い"),
-    ("elapsed_s", [(61.0, 55.0), (60.0, 52.0)], "SSD is 9.8–13% lower", "SSDは9.8–13%短い"),
-    ("elapsed_s", [(61.0, 55.0), (400.0, 430.0)], "SSD ranges from 7.5% higher to 9.8% lower",
+    ("elapsed_s", [(410.0, 426.0), (400.0, 430.0)], "SSD is 3.9–7.5% longer", "SSDは3.9–7.5%長い"),
+    ("elapsed_s", [(61.0, 55.0), (60.0, 52.0)], "SSD is 9.8–13% shorter", "SSDは9.8–13%短い"),
+    ("elapsed_s", [(61.0, 55.0), (400.0, 430.0)], "SSD ranges from 7.5% longer to 9.8% shorter",
      "SSDは7.5%長い値から9.8%短い値まで"),
     # a near end within the tie rule (verdicts.TIE_TOLERANCE, 3%) is said 'on par', never '1.0x' / '1.0分の1';
     # one that would print as 1.0 but is no tie in percent
@@ -375,9 +375,9 @@ def test_lower_is_better_against_a_baseline_never_says_n_times_lower():
      "SSDは同等の速さから4.1分の1の速さまで"),
     ("bw_mbps", [(100.0, 96.4), (100.0, 70.0)], "SSD ranges from 3.6% slower to slower by a factor of 1.4",
      "SSDは3.6%遅い値から1.4分の1の速さまで"),
-    ("lat_mean_us", [(100.0, 102.0), (100.0, 40.0)], "SSD ranges from on par to lower by a factor of 2.5",
+    ("lat_mean_us", [(100.0, 102.0), (100.0, 40.0)], "SSD ranges from on par to shorter by a factor of 2.5",
      "SSDは同等の値から2.5倍短い値まで"),
-    ("lat_mean_us", [(100.0, 130.0), (100.0, 87.0)], "SSD ranges from 1.3x as high to 13% lower",
+    ("lat_mean_us", [(100.0, 130.0), (100.0, 87.0)], "SSD ranges from 1.3x as long to 13% shorter",
      "SSDは1.3倍長い値から13%短い値まで"),
     ("bw_mbps", [(100.0, 104.0), (100.0, 250.0)], "SSD ranges from 4.0% faster to 2.5x as fast",
      "SSDは4.0%速い値から2.5倍の速さまで"),
@@ -448,6 +448,6 @@ def test_a_test_with_the_figures_of_one_said_before_points_back_to_it():
                  ("io", "rnd_read", "", 100.0), ("ssd", "rnd_read", "", 3.5), ("hdd", "rnd_read", "", 90.0)],
                 metric="lat_max_us", unit="ms")
     text = commentary.describe(s, lang="en", baseline="hdd")
-    assert text.count("is lowest at 726 ms") == 1  # measured figures: three digits (i18n.default_digits)
+    assert text.count("is quickest at 726 ms") == 1  # measured figures: three digits (i18n.default_digits)
     assert "- **Total**: the same figures as Sequential write." in text
     assert "- **合計**：シーケンシャル書き込みと同じ数値。" in commentary.describe(s, lang="ja", baseline="hdd")

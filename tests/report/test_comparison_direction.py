@@ -41,4 +41,4 @@ def test_english_never_says_one_times_or_a_fraction_as_fast(pages):
     en = pages["en"]
     assert not re.search(r"(?<![\d.])(1\.0|0\.\d)x", en)
     assert "as fast" not in re.sub(r"\d[\d.,–]*x as fast", "", en)  # every 'as fast' has a factor above 1
-    assert "ranges from 1.3x as high to lower by a factor of 2.5" in en
+    assert "ranges from 1.3x as long to shorter by a factor of 2.5" in en

@@ -351,7 +351,7 @@ def test_sqlbench_section_is_the_articles_table_10(store, japanese):
     assert table.data.loc["Total", "SATA SSD (emulated)"] == pytest.approx(
         table.data.loc[table.data.index[:-1], "SATA SSD (emulated)"].sum())
     sentences = texts(section)
-    assert "**create**: SATA SSD (emulated) is lowest at 25.3 s; HDD (emulated) is 2.0x as high (51.0 s)." in sentences
+    assert "**create**: SATA SSD (emulated) is quickest at 25.3 s; HDD (emulated) takes 2.0x as long (51.0 s)." in sentences
     assert "**connect**: SATA SSD (emulated) and HDD (emulated) are within 1.6% of each other" in sentences
     assert "**big-tables** tells the systems apart most" in sentences and "(4.9x as long)" in sentences
     assert any("scale 0.01" in n for n in section.notes) and "Storage engine: InnoDB." in section.notes
