@@ -251,23 +251,41 @@ def _may_lift_hard_limits() -> bool:
     return False
 
 
+#: What a run's io_uring buffers may pin, per test, when fio keeps CAP_IPC_LOCK (root): the kernel then counts
+#: none of them against RLIMIT_MEMLOCK, so iolab bounds them itself; a recipe asking more goes without fixedbufs
+PIN_LIMIT = 256 * 2**20
+
+
 def fio_memlock_limit() -> int:
+    """The locked memory fio may use for registered buffers: as root, :data:`PIN_LIMIT` (a run that registers
+    buffers keeps CAP_IPC_LOCK in its confinement, :func:`pins_buffers`); otherwise :func:`fio_rlimit_memlock`.
+    Read only: deciding a run's options changes nothing in this process (a dry run, a notebook's kernel)."""
+    return PIN_LIMIT if os.geteuid() == 0 else fio_rlimit_memlock()
+
+
+def fio_rlimit_memlock() -> int:
     """The RLIMIT_MEMLOCK fio will run under (:func:`memlock_raised` sets it for the run): unlimited where this
-    process may lift hard limits (root with CAP_SYS_RESOURCE), else the hard limit. Read only: deciding a run's
-    options changes nothing in this process (a dry run, a notebook's kernel)."""
+    process may lift hard limits (CAP_SYS_RESOURCE), else the hard limit."""
     _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     return resource.RLIM_INFINITY if _may_lift_hard_limits() else hard
+
+
+def pins_buffers(decision: dict | None) -> bool:
+    """Whether a run's engine decision (the manifest's ``ioengine``) registers io_uring buffers on some test
+    (``fixedbufs_tests``, :func:`_set_options`). Only then does fio keep CAP_IPC_LOCK, and
+    only as root (a plain job file's own fixedbufs stay under RLIMIT_MEMLOCK)."""
+    return bool((decision or {}).get("fixedbufs_tests"))
 
 
 @contextlib.contextmanager
 def memlock_raised():
     """For a run's duration: this process's RLIMIT_MEMLOCK, which fio inherits, raised to what
-    :func:`fio_memlock_limit` said, so io_uring's fixed buffers (which bubblewrap's dropped CAP_IPC_LOCK counts
+    :func:`fio_rlimit_memlock` said, so io_uring's fixed buffers (which bubblewrap's dropped CAP_IPC_LOCK counts
     against it) fit where the run's options expected them to; restored afterwards. A limit that cannot be
     raised stays as it is. (Not a ``preexec_fn`` in fio's spawn: a Ctrl-C landing in Python's at-fork hooks
     is dropped, see :func:`iolab.engine.fio.start`.)"""
     before = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    wanted = fio_memlock_limit()
+    wanted = fio_rlimit_memlock()
     changed = False
     if wanted != before[0]:
         try:
@@ -287,14 +305,15 @@ def memlock_raised():
 
 def _set_options(recipe, options: dict, decision: dict, *, memlock: int | None = None) -> dict:
     """The preferred engine's ``options`` on each test that runs it (no engine of its own); ``fixedbufs`` only
-    where the buffers it pins (iodepth x block size, per job) stay within :data:`MEMLOCK_SHARE` of the
-    RLIMIT_MEMLOCK fio will run under (:func:`fio_memlock_limit`; io_uring counts registered buffers against
-    it, and fails the job with ENOMEM past it; fio's own alignment comes on top: 8 MiB of buffers failed under an 8 MiB limit). The
-    decision, returned, records the options and the tests that went without fixedbufs, with why."""
+    where the buffers it pins (iodepth x block size, per job) stay within :data:`MEMLOCK_SHARE` of the locked
+    memory fio may use (:func:`fio_memlock_limit`: io_uring counts registered buffers against RLIMIT_MEMLOCK
+    and fails the job with ENOMEM past it, fio's own alignment on top: 8 MiB of buffers failed under an 8 MiB
+    limit; as root, iolab's own :data:`PIN_LIMIT`). The decision, returned, records the options, the tests
+    that register buffers (``fixedbufs_tests``) and those that went without, with why."""
     if not options:
         return decision
     limit = fio_memlock_limit() if memlock is None else memlock
-    without = []
+    without, pinning = [], []
     for test in recipe.tests:
         if "ioengine" in test.fio:
             continue
@@ -304,12 +323,18 @@ def _set_options(recipe, options: dict, decision: dict, *, memlock: int | None =
             own.pop("fixedbufs")
             without.append({"test": test.name, "pinned_bytes": pinned})
         test.fio.update({k: v for k, v in own.items() if k not in test.fio})
+        if str(test.fio.get("fixedbufs", 0)) not in ("0", "", "False"):
+            pinning.append(test.name)
     decision = {**decision, "options": options}
+    if pinning:
+        decision["fixedbufs_tests"] = pinning
     if without:
-        decision["without_fixedbufs"] = {"memlock_bytes": limit, "tests": without,
-                                         "reason": f"its buffers would pin more than {MEMLOCK_SHARE:.0%} of RLIMIT_MEMLOCK "
-                                                   "(fio's alignment and other io_uring users need the rest)"}
-        log.info("%s: fixedbufs left out of %s: RLIMIT_MEMLOCK is %d bytes", recipe.name,
+        decision["without_fixedbufs"] = {
+            "memlock_bytes": limit, "tests": without,
+            "reason": f"its buffers would pin more than {MEMLOCK_SHARE:.0%} of the {limit} bytes fio may lock "
+                      "(RLIMIT_MEMLOCK; as root, iolab's own bound), which fio's alignment and other io_uring users "
+                      "share"}
+        log.info("%s: fixedbufs left out of %s: fio may lock %d bytes", recipe.name,
                  ", ".join(w["test"] for w in without), limit)
     return decision
 

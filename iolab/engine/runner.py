@@ -215,9 +215,11 @@ class FioEngine(Engine):
         """The kernel's boundary for every process this run starts (:func:`iolab.isolation.confine.for_run`)."""
         raw = self.run.path / "raw"
         raw.mkdir(parents=True, exist_ok=True)
+        # io_uring's registered buffers: fio keeps CAP_IPC_LOCK (root only; within ioengines.PIN_LIMIT)
+        lock_memory = os.geteuid() == 0 and ioengines.pins_buffers(self.run.manifest.get("ioengine"))
         confinement, record = confine.for_run(self.targets, raw_dir=str(raw.absolute()),
                                               allowed_split=self.allowed_split,
-                                              unconfined_reason=self.unconfined_reason)
+                                              unconfined_reason=self.unconfined_reason, lock_memory=lock_memory)
         self.run.update(confinement=record)
         return confinement
 

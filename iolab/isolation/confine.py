@@ -18,7 +18,8 @@ Flatpak uses) in a private mount namespace where
 * a new PID namespace (``/proc`` of its own), IPC namespace and, unless the
   process serves a TCP port, network namespace;
 * no capabilities at all (``--cap-drop ALL``: no remount, no leaving, no raw
-  I/O ioctls), ``no_new_privs`` (bwrap always sets it), its own session
+  I/O ioctls; a run whose recipe registers io_uring buffers keeps CAP_IPC_LOCK alone, which lets it lock
+  memory and nothing else, within iolab's own bound, :data:`iolab.engine.ioengines.PIN_LIMIT`), ``no_new_privs`` (bwrap always sets it), its own session
   (``--new-session``: no terminal injection), and it dies with its parent
   (``--die-with-parent``: a ``kill -9`` of iolab takes fio with it).
 
@@ -61,6 +62,8 @@ log = logging.getLogger(__name__)
 
 #: The device nodes every confined process gets besides its block devices.
 BASE_DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+#: The one capability a confined process may keep (:attr:`Confinement.lock_memory`).
+LOCK_MEMORY = "CAP_IPC_LOCK"
 #: How to get bubblewrap where it is missing.
 INSTALL_HINT = "install it with: apt-get install bubblewrap"
 
@@ -82,6 +85,9 @@ class Confinement:
     writable: tuple[str, ...] = ()
     devices: tuple[str, ...] = ()
     network: bool = False
+    #: keep CAP_IPC_LOCK (and only it): io_uring's registered buffers, which the kernel counts against
+    #: RLIMIT_MEMLOCK for a process without it; memory only, no device or file is reached through it
+    lock_memory: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "writable", tuple(dict.fromkeys(os.path.abspath(p) for p in self.writable)))
@@ -110,12 +116,15 @@ class Confinement:
         if not self.network:
             args.append("--unshare-net")
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        if self.lock_memory:
+            args += ["--cap-add", LOCK_MEMORY]
         return args
 
     def describe(self) -> dict:
         """For the manifest: confined, by what, and what was reachable."""
         return {"confined": True, "tool": version(), "writable": list(self.writable),
-                "devices": list(self.devices), "network": self.network}
+                "devices": list(self.devices), "network": self.network,
+                **({"capabilities": [LOCK_MEMORY]} if self.lock_memory else {})}
 
 
 def _device_names(device: str) -> list[tuple[str, str]]:
@@ -209,10 +218,12 @@ def version() -> str:
 
 def for_run(targets: Iterable, *, raw_dir: str, allowed_paths: Iterable[str] = (),
             unconfined_reason: str | None = None,
-            allowed_split: tuple[list[str], list[str]] | None = None) -> tuple[Confinement | None, dict]:
+            allowed_split: tuple[list[str], list[str]] | None = None,
+            lock_memory: bool = False) -> tuple[Confinement | None, dict]:
     """A run's confinement and its manifest entry: the opened targets (:func:`for_targets`), the run's
     ``raw/`` directory (fio's working directory) and ``--allow-path`` (:func:`allowed`; or
-    ``allowed_split``, its answer when the run already asked it before the run directory existed).
+    ``allowed_split``, its answer when the run already asked it before the run directory existed);
+    ``lock_memory``: fio keeps CAP_IPC_LOCK (:attr:`Confinement.lock_memory`).
 
     ``unconfined_reason`` is :func:`decide`'s answer, made when the run started:
     when it is set the run goes unconfined, ``(None, {"confined": False, "reason": ...})``.
@@ -220,7 +231,8 @@ def for_run(targets: Iterable, *, raw_dir: str, allowed_paths: Iterable[str] = (
     if unconfined_reason:
         return None, {"confined": False, "reason": f"--unconfined: {unconfined_reason}"}
     places, nodes = allowed_split if allowed_split is not None else allowed(allowed_paths)
-    confinement = for_targets(targets, writable=[raw_dir, *places], devices=nodes)
+    confinement = dataclasses.replace(for_targets(targets, writable=[raw_dir, *places], devices=nodes),
+                                      lock_memory=lock_memory)
     return confinement, confinement.describe()
 
 
