@@ -11,9 +11,11 @@ RECIPE=${IOLAB_DEMO_RECIPE:-quick}
 OUT=${IOLAB_DEMO_OUT:-reports/demo}
 runs=()
 if [ "$(id -u)" -eq 0 ] && [ -z "${IOLAB_DEMO_NO_EMULATION:-}" ]; then
-  for profile in hdd sata-ssd; do
-    echo "== $RECIPE on emulated:$profile" >&2
-    runs+=("$($IOLAB run "$RECIPE" --target "emulated:$profile" --label "emulated $profile" --data "$DATA" | tail -n 1)")
+  # labelled in the kit's own wording, which a Japanese page says in Japanese (HDD（エミュレート）)
+  for profile in hdd:HDD sata-ssd:"SATA SSD"; do
+    echo "== $RECIPE on emulated:${profile%%:*}" >&2
+    runs+=("$($IOLAB run "$RECIPE" --target "emulated:${profile%%:*}" --label "${profile#*:} (emulated)" \
+      --data "$DATA" | tail -n 1)")
   done
 else
   mkdir -p scratch

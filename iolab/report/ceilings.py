@@ -368,11 +368,12 @@ def _emulated_markdown(results: pd.DataFrame, manifests: pd.DataFrame, *, lang: 
     found = against_ceilings(results, manifests, statistic=statistic)
     unknown = [_t("unknown", lang, system=system, profile=profile)
                for system, profile in unknown_limits(results, manifests).items()]
+    lead = _t("lead", lang, heading=_t("heading", lang))  # "**Emulated devices.** " / "**エミュレートしたデバイス**："
     if found.empty:
-        return f"**{_t('heading', lang)}** " + (" " if lang == "en" else "").join(unknown) if unknown else ""
+        return lead + (" " if lang == "en" else "").join(unknown) if unknown else ""
     blocks = []
     for i, (intro, *systems) in enumerate(sentences(found, lang=lang)):
-        heading = f"**{_t('heading', lang)}** " if i == 0 else ""  # one heading: the next profiles follow on
+        heading = lead if i == 0 else ""  # one heading: the next profiles follow on
         blocks.append(f"{heading}{intro}\n\n" + "\n".join(f"- {s}" for s in systems))
     if unknown:
         blocks.append((" " if lang == "en" else "").join(unknown))

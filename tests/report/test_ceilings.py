@@ -104,7 +104,7 @@ def test_compare_page_states_the_emulated_hdds_ceilings(render_once, lang):
         assert "**Emulated devices.** HDD (emulated) is an emulated device (profile hdd" in md
         assert "HDD (emulated) stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" in md
     else:
-        assert "**エミュレートしたデバイス。** HDD（エミュレート）はエミュレートしたデバイス（プロファイルhdd" in md
+        assert "**エミュレートしたデバイス**：HDD（エミュレート）はエミュレートしたデバイス（プロファイルhdd" in md
         assert "RND4K-Q1T1の読み込み（100 IOPS、上限150 IOPSの67%）" in md
 
 
@@ -148,7 +148,7 @@ def test_the_same_ceiling_at_queue_depth_1_and_32_is_explained():
 @pytest.mark.parametrize("lang", ["en", "ja"])
 def test_plain_report_states_the_ceilings_too(render_once, lang):
     md = render_once(data=DATA, lang=lang).markdown.read_text(encoding="utf-8")  # report.ipynb
-    heading = "**Emulated devices.**" if lang == "en" else "**エミュレートしたデバイス。**"
+    heading = "**Emulated devices.** " if lang == "en" else "**エミュレートしたデバイス**："
     assert heading in md
     assert ("stayed below it in RND4K-Q1T1 read (100 IOPS, 67% of 150 IOPS)" if lang == "en"
             else "RND4K-Q1T1の読み込み（100 IOPS、上限150 IOPSの67%）") in md
@@ -257,7 +257,7 @@ def test_what_the_systems_share_is_said_once_and_each_systems_figures_for_it(lan
     text = ceilings.markdown(results, manifests, lang=lang)
     t = lambda key, **fields: i18n.text(f"ceilings.{key}", lang, **fields)  # noqa: E731
     # once: the heading, what a declared limit is, the probe's finding, each explanation of a shortfall
-    assert text.count(t("heading")) == 1
+    assert text.count(t("lead", heading=t("heading"))) == 1
     general = t("intro", systems="emulated hdd", n=1, profile="hdd", limits="@").split("@")[1]
     assert text.count(general) == 1 and general.strip(" 。.;；")
     assert text.count(t("probe_reached", systems=i18n.join(["emulated hdd", "emulated sata-ssd"], lang), n=2)) == 1

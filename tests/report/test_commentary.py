@@ -194,7 +194,7 @@ def test_lone_system_results_are_collapsed():
 def test_tool_line_says_iolab_reproduces_the_tool():
     from iolab.report import toolnames
     assert toolnames.describe("CrystalDiskMark 8", "en") == \
-        "iolab's fio reproduction of the tests of CrystalDiskMark 8 (not the original program)"
+        "iolab's fio reproduction of the tests of CrystalDiskMark 8, not the original program"
     assert "iolabがfioで再現したCrystalDiskMark 8のテスト" in toolnames.describe("CrystalDiskMark 8", "ja")
     assert toolnames.describe("fio", "en") == "fio"
     assert "original program, run by iolab" in toolnames.describe("pgbench (PostgreSQL), TPC-B (sort of)", "en")

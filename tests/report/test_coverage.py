@@ -101,7 +101,7 @@ def test_compare_page_lists_failures_under_the_tables_they_explain(render_once, 
     if lang == "en":
         assert "SATA SSD (emulated) has a figure for 1 of the 8 tests only (SEQ1M-Q8T1 read)" in quick
         assert "HDD, cached is left out of the comparison: not isolated from the page cache" in quick
-        assert "**quick** (" in md and "): 4 tests;" in md.split("**quick** (")[1]
+        assert "**quick**, " in md and "s: 4 tests;" in md.split("**quick**, ")[1]  # its description, then the count
     else:
         assert "SATA SSD（エミュレート）の数値は8個のテストのうち1個（SEQ1M-Q8T1の読み込み）だけ" in quick
 

@@ -32,7 +32,7 @@ def test_demo_compares_two_emulated_devices(tmp_path):
     html = Path(proc.stdout.strip().splitlines()[-1])
     assert html == tmp_path / "report" / "compare.html" and html.is_file()
     text = html.read_text()
-    assert "emulated hdd" in text and "emulated sata-ssd" in text
+    assert "HDD (emulated)" in text and "SATA SSD (emulated)" in text  # names a sentence can start with
     assert "as fast as" in text  # the findings are written from the numbers, as an article would
     assert "(emulated_latency)" in text  # and say what an emulated device cannot show
     manifests = [json.loads(p.read_text()) for p in (tmp_path / "data").glob("*/*/manifest.json")]

@@ -46,7 +46,7 @@ def test_constructed_frames_say_a_ram_target_and_a_one_sample_maximum_as_orders_
         "tmpfs is more than three orders of magnitude (2,341–2,711x) faster than disk in every test."
     lat = summary([("fast", "a", "", 0.046), ("slow", "a", "", 19830.0)], metric="lat_max_us", unit="ms")
     text = commentary.describe(lat, lang="en", baseline="slow")
-    assert "slow is more than five orders of magnitude (431,087x) higher: 19,830 ms." in text
+    assert "slow takes more than five orders of magnitude (431,087x) longer: 19,830 ms." in text
     assert "the largest factor between two of them here, more than five orders of magnitude (431,087x)," in text
     small = summary([("A", "SEQ", "read", 200.0), ("B", "SEQ", "read", 100.0)])
     assert "A leads with 200 MB/s, 2.0x that of B." in commentary.describe(small, lang="en")
