@@ -24,6 +24,7 @@ import errno
 import functools
 import logging
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -386,13 +387,10 @@ def _job_engine(options: list, source: str) -> JobEngine:
                      direct=jobrules.is_direct(options, source=source), iodepth=iodepth)
 
 
-@functools.lru_cache(maxsize=256)
-def of_job_text(text: str, source: str = "job file") -> dict:
-    """``{job name: JobEngine}`` of a job file, as fio reads it ([global] sections apply to the jobs after them).
-
-    A job loading an external engine (allowed with ``--allow-exec``) is read from its lines as written,
-    without fio (fio would load the engine to read it).
-    """
+def _job_options(text: str, source: str) -> dict:
+    """``{job name: [(canonical option, value), ...]}`` of a job file, as fio reads it ([global] sections apply to
+    the jobs after them). A job loading an external engine (allowed with ``--allow-exec``) is read from its lines
+    as written, without fio (fio would load the engine to read it)."""
     if jobreader.code_loading(jobreader.lines(text, source)) is not None:
         sections = jobreader.written_sections(text, source)
     else:
@@ -403,8 +401,49 @@ def of_job_text(text: str, source: str = "job file") -> dict:
         if section.is_global:
             globals_ += options
         else:
-            jobs[section.name] = _job_engine(globals_ + options, source)
+            jobs[section.name] = globals_ + options
     return jobs
+
+
+@functools.lru_cache(maxsize=256)
+def of_job_text(text: str, source: str = "job file") -> dict:
+    """``{job name: JobEngine}`` of a job file, as fio reads it (:func:`_job_options`)."""
+    return {name: _job_engine(options, source) for name, options in _job_options(text, source).items()}
+
+
+#: fio options that lock memory beyond registered buffers, unbounded with CAP_IPC_LOCK: ``lockmem`` (mlock) and
+#: System V huge pages (``iomem=shmhuge`` needs CAP_IPC_LOCK or the hugetlb group)
+_LOCKING = {"lockmem": lambda v: v.strip() not in ("", "0"), "mem": lambda v: v.strip().startswith("shmhuge")}
+_SIZE = re.compile(r"\d+(?:\.\d+)?\s*[kmgtp]?i?b?", re.I)
+
+
+def unbounded_locking(paths) -> str | None:
+    """Why fio may not keep CAP_IPC_LOCK for these job files, read as fio reads them (None: it may): a job locks
+    memory by other means (:data:`_LOCKING`), or a job registering buffers (``fixedbufs``) pins more than
+    :data:`MEMLOCK_SHARE` of :data:`PIN_LIMIT` (iodepth x numjobs x its largest block size, from bs, bsrange
+    and bssplit). The job files decide, not the recipe: a test's or the recipe's own options count too."""
+    bound = PIN_LIMIT * MEMLOCK_SHARE
+    for path in paths:
+        try:
+            jobs = _job_options(Path(path).read_text(), str(path))
+        except (IolabError, OSError) as exc:
+            return f"{path}: not readable as fio reads it ({exc})"
+        for name, options in jobs.items():
+            last = {key: str(value) for key, value in options}
+            for option, locks in _LOCKING.items():
+                if option in last and locks(last[option]):
+                    return f"{path}: job {name} locks memory itself ({option}={last[option]})"
+            if last.get("fixedbufs", "0").strip() in ("", "0"):
+                continue
+            try:
+                sizes = [parse_size(token, context=f"{path}: {name}") for key in ("bs", "bsrange", "bssplit")
+                         for token in _SIZE.findall(last.get(key, ""))] or [4096]
+                pinned = int(last.get("iodepth", "1")) * int(last.get("numjobs", "1")) * max(sizes)
+            except (IolabError, ValueError) as exc:
+                return f"{path}: job {name}'s buffers cannot be sized ({exc})"
+            if pinned > bound:
+                return f"{path}: job {name} would pin {pinned} bytes of buffers, more than {int(bound)}"
+    return None
 
 
 def _read(path) -> dict:

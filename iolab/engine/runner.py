@@ -215,11 +215,9 @@ class FioEngine(Engine):
         """The kernel's boundary for every process this run starts (:func:`iolab.isolation.confine.for_run`)."""
         raw = self.run.path / "raw"
         raw.mkdir(parents=True, exist_ok=True)
-        # io_uring's registered buffers: fio keeps CAP_IPC_LOCK (root only; within ioengines.PIN_LIMIT)
-        lock_memory = os.geteuid() == 0 and ioengines.pins_buffers(self.run.manifest.get("ioengine"))
         confinement, record = confine.for_run(self.targets, raw_dir=str(raw.absolute()),
                                               allowed_split=self.allowed_split,
-                                              unconfined_reason=self.unconfined_reason, lock_memory=lock_memory)
+                                              unconfined_reason=self.unconfined_reason)
         self.run.update(confinement=record)
         return confinement
 
@@ -312,8 +310,25 @@ class FioEngine(Engine):
                 fio.check_job(path)
                 jobs[(step.id, target.name)] = path
                 commands[rel] = self._argv(path, target, step)
-        self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
+        self.jobs_ready(jobs, commands)
         return jobs
+
+    def jobs_ready(self, jobs: dict, commands: dict) -> None:
+        """The job files are written (``{(step id, target name): path}``): their commands and engines go into the
+        manifest, and fio keeps CAP_IPC_LOCK for the io_uring buffers the recipe registers (root only) where the
+        files, read as fio reads them, lock no more than iolab's bound (:func:`ioengines.unbounded_locking`); a
+        refusal is recorded in the confinement entry and the jobs run under RLIMIT_MEMLOCK."""
+        self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
+        confinement = getattr(self, "confinement", None)
+        if confinement is None or os.geteuid() != 0 or not ioengines.pins_buffers(self.run.manifest.get("ioengine")):
+            return
+        refused = ioengines.unbounded_locking(jobs.values())
+        if refused:
+            log.warning("fio keeps no CAP_IPC_LOCK: %s; its registered buffers count against RLIMIT_MEMLOCK", refused)
+            self.run.update(confinement={**confinement.describe(), "lock_memory_refused": refused})
+            return
+        self.confinement = dataclasses.replace(confinement, lock_memory=True)
+        self.run.update(confinement=self.confinement.describe())
 
     def _argv(self, path, target, step) -> list[str]:
         extra = []

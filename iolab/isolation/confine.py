@@ -19,7 +19,8 @@ Flatpak uses) in a private mount namespace where
   process serves a TCP port, network namespace;
 * no capabilities at all (``--cap-drop ALL``: no remount, no leaving, no raw
   I/O ioctls; a run whose recipe registers io_uring buffers keeps CAP_IPC_LOCK alone, which lets it lock
-  memory and nothing else, within iolab's own bound, :data:`iolab.engine.ioengines.PIN_LIMIT`), ``no_new_privs`` (bwrap always sets it), its own session
+  memory and nothing else, where its job files stay within iolab's own bound:
+  :func:`iolab.engine.ioengines.unbounded_locking`), ``no_new_privs`` (bwrap always sets it), its own session
   (``--new-session``: no terminal injection), and it dies with its parent
   (``--die-with-parent``: a ``kill -9`` of iolab takes fio with it).
 
@@ -218,12 +219,10 @@ def version() -> str:
 
 def for_run(targets: Iterable, *, raw_dir: str, allowed_paths: Iterable[str] = (),
             unconfined_reason: str | None = None,
-            allowed_split: tuple[list[str], list[str]] | None = None,
-            lock_memory: bool = False) -> tuple[Confinement | None, dict]:
+            allowed_split: tuple[list[str], list[str]] | None = None) -> tuple[Confinement | None, dict]:
     """A run's confinement and its manifest entry: the opened targets (:func:`for_targets`), the run's
     ``raw/`` directory (fio's working directory) and ``--allow-path`` (:func:`allowed`; or
-    ``allowed_split``, its answer when the run already asked it before the run directory existed);
-    ``lock_memory``: fio keeps CAP_IPC_LOCK (:attr:`Confinement.lock_memory`).
+    ``allowed_split``, its answer when the run already asked it before the run directory existed).
 
     ``unconfined_reason`` is :func:`decide`'s answer, made when the run started:
     when it is set the run goes unconfined, ``(None, {"confined": False, "reason": ...})``.
@@ -231,8 +230,7 @@ def for_run(targets: Iterable, *, raw_dir: str, allowed_paths: Iterable[str] = (
     if unconfined_reason:
         return None, {"confined": False, "reason": f"--unconfined: {unconfined_reason}"}
     places, nodes = allowed_split if allowed_split is not None else allowed(allowed_paths)
-    confinement = dataclasses.replace(for_targets(targets, writable=[raw_dir, *places], devices=nodes),
-                                      lock_memory=lock_memory)
+    confinement = for_targets(targets, writable=[raw_dir, *places], devices=nodes)
     return confinement, confinement.describe()
 
 

@@ -8,6 +8,7 @@ filter or io_uring-less fio is at hand. Everything else runs for real: fio's own
 """
 import errno
 import json
+from pathlib import Path
 import os
 import re
 
@@ -339,3 +340,38 @@ def test_registered_buffers_larger_than_rlimit_memlock_run_confined_with_cap_ipc
     assert table["valid"].all() and (table["bw_mbps"] > 0).all() and not table["error"].notna().any()
     # a plain job file's own fixedbufs get no capability: the file names its options, iolab adds none
     assert not ioengines.pins_buffers({"by": "job file"})
+
+
+@pytest.mark.parametrize("job, refused", [
+    ("[j]\nioengine=io_uring\nfixedbufs=1\nbs=1m\niodepth=8\n", None),  # crystaldiskmark's SEQ1M-Q8T1: 8 MiB
+    ("[j]\nioengine=io_uring\nfixedbufs=1\nbs=64m\niodepth=8\n", "would pin 536870912 bytes"),  # past the bound
+    ("[global]\nioengine=io_uring\nfixedbufs=1\nblocksize=4k,32m\n[j]\niodepth=8\nnumjobs=2\n",
+     "would pin 536870912 bytes"),  # the recipe's [global], the write size, every job
+    ("[j]\nioengine=io_uring\nfixedbufs=1\nbssplit=4k/50:128m/50\niodepth=2\n", "would pin"),  # a split's largest
+    ("[j]\nlockmem=1g\n", "locks memory itself (lockmem=1g)"),  # mlock: CAP_IPC_LOCK would lift its limit
+    ("[j]\niomem=shmhuge\n", "locks memory itself (mem=shmhuge)"),
+    ("[j]\nbs=1g\niodepth=64\n", None),  # no registered buffers: nothing locked
+])
+def test_cap_ipc_lock_is_kept_only_for_job_files_that_lock_within_the_bound(tmp_path, job, refused):
+    """The attacker is a recipe (a test's own fio options, the recipe's [global]) or what it asks fio to expand:
+    the job files as fio reads them decide whether fio may keep CAP_IPC_LOCK, not the recipe's preference."""
+    path = tmp_path / "j.fio"
+    path.write_text(job)
+    said = ioengines.unbounded_locking([path])
+    assert (said is None) if refused is None else (refused in (said or "")), said
+
+
+@needs_fio
+@needs_root
+def test_a_recipe_asking_to_lock_memory_itself_runs_without_the_capability(tmp_path):
+    """A recipe that prefers registered buffers (so iolab would keep CAP_IPC_LOCK) and also asks fio to mlock a
+    gigabyte (lockmem): the capability is refused, said in the manifest, and fio stays under RLIMIT_MEMLOCK."""
+    if not ioengines.uring_verdict(ioengines.uring_facts())[0]:
+        pytest.skip("io_uring is not offered here: " + ioengines.uring_verdict(ioengines.uring_facts())[2])
+    recipe = _recipe(tmp_path, engine="psync", preference="ioengine: {prefer: io_uring, options: {fixedbufs: 1}}")
+    Path(recipe).write_text(Path(recipe).read_text().replace("fio: {ioengine: psync,", "fio: {ioengine: psync, lockmem: 1g,"))
+    result = runner.run(recipe, [str(tmp_path)], data_dir=tmp_path / "data", progress=False)
+    manifest = json.loads((result.path / "manifest.json").read_text())
+    assert manifest["ioengine"]["fixedbufs_tests"] == ["RND4K"]
+    assert "capabilities" not in manifest["confinement"] and manifest["confinement"]["confined"]
+    assert "locks memory itself (lockmem=1g)" in manifest["confinement"]["lock_memory_refused"]
