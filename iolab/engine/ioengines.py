@@ -17,14 +17,12 @@ engine, not the device, set a figure.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import errno
 import functools
 import logging
 import os
-import re
 import resource
 import subprocess
 import sys
@@ -36,6 +34,7 @@ from iolab.analysis.stats import split_flags
 from iolab.core import commands
 from iolab.core.errors import IolabError
 from iolab.core.units import parse_size
+from iolab.engine import memlock as memlock_
 from iolab.engine.jobfile import reader as jobreader
 from iolab.engine.jobfile import rules as jobrules
 from iolab.isolation import confine
@@ -234,93 +233,23 @@ def _set_depth_1(recipe, engine: str | None, decision: dict) -> dict:
     return {**decision, "depth_1": {"engine": engine, "tests": [t.name for t in tests]}} if tests else decision
 
 
-#: the share of RLIMIT_MEMLOCK a test's fixed buffers may take (the rest: fio's alignment, other io_uring users)
-MEMLOCK_SHARE = 0.5
-
-
-#: CAP_SYS_RESOURCE's bit in /proc/self/status's CapEff (capability(7)): lets a process raise a hard limit
-CAP_SYS_RESOURCE = 24
-
-
-def _may_lift_hard_limits() -> bool:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("CapEff:"):
-                return bool(int(line.split()[1], 16) >> CAP_SYS_RESOURCE & 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    return False
-
-
-#: What a run's io_uring buffers may pin, per test, when fio keeps CAP_IPC_LOCK (root): the kernel then counts
-#: none of them against RLIMIT_MEMLOCK, so iolab bounds them itself; a recipe asking more goes without fixedbufs
-PIN_LIMIT = 256 * 2**20
-
-
-def fio_memlock_limit() -> int:
-    """The locked memory fio may use for registered buffers: as root, :data:`PIN_LIMIT` (a run that registers
-    buffers keeps CAP_IPC_LOCK in its confinement, :func:`pins_buffers`); otherwise :func:`fio_rlimit_memlock`.
-    Read only: deciding a run's options changes nothing in this process (a dry run, a notebook's kernel)."""
-    return PIN_LIMIT if os.geteuid() == 0 else fio_rlimit_memlock()
-
-
-def fio_rlimit_memlock() -> int:
-    """The RLIMIT_MEMLOCK fio will run under (:func:`memlock_raised` sets it for the run): unlimited where this
-    process may lift hard limits (CAP_SYS_RESOURCE), else the hard limit."""
-    _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    return resource.RLIM_INFINITY if _may_lift_hard_limits() else hard
-
-
-def pins_buffers(decision: dict | None) -> bool:
-    """Whether a run's engine decision (the manifest's ``ioengine``) registers io_uring buffers on some test
-    (``fixedbufs_tests``, :func:`_set_options`). Only then does fio keep CAP_IPC_LOCK, and
-    only as root (a plain job file's own fixedbufs stay under RLIMIT_MEMLOCK)."""
-    return bool((decision or {}).get("fixedbufs_tests"))
-
-
-@contextlib.contextmanager
-def memlock_raised():
-    """For a run's duration: this process's RLIMIT_MEMLOCK, which fio inherits, raised to what
-    :func:`fio_rlimit_memlock` said, so io_uring's fixed buffers (which bubblewrap's dropped CAP_IPC_LOCK counts
-    against it) fit where the run's options expected them to; restored afterwards. A limit that cannot be
-    raised stays as it is. (Not a ``preexec_fn`` in fio's spawn: a Ctrl-C landing in Python's at-fork hooks
-    is dropped, see :func:`iolab.engine.fio.start`.)"""
-    before = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    wanted = fio_rlimit_memlock()
-    changed = False
-    if wanted != before[0]:
-        try:
-            resource.setrlimit(resource.RLIMIT_MEMLOCK, (wanted, wanted if wanted == resource.RLIM_INFINITY else before[1]))
-            changed = True
-            log.info("RLIMIT_MEMLOCK raised from %d bytes to %s for fio's fixed buffers", before[0],
-                     "unlimited" if wanted == resource.RLIM_INFINITY else f"{wanted} bytes")
-        except (OSError, ValueError) as exc:
-            log.info("RLIMIT_MEMLOCK stays %d bytes: %s", before[0], exc)
-    try:
-        yield
-    finally:
-        if changed:
-            with contextlib.suppress(OSError, ValueError):
-                resource.setrlimit(resource.RLIMIT_MEMLOCK, before)
-
-
 def _set_options(recipe, options: dict, decision: dict, *, memlock: int | None = None) -> dict:
     """The preferred engine's ``options`` on each test that runs it (no engine of its own); ``fixedbufs`` only
-    where the buffers it pins (iodepth x block size, per job) stay within :data:`MEMLOCK_SHARE` of the locked
-    memory fio may use (:func:`fio_memlock_limit`: io_uring counts registered buffers against RLIMIT_MEMLOCK
-    and fails the job with ENOMEM past it, fio's own alignment on top: 8 MiB of buffers failed under an 8 MiB
-    limit; as root, iolab's own :data:`PIN_LIMIT`). The decision, returned, records the options, the tests
+    where the buffers it pins (iodepth x block size, per job) stay within ``MEMLOCK_SHARE`` of the locked
+    memory fio may use (:func:`iolab.engine.memlock.fio_memlock_limit`: io_uring counts registered buffers
+    against RLIMIT_MEMLOCK and fails the job with ENOMEM past it, fio's own alignment on top: 8 MiB of buffers
+    failed under an 8 MiB limit; as root, iolab's own ``PIN_LIMIT``). The decision, returned, records the options, the tests
     that register buffers (``fixedbufs_tests``) and those that went without, with why."""
     if not options:
         return decision
-    limit = fio_memlock_limit() if memlock is None else memlock
+    limit = memlock_.fio_memlock_limit() if memlock is None else memlock
     without, pinning = [], []
     for test in recipe.tests:
         if "ioengine" in test.fio:
             continue
         own = dict(options)
         pinned = max(test.iodepth) * max(test.numjobs) * parse_size(test.bs or "4k", context=f"{test.name}: bs")
-        if own.get("fixedbufs") and limit != resource.RLIM_INFINITY and pinned > limit * MEMLOCK_SHARE:
+        if own.get("fixedbufs") and limit != resource.RLIM_INFINITY and pinned > limit * memlock_.MEMLOCK_SHARE:
             own.pop("fixedbufs")
             without.append({"test": test.name, "pinned_bytes": pinned})
         test.fio.update({k: v for k, v in own.items() if k not in test.fio})
@@ -332,7 +261,7 @@ def _set_options(recipe, options: dict, decision: dict, *, memlock: int | None =
     if without:
         decision["without_fixedbufs"] = {
             "memlock_bytes": limit, "tests": without,
-            "reason": f"its buffers would pin more than {MEMLOCK_SHARE:.0%} of the {limit} bytes fio may lock "
+            "reason": f"its buffers would pin more than {memlock_.MEMLOCK_SHARE:.0%} of the {limit} bytes fio may lock "
                       "(RLIMIT_MEMLOCK; as root, iolab's own bound), which fio's alignment and other io_uring users "
                       "share"}
         log.info("%s: fixedbufs left out of %s: fio may lock %d bytes", recipe.name,
@@ -387,63 +316,10 @@ def _job_engine(options: list, source: str) -> JobEngine:
                      direct=jobrules.is_direct(options, source=source), iodepth=iodepth)
 
 
-def _job_options(text: str, source: str) -> dict:
-    """``{job name: [(canonical option, value), ...]}`` of a job file, as fio reads it ([global] sections apply to
-    the jobs after them). A job loading an external engine (allowed with ``--allow-exec``) is read from its lines
-    as written, without fio (fio would load the engine to read it)."""
-    if jobreader.code_loading(jobreader.lines(text, source)) is not None:
-        sections = jobreader.written_sections(text, source)
-    else:
-        sections = jobreader.sections(text, source)
-    jobs, globals_ = {}, []
-    for section in sections:
-        options = [(jobreader.canonical(o.name), o.value) for o in section.options]
-        if section.is_global:
-            globals_ += options
-        else:
-            jobs[section.name] = globals_ + options
-    return jobs
-
-
 @functools.lru_cache(maxsize=256)
 def of_job_text(text: str, source: str = "job file") -> dict:
-    """``{job name: JobEngine}`` of a job file, as fio reads it (:func:`_job_options`)."""
-    return {name: _job_engine(options, source) for name, options in _job_options(text, source).items()}
-
-
-#: fio options that lock memory beyond registered buffers, unbounded with CAP_IPC_LOCK: ``lockmem`` (mlock) and
-#: System V huge pages (``iomem=shmhuge`` needs CAP_IPC_LOCK or the hugetlb group)
-_LOCKING = {"lockmem": lambda v: v.strip() not in ("", "0"), "mem": lambda v: v.strip().startswith("shmhuge")}
-_SIZE = re.compile(r"\d+(?:\.\d+)?\s*[kmgtp]?i?b?", re.I)
-
-
-def unbounded_locking(paths) -> str | None:
-    """Why fio may not keep CAP_IPC_LOCK for these job files, read as fio reads them (None: it may): a job locks
-    memory by other means (:data:`_LOCKING`), or a job registering buffers (``fixedbufs``) pins more than
-    :data:`MEMLOCK_SHARE` of :data:`PIN_LIMIT` (iodepth x numjobs x its largest block size, from bs, bsrange
-    and bssplit). The job files decide, not the recipe: a test's or the recipe's own options count too."""
-    bound = PIN_LIMIT * MEMLOCK_SHARE
-    for path in paths:
-        try:
-            jobs = _job_options(Path(path).read_text(), str(path))
-        except (IolabError, OSError) as exc:
-            return f"{path}: not readable as fio reads it ({exc})"
-        for name, options in jobs.items():
-            last = {key: str(value) for key, value in options}
-            for option, locks in _LOCKING.items():
-                if option in last and locks(last[option]):
-                    return f"{path}: job {name} locks memory itself ({option}={last[option]})"
-            if last.get("fixedbufs", "0").strip() in ("", "0"):
-                continue
-            try:
-                sizes = [parse_size(token, context=f"{path}: {name}") for key in ("bs", "bsrange", "bssplit")
-                         for token in _SIZE.findall(last.get(key, ""))] or [4096]
-                pinned = int(last.get("iodepth", "1")) * int(last.get("numjobs", "1")) * max(sizes)
-            except (IolabError, ValueError) as exc:
-                return f"{path}: job {name}'s buffers cannot be sized ({exc})"
-            if pinned > bound:
-                return f"{path}: job {name} would pin {pinned} bytes of buffers, more than {int(bound)}"
-    return None
+    """``{job name: JobEngine}`` of a job file, as fio reads it (:func:`iolab.engine.jobfile.reader.job_options`)."""
+    return {name: _job_engine(options, source) for name, options in jobreader.job_options(text, source).items()}
 
 
 def _read(path) -> dict:

@@ -29,8 +29,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from iolab.engine import (fio, ioengines, reaper, recipes, registry, runinput, sysinfo, targets as targets_mod,
-                          timelogs, watchdog)
+from iolab.engine import (fio, ioengines, memlock, reaper, recipes, registry, runinput, sysinfo,
+                          targets as targets_mod, timelogs, watchdog)
 from iolab.engine.fio import process as fioproc
 from iolab.engine.jobfile import gate as jobgate
 from iolab.engine.runoptions import RunOptions
@@ -213,8 +213,7 @@ class FioEngine(Engine):
 
     def _confine(self):
         """The kernel's boundary for every process this run starts (:func:`iolab.isolation.confine.for_run`)."""
-        raw = self.run.path / "raw"
-        raw.mkdir(parents=True, exist_ok=True)
+        (raw := self.run.path / "raw").mkdir(parents=True, exist_ok=True)
         confinement, record = confine.for_run(self.targets, raw_dir=str(raw.absolute()),
                                               allowed_split=self.allowed_split,
                                               unconfined_reason=self.unconfined_reason)
@@ -226,8 +225,7 @@ class FioEngine(Engine):
         return functools.partial(sandbox.popen, confinement=self.confinement)
 
     def execute(self) -> None:
-        with ioengines.memlock_raised(), \
-                self.session(buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok) as sandbox:
+        with memlock.raised(), self.session(buffered=self.recipe.buffered, direct_ok=self.recipe.direct_ok) as sandbox:
             force_direct = sandbox.mode == "direct" and self.recipe.isolation != "direct"
             self.run.update(isolation={**sandbox.describe(), "forced_o_direct": force_direct and self.recipe.buffered})
             jobs = self.prepare(force_direct)
@@ -310,25 +308,9 @@ class FioEngine(Engine):
                 fio.check_job(path)
                 jobs[(step.id, target.name)] = path
                 commands[rel] = self._argv(path, target, step)
-        self.jobs_ready(jobs, commands)
-        return jobs
-
-    def jobs_ready(self, jobs: dict, commands: dict) -> None:
-        """The job files are written (``{(step id, target name): path}``): their commands and engines go into the
-        manifest, and fio keeps CAP_IPC_LOCK for the io_uring buffers the recipe registers (root only) where the
-        files, read as fio reads them, lock no more than iolab's bound (:func:`ioengines.unbounded_locking`); a
-        refusal is recorded in the confinement entry and the jobs run under RLIMIT_MEMLOCK."""
         self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
-        confinement = getattr(self, "confinement", None)
-        if confinement is None or os.geteuid() != 0 or not ioengines.pins_buffers(self.run.manifest.get("ioengine")):
-            return
-        refused = ioengines.unbounded_locking(jobs.values())
-        if refused:
-            log.warning("fio keeps no CAP_IPC_LOCK: %s; its registered buffers count against RLIMIT_MEMLOCK", refused)
-            self.run.update(confinement={**confinement.describe(), "lock_memory_refused": refused})
-            return
-        self.confinement = dataclasses.replace(confinement, lock_memory=True)
-        self.run.update(confinement=self.confinement.describe())
+        self.confinement = memlock.confine_jobs(self.run, getattr(self, "confinement", None), jobs.values())
+        return jobs
 
     def _argv(self, path, target, step) -> list[str]:
         extra = []

@@ -32,7 +32,7 @@ import pandas as pd
 
 from iolab.analysis import together
 from iolab.core.errors import IolabError, run_option
-from iolab.engine import fio, targets as targets_mod
+from iolab.engine import fio, ioengines, memlock, targets as targets_mod
 from iolab.engine.fio.passes import pass_suffix
 from iolab.engine.fio import job_options
 from iolab.engine.fio.outcome import empty_frame
@@ -167,7 +167,8 @@ class Simultaneous:
             fio.check_job(path)
             jobs[(step.id, total)] = path
             commands[rel] = self._argv(path, self.targets[0], step)
-        self.jobs_ready(jobs, commands)
+        self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
+        self.confinement = memlock.confine_jobs(self.run, getattr(self, "confinement", None), jobs.values())
         return jobs
 
     def measure_pass(self, sandbox, step, rep, jobs):

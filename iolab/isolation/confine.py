@@ -20,7 +20,7 @@ Flatpak uses) in a private mount namespace where
 * no capabilities at all (``--cap-drop ALL``: no remount, no leaving, no raw
   I/O ioctls; a run whose recipe registers io_uring buffers keeps CAP_IPC_LOCK alone, which lets it lock
   memory and nothing else, where its job files stay within iolab's own bound:
-  :func:`iolab.engine.ioengines.unbounded_locking`), ``no_new_privs`` (bwrap always sets it), its own session
+  :func:`iolab.engine.memlock.unbounded_locking`), ``no_new_privs`` (bwrap always sets it), its own session
   (``--new-session``: no terminal injection), and it dies with its parent
   (``--die-with-parent``: a ``kill -9`` of iolab takes fio with it).
 

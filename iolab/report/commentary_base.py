@@ -12,6 +12,9 @@ from iolab.core.errors import IolabError
 from iolab.analysis.stats import HIGH_VARIANCE_COV
 from iolab.analysis.metrics import higher_is_better  # noqa: F401  (the commentary modules import it from here)
 
+#: Test names whose figures are read from memory, not the device (hdparm -T: "cached reads").
+MEMORY_TESTS = ("-T", "cached reads", "cached_reads")
+
 #: Flags the engine writes (``flags`` column, ';'-joined) that the prose explains.
 KNOWN_FLAGS = ("cache_suspect", "cache_inflated", "cpu_bound", "high_variance", "too_short",
                "small_file", "oom_killed", "error")

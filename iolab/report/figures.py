@@ -20,14 +20,12 @@ import pandas as pd
 from iolab.core import optional
 from iolab.core.errors import IolabError
 from iolab.report import i18n
-from iolab.report.commentary_base import Rules
+from iolab.report.commentary_base import MEMORY_TESTS, Rules
 
 log = logging.getLogger(__name__)
 
 _t = i18n.scoped("charts")
 
-#: Test names whose figures are read from memory, not the device (hdparm -T: "cached reads").
-MEMORY_TESTS = ("-T", "cached reads", "cached_reads")
 #: Units whose figures are ratios with a "no change" line: a speed-up of 1x.
 SPEEDUP_UNITS = ("x",)
 #: Units written right after the number, without a space (9x, 10%).

@@ -145,3 +145,28 @@ def target_links(manifests: pd.DataFrame) -> dict:
             if links and all(links) and len(set(links)) == 1:
                 found[(record.get("run_id"), target.get("name"))] = (links[0], len(links))
     return found
+
+
+def above_measured(results: pd.DataFrame, manifests: pd.DataFrame, *, statistic: str = "mean") -> list[dict]:
+    """Measured throughputs above the link the run recorded for the target's drives (``targets[].drives[].link``,
+    :func:`target_links`): one ``interface`` row (:data:`iolab.report.reasons.COLUMNS`) per system, test and
+    direction."""
+    if results.empty or "target" not in results.columns or "bw_mbps" not in results.columns:
+        return []
+    links = target_links(manifests)
+    rows = results[results["valid"].fillna(True).astype(bool)] if "valid" in results.columns else results
+    if "isolation" in rows.columns:
+        rows = rows[rows["isolation"].astype(str) != "none"]  # the page cache's figures: the cache commentary's
+    system = rows["system"] if "system" in rows.columns else rows["label"]
+    out = []
+    for (name, run_id, target, test, direction), part in rows.groupby(
+            [system, "run_id", "target", "test", "direction"], sort=False, dropna=False):
+        link = links.get((run_id, target))
+        ceiling = link_ceiling(link[0]) * link[1] if link else None
+        mbps = pd.to_numeric(part["bw_mbps"], errors="coerce")
+        value = mbps.median() if statistic == "median" else mbps.max() if statistic == "best" else mbps.mean()
+        if ceiling and value > ceiling * (1 + NEAR):
+            out.append({"rule": "interface", "system": name, "test": test, "direction": direction, "value": value,
+                        "unit": "MB/s", "against": ceiling, "ratio": value / ceiling, "detail": link[0],
+                        "extra": link[1]})
+    return out

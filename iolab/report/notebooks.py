@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from iolab.report import i18n
+from iolab.report import i18n, tables
 from iolab.engine import store
 from iolab.core import paths
 from iolab.core.errors import IolabError
@@ -74,18 +74,12 @@ _HTML_TEMPLATE = ("""{%- extends "lab/index.html.j2" -%}
   /* a row's label on one line ("ファイルシステム", not "ファイルシス" / "テム"); bold as every bold text is */
   .jp-RenderedHTMLCommon table.iolab-table tbody td:first-child { text-align: left; font-weight: bold;
       white-space: nowrap; }
-  /* the row labels' headings sit over them, flush left ("テスト" was set right, over left-aligned labels) */
+  /* row labels and the headings over them flush left ("テスト" was set right, over left-aligned labels) */
   .jp-RenderedHTMLCommon table.iolab-table thead th:first-child,
-  .jp-RenderedHTMLCommon table.iolab-labels-2 thead th:nth-child(2),
-  .jp-RenderedHTMLCommon table.iolab-labels-3 thead th:nth-child(-n+3) { text-align: left; }
-  .jp-RenderedHTMLCommon table.iolab-labels-2 tbody td:nth-child(2),
-  .jp-RenderedHTMLCommon table.iolab-labels-3 tbody td:nth-child(-n+3) { text-align: left; white-space: nowrap; }
+  .jp-RenderedHTMLCommon table.iolab-labels-2 :is(thead th, tbody td):nth-child(2),
+  .jp-RenderedHTMLCommon table.iolab-labels-3 :is(thead th, tbody td):nth-child(-n+3) { text-align: left; white-space: nowrap; }
   p.iolab-note { margin-top: 0.1em; color: var(--jp-ui-font-color2); }
-  /* a column of words (a set-up, a device), not figures: flush left (Table.word_columns) */
-"""
-    + "\n".join(f"  .jp-RenderedHTMLCommon table.iolab-words-{n} tbody td:nth-child({n}),"
-                f" .jp-RenderedHTMLCommon table.iolab-words-{n} thead th:nth-child({n}) {{ text-align: left; }}"
-                for n in range(2, 13)) + """
+""" + tables.WORD_COLUMN_CSS + """
 </style>
 {% endblock extra_css %}
 """)

@@ -30,8 +30,7 @@ import pandas as pd
 
 from iolab.core.errors import IolabError
 from iolab.report import i18n, interfaces, verdicts
-from iolab.report.commentary_base import checked_summary
-from iolab.report.figures import MEMORY_TESTS
+from iolab.report.commentary_base import MEMORY_TESTS, checked_summary
 
 log = logging.getLogger(__name__)
 
@@ -182,27 +181,9 @@ def above_link(summary: pd.DataFrame, specs: pd.DataFrame | None = None) -> pd.D
 
 
 def above_measured_link(results: pd.DataFrame, manifests: pd.DataFrame, *, statistic: str = "mean") -> pd.DataFrame:
-    """Measured throughputs above the link the run recorded for the target's drives (``targets[].drives[].link``,
-    :func:`iolab.report.interfaces.target_links`): the ``interface`` reason, per system, test and direction."""
-    if results.empty or "target" not in results.columns or "bw_mbps" not in results.columns:
-        return _empty()
-    links = interfaces.target_links(manifests)
-    rows = results[results["valid"].fillna(True).astype(bool)] if "valid" in results.columns else results
-    if "isolation" in rows.columns:
-        rows = rows[rows["isolation"].astype(str) != "none"]  # the page cache's figures: the cache commentary's
-    system = rows["system"] if "system" in rows.columns else rows["label"]
-    out = []
-    for (name, run_id, target, test, direction), part in rows.groupby(
-            [system, "run_id", "target", "test", "direction"], sort=False, dropna=False):
-        link = links.get((run_id, target))
-        ceiling = interfaces.link_ceiling(link[0]) * link[1] if link else None
-        mbps = pd.to_numeric(part["bw_mbps"], errors="coerce")
-        value = mbps.median() if statistic == "median" else mbps.max() if statistic == "best" else mbps.mean()
-        if ceiling and value > ceiling * (1 + interfaces.NEAR):
-            out.append({"rule": "interface", "system": name, "test": test, "direction": direction, "value": value,
-                        "unit": "MB/s", "against": ceiling, "ratio": value / ceiling, "detail": link[0],
-                        "extra": link[1]})
-    return _frame(out)
+    """Measured throughputs above the link the run recorded for the target's drives: the ``interface`` reason
+    (:func:`iolab.report.interfaces.above_measured`)."""
+    return _frame(interfaces.above_measured(results, manifests, statistic=statistic))
 
 
 def queue_depth(summary: pd.DataFrame) -> pd.DataFrame:
@@ -309,7 +290,7 @@ def file_vs_ram(summary: pd.DataFrame, benchmark: str | None = None) -> pd.DataF
 
 
 def memory_read(summary: pd.DataFrame) -> pd.DataFrame:
-    """hdparm -T's cached reads (:data:`iolab.report.figures.MEMORY_TESTS`, by the article's test names): figures of
+    """hdparm -T's cached reads (:data:`iolab.report.commentary_base.MEMORY_TESTS`, by the article's test names): figures of
     the machine's memory and CPU, not of its disk. One row per test, ``detail`` the systems."""
     if summary.empty:
         return _empty()

@@ -38,6 +38,9 @@ METRICS = {
 STATISTICS = ("mean", "median", "best")
 
 DASH = "—"
+#: the page's CSS for :meth:`Table.word_columns`: in a table of class iolab-words-N, the Nth cell of a row flush left
+WORD_COLUMN_CSS = "\n".join(f"  .jp-RenderedHTMLCommon table.iolab-words-{n} tbody td:nth-child({n}), .jp-RenderedHTMLCommon"
+                            f" table.iolab-words-{n} thead th:nth-child({n}) {{ text-align: left; }}" for n in range(2, 13))
 
 
 class Table:

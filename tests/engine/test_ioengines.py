@@ -18,7 +18,7 @@ import pytest
 import iolab
 from iolab.analysis.stats import split_flags
 from iolab.core.errors import IolabError
-from iolab.engine import ioengines, recipes, runner
+from iolab.engine import ioengines, memlock, recipes, runner
 from iolab.engine.ioengines import JobEngine, UringFacts
 from iolab.isolation import confine
 from iolab.report import commentary, i18n
@@ -105,7 +105,7 @@ def test_io_urings_registered_files_and_buffers_where_the_buffers_fit_rlimit_mem
     without = decision["without_fixedbufs"]
     assert [t["test"] for t in without["tests"]] == ["SEQ1M-Q8T1", "SEQ128K-Q32T1"]
     assert [t["pinned_bytes"] for t in without["tests"]] == [8 * 2**20, 4 * 2**20] and without["memlock_bytes"] == 4 * 2**20
-    fits, decision = ioengines.choose(cdm, facts=OFFERED, memlock=ioengines.resource.RLIM_INFINITY)
+    fits, decision = ioengines.choose(cdm, facts=OFFERED, memlock=memlock.resource.RLIM_INFINITY)
     assert "without_fixedbufs" not in decision and all(t.fio.get("fixedbufs") == 1 for t in fits.tests
                                                        if "ioengine" not in t.fio)
     # --ioengine io_uring is the engine as asked, without the recipe's options
@@ -119,18 +119,18 @@ def test_io_urings_registered_files_and_buffers_where_the_buffers_fit_rlimit_mem
 def test_deciding_the_options_leaves_the_memlock_limit_the_run_raises_it_for_its_duration():
     """choose() only reads the limit fio will get (a dry run or a notebook's kernel keeps its own); the run raises
     this process's soft limit (which fio inherits) to it, and gives the old one back afterwards."""
-    limit = ioengines.resource.RLIMIT_MEMLOCK
-    soft, hard = ioengines.resource.getrlimit(limit)
-    lowered = 2**20 if hard == ioengines.resource.RLIM_INFINITY else min(2**20, hard)
-    ioengines.resource.setrlimit(limit, (lowered, hard))
+    limit = memlock.resource.RLIMIT_MEMLOCK
+    soft, hard = memlock.resource.getrlimit(limit)
+    lowered = 2**20 if hard == memlock.resource.RLIM_INFINITY else min(2**20, hard)
+    memlock.resource.setrlimit(limit, (lowered, hard))
     try:
         ioengines.choose(recipes.load("crystaldiskmark").with_overrides(), facts=OFFERED)
-        assert ioengines.resource.getrlimit(limit) == (lowered, hard)
-        with ioengines.memlock_raised():
-            assert ioengines.resource.getrlimit(limit)[0] == ioengines.fio_rlimit_memlock() != lowered
-        assert ioengines.resource.getrlimit(limit) == (lowered, hard)
+        assert memlock.resource.getrlimit(limit) == (lowered, hard)
+        with memlock.raised():
+            assert memlock.resource.getrlimit(limit)[0] == memlock.fio_rlimit_memlock() != lowered
+        assert memlock.resource.getrlimit(limit) == (lowered, hard)
     finally:
-        ioengines.resource.setrlimit(limit, (soft, hard))
+        memlock.resource.setrlimit(limit, (soft, hard))
 
 
 def test_a_preference_naming_an_unknown_preset_is_refused(tmp_path):
@@ -339,7 +339,7 @@ def test_registered_buffers_larger_than_rlimit_memlock_run_confined_with_cap_ipc
     table = iolab.load(result.path)
     assert table["valid"].all() and (table["bw_mbps"] > 0).all() and not table["error"].notna().any()
     # a plain job file's own fixedbufs get no capability: the file names its options, iolab adds none
-    assert not ioengines.pins_buffers({"by": "job file"})
+    assert not memlock.pins_buffers({"by": "job file"})
 
 
 @pytest.mark.parametrize("job, refused", [
@@ -357,7 +357,7 @@ def test_cap_ipc_lock_is_kept_only_for_job_files_that_lock_within_the_bound(tmp_
     the job files as fio reads them decide whether fio may keep CAP_IPC_LOCK, not the recipe's preference."""
     path = tmp_path / "j.fio"
     path.write_text(job)
-    said = ioengines.unbounded_locking([path])
+    said = memlock.unbounded_locking([path])
     assert (said is None) if refused is None else (refused in (said or "")), said
 
 

@@ -380,3 +380,18 @@ def canonical(key: str) -> str:
         return name
     lowered = key.lower()
     return lowered if lowered in option_names() else key
+
+
+def job_options(text: str, source: str = "job file") -> dict:
+    """``{job name: [(canonical option, value), ...]}`` of a job file, as fio reads it ([global] sections apply to
+    the jobs after them). A job loading an external engine (allowed with ``--allow-exec``) is read from its lines
+    as written, without fio (fio would load the engine to read it)."""
+    read = written_sections if code_loading(lines(text, source)) is not None else sections
+    jobs, globals_ = {}, []
+    for section in read(text, source):
+        options = [(canonical(o.name), o.value) for o in section.options]
+        if section.is_global:
+            globals_ += options
+        else:
+            jobs[section.name] = globals_ + options
+    return jobs
