@@ -117,3 +117,15 @@ def stack(emulation: Emulation, lower: str, undo: contextlib.ExitStack, **detail
                             flush_ms=emulation.flush_delay_ms, **details)
     undo.callback(dmdelay.remove, device.rsplit("/", 1)[-1])
     return dataclasses.replace(emulation, dm_device=device, lower_device=lower)
+
+
+def emulation_flag(emulated, directions) -> str:
+    """What an emulated device's latencies are: ``emulated_delay`` when every direction measured is
+    delayed per I/O in the kernel (dm-delay: milliseconds per read, so percentiles are a fixed seek
+    time plus queueing), else ``emulated_latency`` (the throttle's time slices, not a disk's)."""
+    emulation = getattr(emulated, "emulation", None)
+    if emulation is None or not emulation.latency_true:
+        return "emulated_latency"
+    delays = {"read": emulation.read_delay_ms, "write": emulation.write_delay_ms}
+    measured = {d for d in directions if isinstance(d, str) and d}
+    return "emulated_delay" if measured and all(delays.get(d) for d in measured) else "emulated_latency"

@@ -23,7 +23,6 @@ import errno
 import functools
 import logging
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +32,6 @@ import pandas as pd
 from iolab.analysis.stats import split_flags
 from iolab.core import commands
 from iolab.core.errors import IolabError
-from iolab.core.units import parse_size
 from iolab.engine import memlock as memlock_
 from iolab.engine.jobfile import reader as jobreader
 from iolab.engine.jobfile import rules as jobrules
@@ -234,39 +232,71 @@ def _set_depth_1(recipe, engine: str | None, decision: dict) -> dict:
 
 
 def _set_options(recipe, options: dict, decision: dict, *, memlock: int | None = None) -> dict:
-    """The preferred engine's ``options`` on each test that runs it (no engine of its own); ``fixedbufs`` only
-    where the buffers it pins (iodepth x block size, per job) stay within ``MEMLOCK_SHARE`` of the locked
-    memory fio may use (:func:`iolab.engine.memlock.fio_memlock_limit`: io_uring counts registered buffers
-    against RLIMIT_MEMLOCK and fails the job with ENOMEM past it, fio's own alignment on top: 8 MiB of buffers
-    failed under an 8 MiB limit; as root, iolab's own ``PIN_LIMIT``). The decision, returned, records the options, the tests
-    that register buffers (``fixedbufs_tests``) and those that went without, with why."""
+    """The preferred engine's ``options`` on each test that runs it (no engine of its own), then ``fixedbufs``
+    only where it fits (:func:`_fit_fixedbufs`) the locked memory fio may use (``memlock``, default
+    :func:`iolab.engine.memlock.fio_memlock_limit`). The decision, returned, records the options too."""
     if not options:
         return decision
+    for test in _preferring(recipe):
+        test.fio.update({k: v for k, v in options.items() if k not in test.fio})
     limit = memlock_.fio_memlock_limit() if memlock is None else memlock
-    without, pinning = [], []
-    for test in recipe.tests:
-        if "ioengine" in test.fio:
+    return _fit_fixedbufs(recipe, {**decision, "options": options}, limit, why="RLIMIT_MEMLOCK; as root, iolab's own bound")
+
+
+def _preferring(recipe) -> list:
+    """The tests that run the recipe's preferred engine: those naming no engine of their own."""
+    return [test for test in recipe.tests if "ioengine" not in test.fio]
+
+
+def _fit_fixedbufs(recipe, decision: dict, limit: int, *, why: str) -> dict:
+    """``fixedbufs`` kept on each preferring test whose registered buffers fit ``limit`` (:func:`memlock.fits`:
+    io_uring counts them against RLIMIT_MEMLOCK and fails the job with ENOMEM past it, fio's own alignment on
+    top: 8 MiB of buffers failed under an 8 MiB limit), turned off on the others. The decision, returned, lists
+    the tests that register buffers (``fixedbufs_tests``) and those that went without (``without_fixedbufs``:
+    the tests, the limit, ``why`` that limit)."""
+    pinning, without = [], list((decision.get("without_fixedbufs") or {}).get("tests", []))
+    for test in _preferring(recipe):
+        if not memlock_.registers_buffers(test.fio.get("fixedbufs", 0)):
             continue
-        own = dict(options)
-        pinned = max(test.iodepth) * max(test.numjobs) * parse_size(test.bs or "4k", context=f"{test.name}: bs")
-        if own.get("fixedbufs") and limit != resource.RLIM_INFINITY and pinned > limit * memlock_.MEMLOCK_SHARE:
-            own.pop("fixedbufs")
-            without.append({"test": test.name, "pinned_bytes": pinned})
-        test.fio.update({k: v for k, v in own.items() if k not in test.fio})
-        if str(test.fio.get("fixedbufs", 0)) not in ("0", "", "False"):
+        sizes = {"bs": test.bs or "4k", "iodepth": max(test.iodepth), "numjobs": max(test.numjobs),
+                 **{k: test.fio[k] for k in ("bsrange", "bssplit") if k in test.fio}}
+        pinned = memlock_.pinned_bytes(sizes, f"{recipe.name}: {test.name}")
+        if memlock_.fits(pinned, limit):
             pinning.append(test.name)
-    decision = {**decision, "options": options}
+        else:
+            test.fio["fixedbufs"] = 0
+            without.append({"test": test.name, "pinned_bytes": pinned})
+    decision = {k: v for k, v in decision.items() if k not in ("fixedbufs_tests", "without_fixedbufs")}
     if pinning:
         decision["fixedbufs_tests"] = pinning
     if without:
         decision["without_fixedbufs"] = {
             "memlock_bytes": limit, "tests": without,
             "reason": f"its buffers would pin more than {memlock_.MEMLOCK_SHARE:.0%} of the {limit} bytes fio may lock "
-                      "(RLIMIT_MEMLOCK; as root, iolab's own bound), which fio's alignment and other io_uring users "
-                      "share"}
+                      f"({why}), which fio's alignment and other io_uring users share"}
         log.info("%s: fixedbufs left out of %s: fio may lock %d bytes", recipe.name,
                  ", ".join(w["test"] for w in without), limit)
     return decision
+
+
+def confine_jobs(run, recipe, confinement, jobs) -> tuple:
+    """``(confinement, rewrite)`` once a run's job files ``jobs`` (paths) are written: the confinement fio runs
+    under (:func:`iolab.engine.memlock.confinement_for`), the manifest's ``confinement`` entry updated when it
+    keeps CAP_IPC_LOCK or was refused it (``lock_memory_refused``). When refused, the tests' ``fixedbufs`` are
+    fitted again to RLIMIT_MEMLOCK, which fio then runs under, and ``rewrite`` says the job files must be
+    written again (the manifest's ``ioengine`` updated) because a test lost its registered buffers."""
+    decision = run.manifest.get("ioengine")
+    kept, refused = memlock_.confinement_for(confinement, decision, jobs)
+    if kept is not confinement or refused:
+        run.update(confinement={**kept.describe(), **({"lock_memory_refused": refused} if refused else {})})
+    if not refused:
+        return kept, False
+    refitted = _fit_fixedbufs(recipe, decision, memlock_.fio_rlimit_memlock(),
+                              why="RLIMIT_MEMLOCK: CAP_IPC_LOCK was refused")
+    rewrite = refitted.get("fixedbufs_tests") != decision.get("fixedbufs_tests")
+    if rewrite:
+        run.update(ioengine=refitted)
+    return kept, rewrite
 
 
 def _requestable(recipe, requested: str) -> None:

@@ -63,7 +63,7 @@ def fio_rlimit_memlock() -> int:
 
 def pins_buffers(decision: dict | None) -> bool:
     """Whether a run's engine decision (the manifest's ``ioengine``) registers io_uring buffers on some test
-    (``fixedbufs_tests``, :func:`_set_options`). Only then does fio keep CAP_IPC_LOCK, and
+    (``fixedbufs_tests``, :func:`iolab.engine.ioengines.choose`). Only then does fio keep CAP_IPC_LOCK, and
     only as root (a plain job file's own fixedbufs stay under RLIMIT_MEMLOCK)."""
     return bool((decision or {}).get("fixedbufs_tests"))
 
@@ -95,18 +95,42 @@ def raised():
                 resource.setrlimit(resource.RLIMIT_MEMLOCK, before)
 
 
+def registers_buffers(value) -> bool:
+    """Whether an option value of ``fixedbufs`` registers buffers, as fio reads it (a recipe may say 1, true)."""
+    return str(value).strip().lower() not in ("", "0", "false", "none")
+
+
+_SIZE = re.compile(r"\d+(?:\.\d+)?\s*[kmgtp]?i?b?", re.I)
+
+
+def pinned_bytes(options, context: str) -> int:
+    """The bytes one job's registered buffers pin, from its options as fio keeps them (the last value of each):
+    iodepth x numjobs x its largest block size (bs, bsrange, bssplit; 4 KiB by default, fio's). The one rule for
+    the recipe's tests (:func:`iolab.engine.ioengines.choose`) and for the written job files
+    (:func:`unbounded_locking`)."""
+    sizes = [parse_size(token, context=context) for key in ("bs", "bsrange", "bssplit")
+             for token in _SIZE.findall(str(options.get(key, "")))] or [4096]
+    try:
+        return int(options.get("iodepth", 1)) * int(options.get("numjobs", 1)) * max(sizes)
+    except ValueError as exc:
+        raise IolabError(f"iodepth or numjobs is not a number ({exc})", context=context) from exc
+
+
+def fits(pinned: int, limit: int) -> bool:
+    """Whether ``pinned`` bytes of buffers stay within :data:`MEMLOCK_SHARE` of the locked memory ``limit``."""
+    return limit == resource.RLIM_INFINITY or pinned <= limit * MEMLOCK_SHARE
+
+
 #: fio options that lock memory beyond registered buffers, unbounded with CAP_IPC_LOCK: ``lockmem`` (mlock) and
 #: System V huge pages (``iomem=shmhuge`` needs CAP_IPC_LOCK or the hugetlb group)
 _LOCKING = {"lockmem": lambda v: v.strip() not in ("", "0"), "mem": lambda v: v.strip().startswith("shmhuge")}
-_SIZE = re.compile(r"\d+(?:\.\d+)?\s*[kmgtp]?i?b?", re.I)
 
 
 def unbounded_locking(paths) -> str | None:
     """Why fio may not keep CAP_IPC_LOCK for these job files, read as fio reads them (None: it may): a job locks
     memory by other means (:data:`_LOCKING`), or a job registering buffers (``fixedbufs``) pins more than
-    :data:`MEMLOCK_SHARE` of :data:`PIN_LIMIT` (iodepth x numjobs x its largest block size, from bs, bsrange
-    and bssplit). The job files decide, not the recipe: a test's or the recipe's own options count too."""
-    bound = PIN_LIMIT * MEMLOCK_SHARE
+    :data:`MEMLOCK_SHARE` of :data:`PIN_LIMIT` (:func:`pinned_bytes`). The job files decide, not the recipe: a
+    test's or the recipe's own options count too."""
     for path in paths:
         try:
             jobs = jobreader.job_options(Path(path).read_text(), str(path))
@@ -117,16 +141,14 @@ def unbounded_locking(paths) -> str | None:
             for option, locks in _LOCKING.items():
                 if option in last and locks(last[option]):
                     return f"{path}: job {name} locks memory itself ({option}={last[option]})"
-            if last.get("fixedbufs", "0").strip() in ("", "0"):
+            if not registers_buffers(last.get("fixedbufs", "0")):
                 continue
             try:
-                sizes = [parse_size(token, context=f"{path}: {name}") for key in ("bs", "bsrange", "bssplit")
-                         for token in _SIZE.findall(last.get(key, ""))] or [4096]
-                pinned = int(last.get("iodepth", "1")) * int(last.get("numjobs", "1")) * max(sizes)
-            except (IolabError, ValueError) as exc:
+                pinned = pinned_bytes(last, f"{path}: {name}")
+            except IolabError as exc:
                 return f"{path}: job {name}'s buffers cannot be sized ({exc})"
-            if pinned > bound:
-                return f"{path}: job {name} would pin {pinned} bytes of buffers, more than {int(bound)}"
+            if not fits(pinned, PIN_LIMIT):
+                return f"{path}: job {name} would pin {pinned} bytes of buffers, more than {int(PIN_LIMIT * MEMLOCK_SHARE)}"
     return None
 
 
@@ -142,13 +164,3 @@ def confinement_for(confinement, decision: dict | None, jobs) -> tuple:
         log.warning("fio keeps no CAP_IPC_LOCK: %s; its registered buffers count against RLIMIT_MEMLOCK", refused)
         return confinement, refused
     return dataclasses.replace(confinement, lock_memory=True), None
-
-
-def confine_jobs(run, confinement, jobs):
-    """The confinement fio runs under once the run's job files ``jobs`` (paths) are written
-    (:func:`confinement_for`), the manifest's ``confinement`` entry updated when it keeps CAP_IPC_LOCK or was
-    refused it (``lock_memory_refused``)."""
-    kept, refused = confinement_for(confinement, run.manifest.get("ioengine"), jobs)
-    if kept is not confinement or refused:
-        run.update(confinement={**kept.describe(), **({"lock_memory_refused": refused} if refused else {})})
-    return kept

@@ -51,6 +51,7 @@ from iolab.isolation import confine, contention
 from iolab.isolation.sandbox import flag_cache_suspect, open_sandbox
 from iolab.isolation.resident import kept_resident
 from iolab.engine.store import Run, utcnow
+from iolab.devices.latency import emulation_flag
 from iolab.core.units import fio_size
 
 log = logging.getLogger(__name__)
@@ -299,7 +300,15 @@ class FioEngine(Engine):
         return fio.render_job(step.id, with_logs(self.recipe, step, options), global_options)
 
     def prepare(self, force_direct: bool) -> dict:
-        """Render and check every job file before anything runs: ``{(step id, target name): path}``."""
+        """Render and check every job file before anything runs (:meth:`write_jobs`), and the confinement fio
+        runs under: ``{(step id, target name): path}``, written again where the confinement changed the options."""
+        jobs = self.write_jobs(force_direct)
+        self.confinement, rewrite = ioengines.confine_jobs(self.run, self.recipe, getattr(self, "confinement", None),
+                                                           jobs.values())
+        return self.write_jobs(force_direct) if rewrite else jobs
+
+    def write_jobs(self, force_direct: bool) -> dict:
+        """Every job file, one per step and target, checked by fio; their commands and engines in the manifest."""
         jobs, commands = {}, {}
         for step in self.recipe.steps():
             for target in self.targets:
@@ -309,7 +318,6 @@ class FioEngine(Engine):
                 jobs[(step.id, target.name)] = path
                 commands[rel] = self._argv(path, target, step)
         self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
-        self.confinement = memlock.confine_jobs(self.run, getattr(self, "confinement", None), jobs.values())
         return jobs
 
     def _argv(self, path, target, step) -> list[str]:
@@ -491,18 +499,6 @@ class FioEngine(Engine):
         frame["flags"] = ";".join(flags) or None
         frame["valid"] = frame["error"].isna() & ("oom_killed" not in flags)
         return frame
-
-
-def emulation_flag(emulated, directions) -> str:
-    """What an emulated device's latencies are: ``emulated_delay`` when every direction measured is
-    delayed per I/O in the kernel (dm-delay: milliseconds per read, so percentiles are a fixed seek
-    time plus queueing), else ``emulated_latency`` (the throttle's time slices, not a disk's)."""
-    emulation = getattr(emulated, "emulation", None)
-    if emulation is None or not emulation.latency_true:
-        return "emulated_latency"
-    delays = {"read": emulation.read_delay_ms, "write": emulation.write_delay_ms}
-    measured = {d for d in pd.Series(directions).dropna() if d}
-    return "emulated_delay" if measured and all(delays.get(d) for d in measured) else "emulated_latency"
 
 
 #: File systems whose "device" is RAM.

@@ -32,7 +32,7 @@ import pandas as pd
 
 from iolab.analysis import together
 from iolab.core.errors import IolabError, run_option
-from iolab.engine import fio, ioengines, memlock, targets as targets_mod
+from iolab.engine import fio, ioengines, targets as targets_mod
 from iolab.engine.fio.passes import pass_suffix
 from iolab.engine.fio import job_options
 from iolab.engine.fio.outcome import empty_frame
@@ -156,7 +156,7 @@ class Simultaneous:
 
     check = staticmethod(check)
 
-    def prepare(self, force_direct: bool) -> dict:
+    def write_jobs(self, force_direct: bool) -> dict:
         """One job file per step for all targets, checked by fio: ``{(step id, total name): path}``."""
         total = total_name(self.targets)
         self.run.update(simultaneous={"targets": [t.name for t in self.targets], "total": total})
@@ -168,7 +168,6 @@ class Simultaneous:
             jobs[(step.id, total)] = path
             commands[rel] = self._argv(path, self.targets[0], step)
         self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
-        self.confinement = memlock.confine_jobs(self.run, getattr(self, "confinement", None), jobs.values())
         return jobs
 
     def measure_pass(self, sandbox, step, rep, jobs):

@@ -1,4 +1,4 @@
-"""Which latency caveat a row on an emulated device carries (runner.emulation_flag).
+"""Which latency caveat a row on an emulated device carries (devices.latency.emulation_flag).
 
 ``emulated_delay`` only where the kernel delays every direction the test measured
 (dm-delay delays the lab hdd's reads by 8 ms, its writes by 0): elsewhere the
@@ -10,7 +10,7 @@ import types
 import pytest
 
 from iolab.devices import latency
-from iolab.engine.runner import emulation_flag
+from iolab.devices.latency import emulation_flag
 
 DM = latency.Emulation(latency.DM_DELAY, "kernel has dm-delay", read_delay_ms=8, write_delay_ms=0)
 THROTTLE = latency.Emulation(latency.THROTTLE, "dm-delay unavailable: no device-mapper")

@@ -101,10 +101,11 @@ def test_io_urings_registered_files_and_buffers_where_the_buffers_fit_rlimit_mem
     assert all(options["registerfiles"] == 1 for options in uring.values())
     # with 4 MiB locked at most, half may be pinned: SEQ1M at Q8 (8 MiB) and SEQ128K at Q32 (4 MiB) go without
     # fixedbufs, RND4K at Q32 in 16 jobs (2 MiB) keeps them
-    _, decision = ioengines.choose(cdm, facts=OFFERED, memlock=4 * 2**20)
+    small, decision = ioengines.choose(cdm, facts=OFFERED, memlock=4 * 2**20)
     without = decision["without_fixedbufs"]
     assert [t["test"] for t in without["tests"]] == ["SEQ1M-Q8T1", "SEQ128K-Q32T1"]
     assert [t["pinned_bytes"] for t in without["tests"]] == [8 * 2**20, 4 * 2**20] and without["memlock_bytes"] == 4 * 2**20
+    assert [t.fio["fixedbufs"] for t in small.tests if t.name in ("SEQ1M-Q8T1", "SEQ128K-Q32T1")] == [0, 0]  # fio: off
     fits, decision = ioengines.choose(cdm, facts=OFFERED, memlock=memlock.resource.RLIM_INFINITY)
     assert "without_fixedbufs" not in decision and all(t.fio.get("fixedbufs") == 1 for t in fits.tests
                                                        if "ioengine" not in t.fio)
@@ -365,13 +366,26 @@ def test_cap_ipc_lock_is_kept_only_for_job_files_that_lock_within_the_bound(tmp_
 @needs_root
 def test_a_recipe_asking_to_lock_memory_itself_runs_without_the_capability(tmp_path):
     """A recipe that prefers registered buffers (so iolab would keep CAP_IPC_LOCK) and also asks fio to mlock a
-    gigabyte (lockmem): the capability is refused, said in the manifest, and fio stays under RLIMIT_MEMLOCK."""
+    gigabyte (lockmem): the capability is refused, said in the manifest, and fio stays under RLIMIT_MEMLOCK. The
+    registered buffers are then fitted to that limit, not to iolab's own bound: a test whose 8 MiB of buffers
+    would fail with ENOMEM under it goes without them (its job file written again), the small one keeps them."""
     if not ioengines.uring_verdict(ioengines.uring_facts())[0]:
         pytest.skip("io_uring is not offered here: " + ioengines.uring_verdict(ioengines.uring_facts())[2])
     recipe = _recipe(tmp_path, engine="psync", preference="ioengine: {prefer: io_uring, options: {fixedbufs: 1}}")
-    Path(recipe).write_text(Path(recipe).read_text().replace("fio: {ioengine: psync,", "fio: {ioengine: psync, lockmem: 1g,"))
+    Path(recipe).write_text(Path(recipe).read_text().replace("fio: {ioengine: psync,", "fio: {ioengine: psync, lockmem: 1m,")
+                            + "  - {name: SEQ1M, rw: read, bs: 1m, iodepth: 8}\n")
     result = runner.run(recipe, [str(tmp_path)], data_dir=tmp_path / "data", progress=False)
     manifest = json.loads((result.path / "manifest.json").read_text())
-    assert manifest["ioengine"]["fixedbufs_tests"] == ["RND4K"]
+    assert manifest["status"] == "completed", manifest.get("reason")
     assert "capabilities" not in manifest["confinement"] and manifest["confinement"]["confined"]
-    assert "locks memory itself (lockmem=1g)" in manifest["confinement"]["lock_memory_refused"]
+    assert "locks memory itself (lockmem=1m)" in manifest["confinement"]["lock_memory_refused"]
+    decision, large_fits = manifest["ioengine"], memlock.fits(8 * 2**20, memlock.fio_rlimit_memlock())
+    assert decision["fixedbufs_tests"] == (["RND4K", "SEQ1M"] if large_fits else ["RND4K"]), decision
+    jobs = (result.path / "jobs" / "SEQ1M.fio").read_text()
+    assert re.search(r"^fixedbufs=1$" if large_fits else r"^fixedbufs=0$", jobs, re.M), jobs
+    if not large_fits:
+        without = decision["without_fixedbufs"]
+        assert without["tests"] == [{"test": "SEQ1M", "pinned_bytes": 8 * 2**20}], without
+        assert without["memlock_bytes"] == memlock.fio_rlimit_memlock() and "CAP_IPC_LOCK was refused" in without["reason"]
+    table = iolab.load(result.path)
+    assert set(table["test"]) == {"RND4K-Q1T1", "RND4K-Q8T1", "SEQ1M"} and table["valid"].all() and not table["error"].notna().any()
