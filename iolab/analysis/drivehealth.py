@@ -108,10 +108,15 @@ def tool_lines(text: str) -> list[tuple[str | None, str]]:
             for line in lines]
 
 
+def unread_pairs(record: dict) -> list[tuple[str, str]]:
+    """``(tool, reason)`` for each tool that could not read a drive record or health snapshot (its ``sources``)."""
+    return [(tool, why) for tool, why in (record.get("sources") or {}).items() if why != "ok"]
+
+
 def _unread(snapshot: dict) -> str | None:
-    """The tools' reasons for a snapshot without counters ("smartctl: not a SMART device: ...")."""
-    said = [f"{tool}: {why}" for tool, why in (snapshot.get("sources") or {}).items() if why != "ok"]
-    return "; ".join(said) or tool_reason("no_tool")
+    """The tools' reasons for a snapshot without counters ("smartctl: not a SMART device: ...": one text in a
+    tidy column, :func:`tool_lines` splits it back)."""
+    return "; ".join(f"{tool}: {why}" for tool, why in unread_pairs(snapshot)) or tool_reason("no_tool")
 
 
 def _by_device(snapshots) -> dict:

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from iolab.analysis.drivehealth import health_deltas
+from iolab.analysis.drivehealth import health_deltas, tool_lines
 from iolab.core.units import human_size
 from iolab.report import i18n
 from iolab.report.driveidentity import say_reasons
@@ -98,7 +98,8 @@ def unread_line(manifests: pd.DataFrame | Sequence[dict], *, names: Sequence[str
     # a system's runs on the same drive say the same: once each (the run-name suffix dropped)
     said = dict.fromkeys((str(row["system"]).split(" · ")[0], str(row["unread"]), bool(row["virtual"]))
                          for _, row in unread.iterrows())
-    drives = [f"**{system}**{i18n.paren(say_reasons(why, lang), lang)}" for system, why, virtual in said if not virtual]
+    drives = [f"**{system}**{i18n.paren(say_reasons(tool_lines(why), lang), lang)}"
+              for system, why, virtual in said if not virtual]
     virtual = list(dict.fromkeys(f"**{system}**" for system, _, is_virtual in said if is_virtual))
     sentences = ([_t("unread", lang, drives=i18n.join(drives, lang))] if drives else []) + \
         ([_t("unread_virtual", lang, systems=i18n.join(virtual, lang))] if virtual else [])

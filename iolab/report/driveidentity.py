@@ -12,7 +12,7 @@ device) as None. Runs from before drives were recorded give no identity rows at 
 """
 from __future__ import annotations
 
-from iolab.analysis.drivehealth import HARDWARE_TRANSPORTS, VIRTUAL_TRANSPORTS, reason_of, stated_limit, tool_lines
+from iolab.analysis.drivehealth import HARDWARE_TRANSPORTS, VIRTUAL_TRANSPORTS, reason_of, stated_limit, unread_pairs
 from iolab.core.units import human_size
 from iolab.report import i18n
 
@@ -32,16 +32,15 @@ def drives_of(manifest: dict) -> list[dict]:
 
 def reasons(drive: dict, lang: str = "en") -> str:
     """What the tools that could not read ``drive`` said ("smartctl: not a SMART device: ..."), or ""."""
-    said = [f"{tool}: {why}" for tool, why in (drive.get("sources") or {}).items() if why != "ok"]
-    return say_reasons("; ".join(said), lang) if said else ""
+    return say_reasons(unread_pairs(drive), lang)
 
 
-def say_reasons(text: str, lang: str) -> str:
-    """A recorded reasons text (``smartctl: not a SMART device: ...; nvme: ...``) in ``lang``: iolab's own words
+def say_reasons(pairs, lang: str) -> str:
+    """The tools' ``(tool, reason)`` pairs (tool None for a line naming none) in ``lang``: iolab's own words
     (:data:`iolab.analysis.drivehealth.TOOL_REASONS`) from the locale's ``drives.reasons``, a tool's own words
     as it said them."""
     lines = []
-    for tool, why in tool_lines(text):
+    for tool, why in pairs:
         known = reason_of(why)
         said = _t(f"reasons.{known[0]}", lang, **known[1]) if known else (f"「{why}」" if lang == "ja" else why)
         lines.append(f"{tool}{i18n.colon(lang)}{said}" if tool else said)

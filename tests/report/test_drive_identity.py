@@ -128,8 +128,9 @@ def test_every_reason_iolab_records_is_read_back_and_said_in_each_language():
     for key, template in drivehealth.TOOL_REASONS.items():
         recorded = drivehealth.tool_reason(key, **{k: v for k, v in fields.items() if "{" + k + "}" in template})
         assert drivehealth.reason_of(recorded)[0] == key, recorded
-        assert driveidentity.say_reasons(f"nvme: {recorded}", "en") == f"nvme: {recorded}"
-        ja = driveidentity.say_reasons(f"nvme: {recorded}", "ja")
+        assert driveidentity.say_reasons([("nvme", recorded)], "en") == f"nvme: {recorded}"
+        ja = driveidentity.say_reasons([("nvme", recorded)], "ja")
         assert ja.startswith("nvme：") and (fields["said"] not in recorded or f"「{fields['said']}」" in ja), ja
-    assert driveidentity.say_reasons("smartctl: a; b; nvme: its own words", "ja") == \
+    # a tidy table's one text (health_deltas' unread) splits back into the same pairs
+    assert driveidentity.say_reasons(drivehealth.tool_lines("smartctl: a; b; nvme: its own words"), "ja") == \
         "smartctl：「a; b」；nvme：「its own words」"
