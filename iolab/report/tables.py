@@ -38,9 +38,32 @@ METRICS = {
 STATISTICS = ("mean", "median", "best")
 
 DASH = "—"
-#: the page's CSS for :meth:`Table.word_columns`: in a table of class iolab-words-N, the Nth cell of a row flush left
-WORD_COLUMN_CSS = "\n".join(f"  .jp-RenderedHTMLCommon table.iolab-words-{n} tbody td:nth-child({n}), .jp-RenderedHTMLCommon"
-                            f" table.iolab-words-{n} thead th:nth-child({n}) {{ text-align: left; }}" for n in range(2, 13))
+#: the page's CSS for :meth:`Table.word_columns`: a cell of class iolab-word (a column of words) flush left
+WORD_COLUMN_CSS = "  .jp-RenderedHTMLCommon table.iolab-table :is(td, th).iolab-word { text-align: left; }"
+
+_ROW = re.compile(r"<tr\b[^>]*>.*?</tr>", re.S)
+_CELL = re.compile(r"<(td|th)\b([^>]*)>")
+
+
+def _mark_word_cells(body: str, positions: set[int]) -> str:
+    """``body`` (pandas' HTML table) with each cell at one of ``positions`` (1-based, spans counted) of every
+    body row and of the last header row given the class iolab-word (:data:`WORD_COLUMN_CSS`): no limit on how
+    many columns a table has."""
+    def row(match: re.Match) -> str:
+        position = 0
+
+        def cell(found: re.Match) -> str:
+            nonlocal position
+            span = int(m.group(1)) if (m := re.search(r'colspan="(\d+)"', found.group(2))) else 1
+            position += span
+            return f'<{found.group(1)} class="iolab-word"{found.group(2)}>' if span == 1 and position in positions \
+                else found.group(0)
+        return _CELL.sub(cell, match.group(0))
+
+    head_end = body.find("</thead>")
+    last_head = body.rfind("<tr", 0, head_end) if head_end >= 0 else -1
+    start = last_head if last_head >= 0 else body.find("<tbody")
+    return body[:start] + _ROW.sub(row, body[start:]) if start >= 0 else body
 
 
 class Table:
@@ -86,10 +109,10 @@ class Table:
         frame = self.frame.reset_index() if named else self.frame
         # each level of row labels a column of its own, kept on one line by the page's CSS ("読み込み", "SEQ1M-Q8T1")
         levels = self.frame.index.nlevels if named else 1
-        # a column of words flush left (CSS iolab-words-N: the Nth cell of a row, row labels counted)
-        words = [f"iolab-words-{levels + i + 1}" for i, w in enumerate(self.word_columns()) if w]
         body = frame.to_html(escape=True, na_rep=DASH, border=0, index=not named,
-                             classes=["iolab-table"] + ([f"iolab-labels-{levels}"] if levels > 1 else []) + words)
+                             classes=["iolab-table"] + ([f"iolab-labels-{levels}"] if levels > 1 else []))
+        # a column of words flush left: its cells (row labels counted) of class iolab-word
+        body = _mark_word_cells(body, {levels + i + 1 for i, w in enumerate(self.word_columns()) if w})
         body = body.replace(" ± ", "&nbsp;±&nbsp;")  # "0.435 ± 0.011" kept on one line, not broken after the ±
         if self.caption:
             body = body.replace(">", f">\n  <caption>{html.escape(self.caption)}</caption>", 1)
