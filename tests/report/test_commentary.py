@@ -166,7 +166,7 @@ def test_caveats_from_flags_and_variance():
         ("cpu_bound", "A"), ("cache_suspect", "B"), ("cpu_bound", "B"), ("high_variance", "C")}
     text = commentary.describe(s, lang="en")
     # A and B share the flag on the same test: one sentence names both
-    assert ("**A** and **B** (RND4K-Q32T1 read): the benchmark process (fio, or iolab timing the test itself) "
+    assert ("**A** and **B**, RND4K-Q32T1 read: the benchmark process (fio, or iolab timing the test itself) "
             "used nearly") in text
     assert "(cache_suspect)" in text and "(high_variance)" in text
     ja = commentary.describe(s, lang="ja")
@@ -280,6 +280,21 @@ def test_cache_worse_is_said_and_close_only_when_close():
     assert "bはdiskに近い（差は4.0%以内）" in ja and "1.0倍" not in ja
 
 
+def test_a_range_of_unaffected_figures_on_both_sides_is_said_for_both():
+    """0.6x and 1.7x the isolated run: neither reaches the 2x that shows the cache's help or cost. The sentence
+    said 'less than the 2.0x that would show the cache at work', true only of the upper end."""
+    s = summary([("disk", "a", "", 100.0), ("disk+cache", "a", "", 60.0),
+                 ("disk", "c", "", 100.0), ("disk+cache", "c", "", 170.0)])
+    s["device"] = "hdd"
+    s["cache_isolated"] = s["system"] == "disk"
+    assert set(commentary.cache_effects(s)["verdict"]) == {"unaffected"}
+    text = commentary.describe(s, lang="en").replace("**", "")
+    assert "a and c: 0.6–1.7x disk's figures, neither 2.0x above nor 2.0x below them: not clearly changed by the " \
+           "cache." in text, text
+    ja = commentary.describe(s, lang="ja").replace("**", "")
+    assert "diskの0.6–1.7倍で、上下どちらにも2.0倍の差はなく、キャッシュによる明確な変化はない。" in ja, ja
+
+
 def test_variance_caveat_uses_the_flags_threshold_and_grades_it():
     """One threshold (stats.HIGH_VARIANCE_COV): a 3.1% CoV is neither flagged nor listed; 28% is 'widely'."""
     from iolab.analysis import stats
@@ -296,8 +311,8 @@ def test_variance_caveat_uses_the_flags_threshold_and_grades_it():
     assert (cov > stats.HIGH_VARIANCE_COV) == flagged["flags"].str.contains("high_variance").any()
     text = commentary.describe(s, lang="en")
     pct = f"{stats.HIGH_VARIANCE_COV * 100:.1f}"
-    assert f"**B** (T): results varied across repetitions (CoV above {pct}%)" in text
-    assert f"**C** (T): results varied widely across repetitions (CoV up to 28%, threshold {pct}%)" in text
+    assert f"**B**, T: results varied across repetitions (CoV above {pct}%)" in text
+    assert f"**C**, T: results varied widely across repetitions (CoV up to 28%, threshold {pct}%)" in text
     ja = commentary.describe(s, lang="ja")
     assert f"変動係数{pct}%超" in ja and "最大28%" in ja
 
@@ -405,7 +420,7 @@ def test_one_caveat_names_every_system_it_concerns_once():
                  ("nvme", "T1", "read", 50.0, 1, math.nan, math.nan, "cpu_bound")])
     lines = commentary.caveat_sentences(commentary.caveats(s), lang="en")
     assert len(lines) == 3, lines
-    assert lines[0].startswith("**hdd** and **ssd** (all tests): an emulated device")
+    assert lines[0].startswith("**hdd** and **ssd**, all tests: an emulated device")
     assert sum("(cpu_bound)" in line for line in lines) == 2  # ssd's T2 and nvme's T1: not the same tests
     ja = commentary.caveat_sentences(commentary.caveats(s), lang="ja")
     assert len(ja) == 3 and "**hdd**" in ja[0] and "**ssd**" in ja[0]

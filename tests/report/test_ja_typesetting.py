@@ -42,6 +42,9 @@ def _breaches(value: str) -> list[str]:
     for m in re.finditer(r"\*\*[^*]*\}\*\*(.)", value):
         if _wide(m.group(1)) and unicodedata.category(m.group(1)).startswith("L"):
             found.append(f"bold placeholder followed by {m.group(1)!r}")
+    # a system's name may end in a bracket (「HDD（エミュレート）」): no second bracket right after it
+    for m in re.finditer(r"\*\*\{(system|systems|winner|other|against)\}\*\*（", value):
+        found.append(f"a bracket right after **{{{m.group(1)}}}**, whose name may end in one")
     return found
 
 
@@ -61,11 +64,12 @@ def test_every_ja_string_follows_the_typographic_rule():
     ("**{system}**は速い (cpu_bound)", {"half-width '('", "half-width ')'", "bold placeholder followed by 'は'"}),
     ("{low}～{high}", {"range mark '～' (the rule's is '–')"}),
     ("`lat` (発行)", {"half-width '('", "half-width ')'"}),
+    ("**{system}**（{tests}）：遅い。", {"a bracket right after **{system}**, whose name may end in one"}),
 ])
 def test_the_check_sees_what_it_should(value, expected):
     found = set(_breaches(value))
     assert expected <= found
-    assert not _breaches("**{system}**（{tests}）：`fio --name=x (y)`の値は{n}回、712 MB/秒。")
+    assert not _breaches("**{system}**、{tests}：`fio --name=x (y)`の値は{n}回、712 MB/秒。")
 
 
 def test_ja_ranges_use_the_same_mark_as_the_range_helper():

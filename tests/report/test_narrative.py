@@ -48,4 +48,4 @@ def test_caveats_once_naming_the_tests():
     rows = TWO.assign(flags="")
     rows.loc[rows["system"] == "B", "flags"] = "cpu_bound"
     text = narrative.describe(rows, lang="en")
-    assert text.count("(cpu_bound)") == 1 and "**B** (all tests)" in text
+    assert text.count("(cpu_bound)") == 1 and "**B**, all tests:" in text

@@ -639,7 +639,7 @@ def test_every_section_shows_the_caveats_of_its_rows(store, lang, japanese):
                     continue
                 sentence = i18n.text(f"flags.{flag}", lang, system=shown, tests="",
                                      threshold=i18n.percent(HIGH_VARIANCE_COV), cov="")
-                sep = "):" if lang == "en" else "）："  # the ja rule's full-width bracket and colon
+                sep = ": " if lang == "en" else "："  # after "**system**, tests" (the ja rule's full-width colon)
                 tail = sentence.split(sep, 1)[1].strip() if sep in sentence else sentence[-30:]
                 assert any(f"**{shown}**" in c and tail in c for c in section.caveats), (name, section.kind, flag,
                                                                                           section.caveats)
@@ -656,7 +656,7 @@ def test_a_flag_on_every_test_says_all_tests(store):
     rows["flags"] = ""
     rows.loc[rows["system"] == system, "flags"] = "v1_writeback"
     bonnie = [s for s in sections.build(rows, lang="en")[0] if s.kind == "bonnie"][0]
-    assert any(c.startswith(f"**{system}** (all tests):") for c in bonnie.caveats), bonnie.caveats
+    assert any(c.startswith(f"**{system}**, all tests:") for c in bonnie.caveats), bonnie.caveats
     ja = [s for s in sections.build(rows, lang="ja")[0] if s.kind == "bonnie"][0]
     assert any(f"**{system}**" in c and "全テスト" in c for c in ja.caveats)
 
