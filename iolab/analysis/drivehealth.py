@@ -23,6 +23,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from iolab.core import recorded
 from iolab.core.errors import IolabError
 
 log = logging.getLogger(__name__)
@@ -78,25 +79,12 @@ TOOLS = ("smartctl", "nvme")
 
 def tool_reason(key: str, **fields) -> str:
     """The recorded reason ``key`` of :data:`TOOL_REASONS` with its fields (``program``, ``said``...)."""
-    return TOOL_REASONS[key].format(**fields)
-
-
-def _pattern(template: str) -> re.Pattern:
-    parts = re.split(r"\{(\w+)\}", template)
-    return re.compile("".join(re.escape(p) if i % 2 == 0 else (f"(?P<{p}>.*)" if p == "said" else f"(?P<{p}>\\S+)")
-                              for i, p in enumerate(parts)), re.S)
-
-
-_REASON_PATTERNS = [(key, _pattern(template)) for key, template in TOOL_REASONS.items()]
+    return recorded.write(TOOL_REASONS, key, **fields)
 
 
 def reason_of(text: str) -> tuple[str, dict] | None:
     """``(key, fields)`` of a recorded reason (:data:`TOOL_REASONS`), or None for words iolab did not write."""
-    for key, pattern in _REASON_PATTERNS:
-        found = pattern.fullmatch(str(text).strip())
-        if found:
-            return key, found.groupdict()
-    return None
+    return recorded.read(text, TOOL_REASONS, free=("said",))
 
 
 def tool_lines(text: str) -> list[tuple[str | None, str]]:

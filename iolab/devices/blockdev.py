@@ -8,12 +8,13 @@ does, from these facts; :mod:`iolab.devices.listing` lists them for every device
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import stat
 from pathlib import Path
 
-from iolab.core import mountinfo
+from iolab.core import mountinfo, recorded
 from iolab.core.errors import IolabError
 from iolab.devices import loopdev
 
@@ -247,16 +248,19 @@ def model(name: str) -> str | None:
     if model:
         return model
     disk = parent_disk(name)
+    said = functools.partial(recorded.write, recorded.DEVICE_DESCRIPTIONS)  # the kit's words, read back by key
     if disk.startswith("loop"):
-        return "loop device"
+        return said("loop")
     if disk.startswith("md"):
-        return f"md {(sysfs_text(SYS_BLOCK / disk / 'md' / 'level') or '').strip()}".strip()
+        level = (sysfs_text(SYS_BLOCK / disk / "md" / "level") or "").strip()
+        return said("md_level", level=level) if level else "md"
     if disk.startswith("dm-"):
-        return f"device-mapper {sysfs_text(SYS_BLOCK / disk / 'dm' / 'name') or ''}".strip()
+        dm_name = (sysfs_text(SYS_BLOCK / disk / "dm" / "name") or "").strip()
+        return said("dm_named", name=dm_name) if dm_name else said("dm")
     if disk.startswith("zram"):
-        return "zram (compressed RAM)"
+        return said("zram")
     if disk.startswith("vd"):
-        return "virtio disk"
+        return said("virtio")
     return vendor
 
 

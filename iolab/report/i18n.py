@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from iolab.core import recorded
 from iolab.core.errors import IolabError
 
 LANGS = ("en", "ja")
@@ -180,35 +181,16 @@ def page_name(name, lang: str) -> str:
     return _HALF_BRACKET.sub(lambda m: f"（{m.group(1)}）", name)
 
 
-#: Device descriptions the kit itself writes (iolab.devices.blockdev.model for a block device without a model of
-#: its own; the emulated profiles of older runs and of the test fixtures), each a kind key of ``devices`` in the
-#: locale plus its details: ``loop device``, ``virtio disk``, ``device-mapper NAME``, ``md LEVEL``,
-#: ``zram (compressed RAM)``, ``iolab emulated HDD (loop, throttled)``. Any other description (a drive's model, a
-#: user's own words) is printed as stored.
-_DEVICE_KINDS = (
-    ("loop", re.compile(r"loop device")),
-    ("virtio", re.compile(r"virtio disk")),
-    ("dm_named", re.compile(r"device-mapper (?P<name>\S.*)")),
-    ("dm", re.compile(r"device-mapper")),
-    ("md_level", re.compile(r"md (?P<level>[a-z]+[0-9]*)")),
-    ("zram", re.compile(r"zram \(compressed RAM\)")),
-    ("emulated", re.compile(r"iolab emulated (?P<kind>\S.*?) \(loop, throttled\)")),
-)
-
-
 def device_description(description, lang: str) -> str | None:
-    """A block device's description as a page in ``lang`` prints it: the kit's own descriptions (see
-    :data:`_DEVICE_KINDS`) from their kind key in the locale's ``devices`` section (``loop device`` ->
-    ``ループデバイス``, ``device-mapper iolab-hdd`` -> ``device-mapper（iolab-hdd）``), anything else (a drive's
-    model, a user's own words) as stored; None stays None."""
+    """A block device's description as a page in ``lang`` prints it: the kit's own descriptions
+    (:data:`iolab.core.recorded.DEVICE_DESCRIPTIONS`, iolab.devices.blockdev.model's words for a device without a
+    model of its own) from their key in the locale's ``devices`` section (``loop device`` -> ``ループデバイス``,
+    ``device-mapper iolab-hdd`` -> ``device-mapper（iolab-hdd）``), anything else (a drive's model, a user's own
+    words) as stored; None stays None."""
     if description is None:
         return None
-    stored = str(description)
-    for key, pattern in _DEVICE_KINDS:
-        match = pattern.fullmatch(stored.strip())
-        if match:
-            return text(f"devices.{key}", lang, **match.groupdict())
-    return stored
+    known = recorded.read(description, recorded.DEVICE_DESCRIPTIONS, free=("name", "kind"))
+    return text(f"devices.{known[0]}", lang, **known[1]) if known else str(description)
 
 
 def with_note(label: str, note: str, lang: str) -> str:

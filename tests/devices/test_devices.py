@@ -40,6 +40,17 @@ def test_blank_loop_device_is_writable(make_loop):
         assert handle.fd >= 0
 
 
+def test_a_loop_device_is_described_in_the_kits_recorded_words(make_loop):
+    """A loop device has no model of its own: blockdev.model writes the kit's description from the one table a
+    report reads it back from (iolab.core.recorded), so a Japanese page can say it in Japanese."""
+    from iolab.core import recorded
+    from iolab.report import i18n
+    said = blockdev.model(os.path.basename(make_loop()))  # a name under /sys/block
+    assert said == recorded.DEVICE_DESCRIPTIONS["loop"]
+    assert recorded.read(said, recorded.DEVICE_DESCRIPTIONS) == ("loop", {})
+    assert i18n.device_description(said, "ja") == "ループデバイス"
+
+
 def test_not_a_block_device_or_missing(scratch):
     (scratch / "file").write_text("x")
     assert "not a block device" in refusal(scratch / "file")

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from iolab.core import recorded
 from iolab.engine import store
 from iolab.report import beside, environment, i18n, oneserver
 from cli_helpers import FIXTURES
@@ -32,6 +33,13 @@ def test_the_kits_device_descriptions_are_translated_and_others_kept(stored, ja)
     assert i18n.device_description(stored, "ja") == ja
     assert i18n.device_description(stored, "en") == stored
     assert i18n.device_description(None, "ja") is None
+
+
+def test_the_recorded_descriptions_and_the_locales_share_their_keys():
+    """One table (iolab.core.recorded.DEVICE_DESCRIPTIONS) is what blockdev.model writes and what a page reads
+    back: the English locale says each as recorded, the Japanese one has each key."""
+    assert i18n.catalog("en")["devices"] == recorded.DEVICE_DESCRIPTIONS
+    assert set(i18n.catalog("ja")["devices"]) == set(recorded.DEVICE_DESCRIPTIONS)
 
 
 def _with_model(manifest: dict, model: str) -> dict:
