@@ -209,10 +209,15 @@ def bar_label(value, *, published: bool = False) -> str:
 
 
 def reference_line(ax, value: float, label: str) -> None:
-    """A dashed horizontal line at ``value`` (1x: no speed-up; 0%: no overhead), its label under it at the left."""
+    """A dashed horizontal line at ``value`` (1x: no speed-up; 0%: no overhead), its label at the left, on the
+    side with room: above a line in the lower half of the axes (1x on a linear 0-90x scale sat on the x axis),
+    under it otherwise. Drawn after the data, whose limits decide."""
     ax.axhline(value, color="#333333", linestyle="--", linewidth=1, zorder=1, gid="reference")
-    ax.annotate(label, (0.0, value), xycoords=("axes fraction", "data"), xytext=(2, -2), textcoords="offset points",
-                ha="left", va="top", fontsize="x-small", color="#333333", gid="reference")
+    _, height = ax.transAxes.inverted().transform(ax.transData.transform((0, value)))  # 0 bottom, 1 top; any scale
+    above = height < 0.5
+    ax.annotate(label, (0.0, value), xycoords=("axes fraction", "data"), xytext=(2, 2 if above else -2),
+                textcoords="offset points", ha="left", va="bottom" if above else "top", fontsize="x-small",
+                color="#333333", gid="reference")
 
 
 def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,

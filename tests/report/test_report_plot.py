@@ -351,3 +351,20 @@ def test_a_log_axis_note_goes_inside_the_labels_brackets(lang, label, expected):
 def test_a_long_category_label_takes_two_lines(label, expected):
     """The gigaexpress chart: a 30-character turned label took half the figure's height and squashed its bars."""
     assert plot.wrapped_tick(label) == expected
+
+
+@pytest.mark.parametrize("values, log, above", [
+    ([2.0, 90.0], False, True),   # 1x near the bottom of a linear 0-90x axis: the label above the line, not on the axis
+    ([0.01, 1.5], True, False),   # 1x near the top of a log axis: under the line, inside the axes
+    ([0.9, 0.95], False, False),  # every bar below 1x: the line at the top
+])
+def test_the_reference_lines_label_goes_where_there_is_room(values, log, above):
+    frame = pd.DataFrame({"test": ["a", "b"], "system": ["S", "S"], "value": values})
+    ax = plot.bars(frame, x="test", y="value", hue="system", log=log)
+    plot.reference_line(ax, 1.0, "1x: no speed-up")
+    label = [t for t in ax.texts if t.get_text() == "1x: no speed-up"][0]
+    assert label.get_va() == ("bottom" if above else "top")
+    ax.figure.canvas.draw()
+    box = label.get_window_extent().transformed(ax.transAxes.inverted())
+    assert 0.0 <= box.y0 and box.y1 <= 1.0, box  # inside the axes, clear of the tick labels
+    plt.close(ax.figure)
