@@ -49,13 +49,15 @@ def fio_size(nbytes: int) -> str:
 
 
 def human_size(nbytes: float) -> str:
-    """``1073741824`` -> ``'1.0 GiB'``."""
+    """``1073741824`` -> ``'1 GiB'``, ``1610612736`` -> ``'1.5 GiB'``: one decimal, none when it is 0 (an
+    editor prints "512 MiB", not "512.0 MiB")."""
     value = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+            shown = f"{value:.0f}" if unit == "B" else f"{value:.1f}".removesuffix(".0")
+            return f"{shown} {unit}"
         value /= 1024
-    return f"{value:.1f} TiB"
+    raise AssertionError("unreachable: TiB is the last unit")
 
 
 def parse_seconds(value, *, context: str | None = None) -> float:

@@ -238,7 +238,7 @@ def test_the_preconditioning_codes_are_worded_in_both_languages():
     from iolab.report.sections.steadystate import worded
     cut = "precondition_under bytes=8388608 pts=50331648; precondition_off pts=50331648"
     en, ja = worded(cut, "cut", "en"), worded(cut, "cut", "ja")
-    assert en == ["Preconditioning wrote 8.0 MiB, less than the PTS's twice the capacity (48.0 MiB): bounded by "
+    assert en == ["Preconditioning wrote 8 MiB, less than the PTS's twice the capacity (48 MiB): bounded by "
                   "--precondition-size.",
-                  "No preconditioning (--precondition-size 0): the PTS first writes twice the capacity (48.0 MiB)."]
-    assert "容量の2倍（48.0 MiB）より少ない" in ja[0] and "容量の2倍（48.0 MiB）を書く" in ja[1]
+                  "No preconditioning (--precondition-size 0): the PTS first writes twice the capacity (48 MiB)."]
+    assert "容量の2倍（48 MiB）より少ない" in ja[0] and "容量の2倍（48 MiB）を書く" in ja[1]

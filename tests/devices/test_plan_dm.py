@@ -60,7 +60,7 @@ def load(tmp_path: Path, data: dict) -> setup_plan.Plan:
     (lambda p: p.update(partitions=[{"device": "fc-on", "parts": [{"name": "p1"}]}], filesystems=[]),
      "partitions[0].device", "device-mapper device: the kernel does not partition it"),
     (lambda p: p["filesystems"][0].update(type="xfs"), "filesystems[0].device",
-     "fc-on is 256.0 MiB but mkfs.xfs needs at least 300.0 MiB: make loop_devices[0].size larger"),
+     "fc-on is 256 MiB but mkfs.xfs needs at least 300 MiB: make loop_devices[0].size larger"),
 ])
 def test_dm_entries_validated_naming_file_and_field(tmp_path, mutate, field, words):
     data = cached(tmp_path)

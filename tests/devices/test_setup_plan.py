@@ -105,9 +105,9 @@ def test_validation_names_file_and_field(tmp_path, mutate, field, words):
 @pytest.mark.parametrize("mutate, field, words", [
     # mkfs.xfs: "Filesystem must be larger than 300MB"
     (lambda p: p["loop_devices"][1].update(size="256M"), "filesystems[1].device",
-     "mkfs.xfs needs at least 300.0 MiB: make loop_devices[1].size larger"),
+     "mkfs.xfs needs at least 300 MiB: make loop_devices[1].size larger"),
     (lambda p: p["filesystems"][1].update(options="-d su=64k,sw=2"), "filesystems[1].device",
-     "mkfs.xfs needs at least 513.0 MiB"),
+     "mkfs.xfs needs at least 513 MiB"),
     (lambda p: p["loop_devices"][0].update(size="100000T"), "loop_devices[0].size", "not a plausible size"),
     (lambda p: p["partitions"][0]["parts"][0].update(size="100000T"), "partitions[0].parts[0].size",
      "not a plausible size"),
@@ -115,7 +115,7 @@ def test_validation_names_file_and_field(tmp_path, mutate, field, words):
     (lambda p: (p["loop_devices"][1].update(size="256M"),
                 p["loop_devices"].append({"name": "disk3", "file": "images/disk3.img", "size": "256M"}),
                 p.update(raid=[{"name": "r0", "level": 0, "members": ["disk2", "disk3"]}]),
-                p["filesystems"][1].update(device="r0")), "filesystems[1].device", "r0 is 510.0 MiB"),
+                p["filesystems"][1].update(device="r0")), "filesystems[1].device", "r0 is 510 MiB"),
 ])
 def test_sizes_mkfs_rejects_or_storage_cannot_hold(tmp_path, mutate, field, words):
     plan = two_loops(tmp_path)

@@ -206,7 +206,7 @@ def test_mem_limit_has_a_floor_and_bad_input_makes_no_run_directory(tmp_path, ca
     """The CLI's main in-process: an uncaught exception would fail the test here as a Traceback would
     print from a process."""
     data = tmp_path / "data"
-    for args, expected in [(["--mem-limit", "10M"], "--mem-limit: 10M is below the minimum of 32.0 MiB"),
+    for args, expected in [(["--mem-limit", "10M"], "--mem-limit: 10M is below the minimum of 32 MiB"),
                            (["--size", "1"], "--size: 1 B is smaller than"),
                            (["--target", "emulated:nope"], "unknown emulated device profile 'nope'")]:
         target = [] if "--target" in args else ["--target", tmp_path]
@@ -374,6 +374,6 @@ def test_an_oom_kill_during_layout_is_named(tmp_path, monkeypatch):
     assert time.monotonic() - started < 60, "fio was not the OOM killer's victim (the watchdog ended it)"
     message = str(info.value)
     assert "fio could not lay out the test file: out of memory: the OOM killer killed" in message
-    assert "32.0 MiB" in message
+    assert "32 MiB" in message
     manifest = json.loads(next((tmp_path / "data").glob("*/*/manifest.json")).read_text())
     assert manifest["status"] == "failed" and "out of memory" in manifest["reason"]

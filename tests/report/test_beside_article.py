@@ -93,10 +93,10 @@ def test_sqlbench_at_another_scale_is_said_beside_its_figures_and_kept_out_of_fa
 
 
 @pytest.mark.parametrize("lang, sentence", [
-    ("en", "{systems}: {tool}'s test file of 1.0 GiB is 2.0x the 512.0 MiB its page cache could use (a cgroup limit; "
-           "the machine has 32.0 GiB of RAM): too big for the cache to hold, so the figures are the device's."),
-    ("ja", "{systems}：{tool}のテストファイル1.0 GiBは、ページキャッシュが使えるメモリ512.0 MiB（cgroupによる制限。"
-           "マシンのRAMは32.0 GiB）の2.0倍。キャッシュには収まらないので、数値はデバイスのもの。"),
+    ("en", "{systems}: {tool}'s test file of 1 GiB is 2.0x the 512 MiB its page cache could use (a cgroup limit; "
+           "the machine has 32 GiB of RAM): too big for the cache to hold, so the figures are the device's."),
+    ("ja", "{systems}：{tool}のテストファイル1 GiBは、ページキャッシュが使えるメモリ512 MiB（cgroupによる制限。"
+           "マシンのRAMは32 GiB）の2.0倍。キャッシュには収まらないので、数値はデバイスのもの。"),
 ])
 def test_file_size_against_memory_is_said_under_bonnie_and_tiobench(pages, lang, sentence):
     """Bonnie++ 'not changed by the cache' vs tiobench 'inflated 8,028x' with no word on file size vs RAM."""
@@ -108,12 +108,12 @@ def test_file_size_against_memory_is_said_under_bonnie_and_tiobench(pages, lang,
 
 
 @pytest.mark.parametrize("lang, rows", [
-    ("en", ["| HDD (emulated) | iolab emulated HDD (loop, throttled), ext4 | 512.0 MiB cgroup limit, 32.0 GiB RAM | yes |",
-            "| SATA SSD (emulated) | iolab emulated SATA SSD (loop, throttled), ext4 | 512.0 MiB cgroup limit, "
-            "32.0 GiB RAM | yes |"]),
+    ("en", ["| HDD (emulated) | iolab emulated HDD (loop, throttled), ext4 | 512 MiB cgroup limit, 32 GiB RAM | yes |",
+            "| SATA SSD (emulated) | iolab emulated SATA SSD (loop, throttled), ext4 | 512 MiB cgroup limit, "
+            "32 GiB RAM | yes |"]),
     # the kit's own device description said in Japanese (i18n.device_description), not 'iolab emulated HDD (...)'
-    ("ja", ["| HDD（エミュレート） | iolabがエミュレートしたHDD（ループデバイス、帯域制限）、ext4 | cgroupで512.0 MiBに制限、"
-            "RAM 32.0 GiB | はい |"]),
+    ("ja", ["| HDD（エミュレート） | iolabがエミュレートしたHDD（ループデバイス、帯域制限）、ext4 | cgroupで512 MiBに制限、"
+            "RAM 32 GiB | はい |"]),
 ])
 def test_environment_rows_of_measured_systems_come_from_their_manifests(pages, lang, rows):
     """The measured systems' device and memory cells were blank."""
@@ -135,13 +135,13 @@ def test_a_file_the_cache_can_hold_is_said_so(lang):
                          manifests=manifests, lang=lang)
     part = part[(part["benchmark"] == "tiobench") & (part["metric"] == "throughput")]
     notes = beside.table_notes(part, lang)
-    assert notes[-1] == ("HDD (emulated): tiobench's test file of 1.0 GiB fits in the 32.0 GiB its page cache could "
+    assert notes[-1] == ("HDD (emulated): tiobench's test file of 1 GiB fits in the 32 GiB its page cache could "
                          "use (no memory limit: the machine's RAM): the figures may be the cache's, not the device's."
                          if lang == "en" else
-                         "HDD (emulated)：tiobenchのテストファイル1.0 GiBは、ページキャッシュが使えるメモリ32.0 GiB"
+                         "HDD (emulated)：tiobenchのテストファイル1 GiBは、ページキャッシュが使えるメモリ32 GiB"
                          "（メモリ制限なし、マシンのRAM）に収まる。数値はデバイスではなくキャッシュのものかもしれない。")
     memory = part.loc[beside.is_measured(part), "memory"].iloc[0]
-    assert memory == ("32.0 GiB RAM" if lang == "en" else "RAM 32.0 GiB")
+    assert memory == ("32 GiB RAM" if lang == "en" else "RAM 32 GiB")
     assert beside.table_notes(reference.load(article=ARTICLE).query("benchmark == 'tiobench'"), lang) == []
     assert pd.isna(part.loc[~beside.is_measured(part), "file_bytes"]).all()
 

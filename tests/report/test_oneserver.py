@@ -41,9 +41,9 @@ def test_more_ios_in_flight_are_said_per_block_size_and_direction():
     results, _ = one_run()
     means = oneserver.means(results).set_index(["test", "direction"])
     gain = means.loc[("RND4K-Q32T1", "read"), "iops"] / means.loc[("RND4K-Q1T1", "read"), "iops"]
-    (en,) = [s for s in oneserver.findings(results, lang="en") if s.startswith("With 4.0 KiB blocks")]
+    (en,) = [s for s in oneserver.findings(results, lang="en") if s.startswith("With 4 KiB blocks")]
     assert f"going from 1 to 32 I/Os in flight changed IOPS by {i18n.factor(gain)}x for reads" in en
-    (ja,) = [s for s in oneserver.findings(results, lang="ja") if s.startswith("4.0 KiBのブロックで")]
+    (ja,) = [s for s in oneserver.findings(results, lang="ja") if s.startswith("4 KiBのブロックで")]
     assert f"読み込みで{i18n.factor(gain)}倍" in ja
 
 

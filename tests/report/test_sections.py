@@ -201,7 +201,7 @@ def test_gnome_disks_summary_decline_flatness_and_plot(japanese):
     section = sections.gnome_disks_section(data)
     table = section.tables[0]
     assert table.data.loc["Average read rate (MB/s)", "disk"] == pytest.approx(150.5)
-    assert table.frame.loc["Read samples", "flash"] == "100" and table.frame.loc["Sample size", "disk"] == "10.0 MiB"
+    assert table.frame.loc["Read samples", "flash"] == "100" and table.frame.loc["Sample size", "disk"] == "10 MiB"
     sentences = texts(section)
     assert "**disk**: the read rate falls from 196 to 106 MB/s from the outer to the inner edge (1.9-fold; " \
            "150 MB/s on average)." in sentences  # 150.5, rounded as the table rounds it

@@ -130,9 +130,9 @@ def test_not_reached_says_within_how_many_rounds_and_why(unsteady, japanese):
                                "the measurement window's 5. ")
     assert verdict["why_not"] not in sentence  # the codes are worded, not shown
     written = human_size(int(rows.loc[rows["test"].eq("precondition"), "io_bytes"].iloc[0]))
-    assert "Preconditioning wrote 24.0 MiB, less than the PTS's twice the capacity (32.0 MiB): bounded by " \
+    assert "Preconditioning wrote 24 MiB, less than the PTS's twice the capacity (32 MiB): bounded by " \
            "--precondition-size." in sentence
-    assert (f"The time bound (--max-time) left preconditioning 1 s and cut it short after {written} of 24.0 MiB."
+    assert (f"The time bound (--max-time) left preconditioning 1 s and cut it short after {written} of 24 MiB."
             in sentence)
     assert f"The time bound of 6 s (--max-time) stopped the rounds after {rounds}, before steady state." in sentence
     assert sentence.endswith("Not purged: an emulated device starts empty.")
@@ -142,5 +142,5 @@ def test_not_reached_says_within_how_many_rounds_and_why(unsteady, japanese):
     assert not ax.patches and [line.get_label() for line in ax.lines] == ["hdd"]  # no window: nothing to mark
     (ja,) = steadystate_section(rows, lang="ja").sentences
     assert ja.startswith(f"**hdd**：{n}ラウンド以内に定常状態に達しなかった（{n}ラウンドで、測定ウィンドウの5ラウンドに満たない）。")
-    assert f"時間の上限（--max-time）により、プレコンディショニングは24.0 MiBのうち{written}で打ち切られた" in ja
+    assert f"時間の上限（--max-time）により、プレコンディショニングは24 MiBのうち{written}で打ち切られた" in ja
     assert f"定常状態に達する前に、時間の上限6秒（--max-time）により{n}ラウンドで止まった。" in ja

@@ -34,8 +34,8 @@ def test_the_codes_are_worded_in_english():
     rows = _unsteady(steady_purge="no_discard device=sdb")
     (sentence,) = steadystate_section(rows, lang="en").sentences
     assert sentence == ("**ssd** did not reach steady state within 6 rounds: over rounds 2–6 the range is 84.1% of "
-                        "the mean, over 20%. Preconditioning wrote 64.0 MiB, less than the PTS's twice the test area "
-                        "(2.0 GiB): bounded by --precondition-size. The rounds stopped at the limit of 6 "
+                        "the mean, over 20%. Preconditioning wrote 64 MiB, less than the PTS's twice the test area "
+                        "(2 GiB): bounded by --precondition-size. The rounds stopped at the limit of 6 "
                         "(--max-rounds) before steady state. Not purged: sdb does not support discard.")
 
 
@@ -43,7 +43,7 @@ def test_the_codes_are_worded_in_japanese(japanese):
     rows = _unsteady(steady_purge="blkdiscard device=sdb")
     (sentence,) = steadystate_section(rows, lang="ja").sentences
     assert sentence == ("**ssd**：6ラウンド以内に定常状態に達しなかった（ラウンド2–6の範囲が平均の84.1%で、20%を超える）。"
-                        "プレコンディショニングは64.0 MiBで、PTSの定めるテスト領域の2倍（2.0 GiB）より少ない"
+                        "プレコンディショニングは64 MiBで、PTSの定めるテスト領域の2倍（2 GiB）より少ない"
                         "（--precondition-sizeによる制限）。定常状態に達する前に、ラウンド数の上限6（--max-rounds）で"
                         "止まった。最初にblkdiscardでデバイス（sdb）をパージした：全ブロックのディスカードであり、"
                         "セキュアイレースではない。")

@@ -157,7 +157,7 @@ def test_environment_and_provenance_tables_from_fixture_manifests():
     assert env.frame.shape[1] == 6
     assert "HDD (emulated) · crystaldiskmark" in env.frame.columns
     assert env.frame.loc["Cache isolation", "HDD, cached"] == "none"
-    assert env.frame.loc["Test size", "NVMe"] == "1.0 GiB"
+    assert env.frame.loc["Test size", "NVMe"] == "1 GiB"
     ja = environment.environment_table(sel.manifests, lang="ja")
     assert "キャッシュの隔離" in ja.frame.index and "カーネル" in ja.frame.index
     prov = environment.provenance_table(report.select(FIXTURES).manifests, lang="en")
@@ -193,7 +193,7 @@ def test_no_memory_limit_row_for_o_direct_runs():
     direct = environment.environment_table([{**base, "isolation": {"mode": "direct", "mem_limit": 512 * 2**20}}])
     assert "Memory limit" not in direct.frame.index
     cgroup = environment.environment_table([{**base, "isolation": {"mode": "cgroup", "mem_limit": 512 * 2**20}}])
-    assert cgroup.frame.loc["Memory limit", "disk"] == "512.0 MiB"
+    assert cgroup.frame.loc["Memory limit", "disk"] == "512 MiB"
 
 
 def test_reference_systems_table_has_no_column_of_dashes():
