@@ -311,10 +311,11 @@ def wrapped_tick(label, width: int = 26) -> str:
 
 
 def crowded_ticks(labels) -> bool:
-    """Whether category labels are turned: one wider than 12 Latin characters, or six or more wider than 8
-    (sql-bench's alter-table beside big-tables ran together)."""
+    """Whether category labels are turned: of two or more, one wider than 12 Latin characters, or six or more
+    wider than 8 (sql-bench's alter-table beside big-tables ran together). A lone label has the whole axis
+    (「ランダムシーク」 was turned under a chart of one test, away from its bars)."""
     widths = [text_width(s) for s in labels]
-    return bool(widths) and (max(widths) > 12 or (len(widths) >= 6 and max(widths) > 8))
+    return len(widths) > 1 and (max(widths) > 12 or (len(widths) >= 6 and max(widths) > 8))
 
 
 def dot_positions(data: pd.DataFrame, *, x: str, y: str, width: float = 0.6) -> pd.DataFrame:

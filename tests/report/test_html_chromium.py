@@ -18,6 +18,7 @@ import pytest
 
 from iolab.report import notebooks as report
 from cli_helpers import ROOT
+from test_beside_article import RUNS as BESIDE_RUNS
 
 FIXTURES = ROOT / "tests" / "fixtures" / "data"
 
@@ -47,6 +48,23 @@ window.addEventListener("load", function () {
           var r = e.getBoundingClientRect();
           return e.scrollWidth > e.clientWidth + 1 || r.right > document.documentElement.clientWidth + 1;
         }).map(function (e) { return e.tagName + ": " + e.textContent.slice(0, 80); }),
+    // where each table heading's text breaks onto a new line: "the character before|the one after"
+    headingBreaks: [].concat.apply([], Array.prototype.map.call(document.querySelectorAll("th"), function (th) {
+      var breaks = [], walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT), node, top = null, before = "";
+      while ((node = walker.nextNode())) {
+        for (var i = 0; i < node.length; i++) {
+          var range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          var rect = range.getClientRects()[0];
+          if (!rect || !node.data[i].trim()) { continue; }
+          if (top !== null && rect.top > top + 2) { breaks.push(before + "|" + node.data[i]); }
+          top = rect.top;
+          before = node.data[i];
+        }
+      }
+      return breaks;
+    })),
     pageWidth: document.documentElement.scrollWidth,
     viewWidth: document.documentElement.clientWidth
   };
@@ -92,10 +110,12 @@ def reports(tmp_path_factory, render_once):
                                                  out=out / f"single{suffix}")
     files["article"] = render_once(reference="dedicated-server-2013", lang="ja")
     files["article-en"] = render_once(reference="dedicated-server-2013", lang="en")  # test_articles reads it too
+    # runs beside the 2013 article: the render test_beside_article reads
+    files["beside-ja"] = render_once(runs=tuple(BESIDE_RUNS), reference="dedicated-server-2013", lang="ja")
     return out, files
 
 
-PAGES = ["compare", "compare-ja", "single", "single-ja", "article", "article-en"]
+PAGES = ["compare", "compare-ja", "single", "single-ja", "article", "article-en", "beside-ja"]
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +183,22 @@ def test_page_reads_like_a_published_article(probed, name):
     assert not RAW.findall(text), sorted(set(RAW.findall(text)))
     assert result["overflowing"] == [], result["overflowing"]
     assert result["pageWidth"] <= result["viewWidth"], "the page scrolls sideways"
+
+
+def _word_character(char: str) -> bool:
+    """A kana, a kanji or the long-vowel mark: a line may not break between two of them inside a name."""
+    return bool(re.match(r"[\u3041-\u30ff\u4e00-\u9fff]", char))
+
+
+@pytest.mark.parametrize("name", ["compare-ja", "article", "beside-ja"])
+def test_japanese_table_headings_break_between_words_not_inside_them(probed, name):
+    """A narrow column's heading 「HDD（エミュレート）」 broke as 「HDD（エミュレー」 / 「ト）」: in the browser, a
+    heading's lines now end at a space or before a bracket (word-break: keep-all), never between two kana."""
+    breaks = probed[name]["headingBreaks"]
+    inside = [b for b in breaks if _word_character(b[0]) and _word_character(b[-1])]
+    assert inside == [], inside
+    if name == "beside-ja":
+        assert "T|（" in breaks or "D|（" in breaks, breaks  # the emulated names' headings do break, at the bracket
 
 
 @pytest.mark.parametrize("name, sentences", [

@@ -229,6 +229,15 @@ def test_few_wide_bars_keep_horizontal_labels():
         plt.close(fig)
 
 
+@pytest.mark.parametrize("labels, turned", [
+    (["ランダムシーク"], False),  # one test: its label under its bars, level
+    (["ランダムシーク", "シーケンシャル"], True),
+    (["Random seeks", "Sequential read"], True),
+])
+def test_only_labels_that_share_the_axis_are_turned(labels, turned):
+    assert plot.crowded_ticks(labels) is turned
+
+
 def test_bars_on_a_bare_figure_fit_their_labels_and_keep_its_canvas():
     """The explorer's widgets draw on a matplotlib Figure without a pyplot canvas."""
     from matplotlib.figure import Figure
