@@ -70,8 +70,7 @@ _HTML_TEMPLATE = ("""{%- extends "lab/index.html.j2" -%}
   /* cells keep one line while the table fits the page; a table wider than the page (six runs'
      settings) wraps its text at spaces and hyphens instead of running past the page's edge */
   .jp-RenderedHTMLCommon table.iolab-table td { font-variant-numeric: tabular-nums; white-space: normal; }
-  /* a heading breaks at spaces and brackets, never inside a Japanese word (「HDD（エミュレー」 / 「ト）」) */
-  .jp-RenderedHTMLCommon table.iolab-table th { white-space: normal; word-break: keep-all; }
+  .jp-RenderedHTMLCommon table.iolab-table th { white-space: normal; word-break: keep-all; } /* not 「エミュレー」/「ト）」 */
   /* a row's label on one line ("ファイルシステム", not "ファイルシス" / "テム"); bold as every bold text is */
   .jp-RenderedHTMLCommon table.iolab-table tbody td:first-child { text-align: left; font-weight: bold;
       white-space: nowrap; }
