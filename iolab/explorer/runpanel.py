@@ -75,7 +75,7 @@ class RunPanel:
                  on_finished: Callable | None = None, lang: str = "en"):
         w = ipywidgets_module()
         self.lang = i18n.check_lang(lang)
-        wide = {"description_width": "7em"}
+        wide = {"description_width": "9em"}  # the longest label on one line: 「キャッシュの隔離」 was cut at 7em
         names = list(recipes_mod.available())
         if recipe and recipe not in names:
             names.append(recipe)  # a recipe file path

@@ -51,8 +51,6 @@ SCALES = ("auto", "linear", "log")
 LANGUAGES = (("English", "en"), ("日本語", "ja"))
 
 
-
-
 # ---------------------------------------------------------------------------
 # exploring stored runs
 
@@ -150,10 +148,11 @@ class Explorer:
     # -- language --------------------------------------------------------------------
     def set_lang(self, lang: str) -> None:
         """Every control, chart and text in ``lang`` (what the Language chooser does)."""
-        from iolab.report import plot
+        from iolab.report import palette, plot
         i18n.check_lang(lang)
         self.lang = lang
         plot.setup(lang)
+        palette.reset()  # the systems' new names take the colours their old ones had, in the same order
         with self._hold():
             self.language.value = lang
             self._relabel()

@@ -121,6 +121,12 @@ def _wait_chart_change(page, before: str, what: str) -> str:
                          f"&& window.iolab.kernelIdle() ? c : null; }})()", 60, what)
 
 
+def _cut_labels(page) -> list:
+    """The shown controls' labels cut short with an ellipsis (the run panel's 「キャッシュの…」)."""
+    return page.evaluate("Array.from(document.querySelectorAll('.widget-label')).filter(e => e.offsetParent !== null "
+                         "&& e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)")
+
+
 def test_explorer_in_jupyterlab_follows_its_widgets_and_renders_the_report(explorer_page):
     page, root = explorer_page
     # first view: the fixture runs of crystaldiskmark, every test, English
@@ -136,6 +142,7 @@ def test_explorer_in_jupyterlab_follows_its_widgets_and_renders_the_report(explo
     page.evaluate("window.iolab.choose('Language', '日本語')")
     japanese = _wait_chart_change(page, first, "the chart redrawn in Japanese")
     page.wait_for("window.iolab.text().includes('実行結果を見る')", 30, "the tab titles in Japanese")
+    assert _cut_labels(page) == []
     text = page.evaluate("window.iolab.text()")
     assert "crystaldiskmarkの実行3件、棒24本（テストとシステムごと、システムは3種類）" in text
     assert "レポートを作成" in text and "所見" in text
@@ -175,6 +182,7 @@ def test_explorer_in_jupyterlab_follows_its_widgets_and_renders_the_report(explo
     # the run panel in its tab, in Japanese: a target typed in the page reaches the kernel, its error comes back
     page.evaluate("window.iolab.tab('ベンチマークを実行')")
     page.wait_for("window.iolab.text().includes('保存先')", 30, "the run panel's tab shown")
+    assert _cut_labels(page) == []
     missing = root / "missing"
     page.evaluate(f"window.iolab.type('対象パス', {json.dumps(str(missing))})")
     page.evaluate("window.iolab.press('開始')")

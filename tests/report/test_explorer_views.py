@@ -142,3 +142,18 @@ def test_explorer_findings_say_what_the_compare_report_says(render_once):
     said = [line for line in findings.splitlines() if line.strip() and not line.startswith("**所見")]
     assert len(said) >= 5 and "NVMeが最も速い" in said[0]
     assert [s for s in said if s not in page] == []
+
+
+def test_a_system_keeps_its_colour_when_the_language_changes():
+    """Switching to Japanese renames the emulated systems (HDD (emulated) -> HDD（エミュレート）): the chart drew them
+    in new colours, unlike every chart drawn before the switch; each keeps its colour."""
+    e = widgets.Explorer([str(FIXTURES)])
+
+    def legend():
+        handles, labels = e.axes.get_legend_handles_labels()
+        return labels, [tuple(h.patches[0].get_facecolor()) for h in handles]  # one bar container each
+    en_labels, en = legend()
+    e.language.value = "ja"
+    ja_labels, ja = legend()
+    assert "HDD (emulated)" in en_labels and "HDD（エミュレート）" in ja_labels
+    assert ja == en and len(set(en)) == 3
