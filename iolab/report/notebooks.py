@@ -79,7 +79,6 @@ _HTML_TEMPLATE = ("""{%- extends "lab/index.html.j2" -%}
   .jp-RenderedHTMLCommon table.iolab-labels-2 :is(thead th, tbody td):nth-child(2),
   .jp-RenderedHTMLCommon table.iolab-labels-3 :is(thead th, tbody td):nth-child(-n+3) { text-align: left; white-space: nowrap; }
   p.iolab-note { margin-top: 0.1em; color: var(--jp-ui-font-color2); }
-""" + tables.WORD_COLUMN_CSS + """
 </style>
 {% endblock extra_css %}
 """)

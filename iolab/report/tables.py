@@ -38,17 +38,14 @@ METRICS = {
 STATISTICS = ("mean", "median", "best")
 
 DASH = "—"
-#: the page's CSS for :meth:`Table.word_columns`: a cell of class iolab-word (a column of words) flush left
-WORD_COLUMN_CSS = "  .jp-RenderedHTMLCommon table.iolab-table :is(td, th).iolab-word { text-align: left; }"
-
 _ROW = re.compile(r"<tr\b[^>]*>.*?</tr>", re.S)
 _CELL = re.compile(r"<(td|th)\b([^>]*)>")
 
 
 def _mark_word_cells(body: str, positions: set[int]) -> str:
     """``body`` (pandas' HTML table) with each cell at one of ``positions`` (1-based, spans counted) of every
-    body row and of the last header row given the class iolab-word (:data:`WORD_COLUMN_CSS`): no limit on how
-    many columns a table has."""
+    body row and of the last header row set flush left, in its own style (JupyterLab shows an output without the
+    report's CSS) and of class iolab-word: no limit on how many columns a table has."""
     def row(match: re.Match) -> str:
         position = 0
 
@@ -56,7 +53,8 @@ def _mark_word_cells(body: str, positions: set[int]) -> str:
             nonlocal position
             span = int(m.group(1)) if (m := re.search(r'colspan="(\d+)"', found.group(2))) else 1
             position += span
-            return f'<{found.group(1)} class="iolab-word"{found.group(2)}>' if span == 1 and position in positions \
+            return f'<{found.group(1)} class="iolab-word" style="text-align: left;"{found.group(2)}>' \
+                if span == 1 and position in positions \
                 else found.group(0)
         return _CELL.sub(cell, match.group(0))
 
@@ -111,8 +109,8 @@ class Table:
         levels = self.frame.index.nlevels if named else 1
         body = frame.to_html(escape=True, na_rep=DASH, border=0, index=not named,
                              classes=["iolab-table"] + ([f"iolab-labels-{levels}"] if levels > 1 else []))
-        # a column of words flush left: its cells (row labels counted) of class iolab-word
-        body = _mark_word_cells(body, {levels + i + 1 for i, w in enumerate(self.word_columns()) if w})
+        # row labels and columns of words flush left (positions count the row labels' columns)
+        body = _mark_word_cells(body, {*range(1, levels + 1), *(levels + i + 1 for i, w in enumerate(self.word_columns()) if w)})
         body = body.replace(" ± ", "&nbsp;±&nbsp;")  # "0.435 ± 0.011" kept on one line, not broken after the ±
         if self.caption:
             body = body.replace(">", f">\n  <caption>{html.escape(self.caption)}</caption>", 1)
