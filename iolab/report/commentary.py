@@ -413,7 +413,7 @@ def caveat_sentences(found: pd.DataFrame, *, lang: str, rules: Rules = Rules(), 
             cov = ""  # only the graded sentence states a CoV: systems with the same sentence share it
         merged.setdefault((key, flag, tests, cov), []).append(str(row["system"]))
     # the templates bold {system} ("**{system}**"): each name bold, the template's outer ** kept
-    return [i18n.text(key, lang, system=i18n.join([f"**{name}**" for name in systems], lang)[2:-2],
+    return [i18n.text(key, lang, system=i18n.group([f"**{name}**" for name in systems], lang)[2:-2],
                       tests=tests, flag=flag, threshold=i18n.percent(rules.max_cov),
                       cov=i18n.percent(cov) if cov != "" else "")
             for (key, flag, tests, cov), systems in merged.items()]

@@ -140,6 +140,12 @@ def join(items, lang: str) -> str:
     return ", ".join(items[:-1]) + f" and {items[-1]}"
 
 
+def group(items, lang: str) -> str:
+    """Names taken together before a sentence goes on after a comma: ``a and b`` / ``a・b`` (a Japanese list in
+    「、」 runs into the 「、」 that follows it: 「HDD、SSD、全テスト：」 reads as three names)."""
+    return "・".join(str(i) for i in items) if lang == "ja" else join(items, lang)
+
+
 def comma_list(items, lang: str) -> str:
     """Items as a plain list, ``a, b, c`` / ``a、b、c``: no "and" (a list in brackets or a table cell, not a
     sentence: that is :func:`join`)."""
