@@ -74,7 +74,7 @@ def manifest_fields(manifest: dict, *, lang: str = "en") -> dict:
         "fio": versions.get("fio"),
         "iolab": versions.get("iolab"),
         "target": target.get("path") or target.get("spec"),
-        "target_kind": target.get("kind"),
+        "target_kind": i18n.label(target["kind"], lang, section="target_kinds") if target.get("kind") else None,
         "filesystem": target.get("filesystem"),
         "mount_options": target.get("mount_options"),
         "device": i18n.device_description(device.get("model"), lang) or driveidentity.model_of(manifest),

@@ -91,3 +91,18 @@ def test_the_ja_scan_catches_an_untranslated_kit_description():
     fixed = page.replace("loop device", i18n.device_description("loop device", "ja"))
     assert not english_words(fixed)
     assert not re.search(r"[A-Za-z]", i18n.device_description("loop device", "ja"))
+
+
+@pytest.mark.parametrize("kind, en, ja", [
+    ("emulated", "emulated device", "エミュレートしたデバイス"),
+    ("dir", "directory", "ディレクトリ"),
+    ("block", "block device", "ブロックデバイス"),
+    ("file", "file", "ファイル"),
+])
+def test_the_target_kind_is_said_in_the_pages_language(kind, en, ja):
+    """The demo's Japanese environment table read 「対象の種類：emulated」, the manifest's key."""
+    manifest = copy.deepcopy(store.read_manifest(HDD_QUICK))
+    manifest["targets"][0]["kind"] = kind
+    for lang, said in (("en", en), ("ja", ja)):
+        table = environment.environment_table([manifest], lang=lang, names=["HDD"]).frame
+        assert table.loc[i18n.text("labels.target_kind", lang), "HDD"] == said
