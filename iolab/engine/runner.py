@@ -308,17 +308,21 @@ class FioEngine(Engine):
         return self.write_jobs(force_direct) if rewrite else jobs
 
     def write_jobs(self, force_direct: bool) -> dict:
-        """Every job file, one per step and target, checked by fio; their commands and engines in the manifest."""
+        """Every job file (:meth:`job_files`) checked by fio, their commands and engines in the manifest."""
         jobs, commands = {}, {}
-        for step in self.recipe.steps():
-            for target in self.targets:
-                rel = relpath("jobs", step.id, target, self.multi, ".fio")
-                path = self.run.write(rel, self.job_text(step, target, force_direct))
-                fio.check_job(path)
-                jobs[(step.id, target.name)] = path
-                commands[rel] = self._argv(path, target, step)
+        for key, rel, text, target, step in self.job_files(force_direct):
+            jobs[key] = path = self.run.write(rel, text)
+            fio.check_job(path)
+            commands[rel] = self._argv(path, target, step)
         self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
         return jobs
+
+    def job_files(self, force_direct: bool):
+        """``((step id, target name), path in the run, text, target, step)``: one job file per step and target."""
+        for step in self.recipe.steps():
+            for target in self.targets:
+                yield ((step.id, target.name), relpath("jobs", step.id, target, self.multi, ".fio"),
+                       self.job_text(step, target, force_direct), target, step)
 
     def _argv(self, path, target, step) -> list[str]:
         extra = []

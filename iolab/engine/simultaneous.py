@@ -156,19 +156,14 @@ class Simultaneous:
 
     check = staticmethod(check)
 
-    def write_jobs(self, force_direct: bool) -> dict:
-        """One job file per step for all targets, checked by fio: ``{(step id, total name): path}``."""
+    def job_files(self, force_direct: bool):
+        """One job file per step for all targets, keyed ``(step id, total name)`` (what
+        :meth:`~iolab.engine.runner.FioEngine.write_jobs` writes and checks)."""
         total = total_name(self.targets)
         self.run.update(simultaneous={"targets": [t.name for t in self.targets], "total": total})
-        jobs, commands = {}, {}
         for step in self.recipe.steps():
-            rel = f"jobs/{step.id}.fio"
-            path = self.run.write(rel, job_text(self.recipe, step, self.targets, force_direct=force_direct))
-            fio.check_job(path)
-            jobs[(step.id, total)] = path
-            commands[rel] = self._argv(path, self.targets[0], step)
-        self.run.update(commands=commands, tests=ioengines.with_engines(self.run.manifest["tests"], jobs))
-        return jobs
+            yield ((step.id, total), f"jobs/{step.id}.fio",
+                   job_text(self.recipe, step, self.targets, force_direct=force_direct), self.targets[0], step)
 
     def measure_pass(self, sandbox, step, rep, jobs):
         """One pass of ``step`` on every target at once (one fio: :meth:`~iolab.engine.runner.FioEngine.fio_pass`):
