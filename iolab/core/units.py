@@ -51,13 +51,12 @@ def fio_size(nbytes: int) -> str:
 def human_size(nbytes: float) -> str:
     """``1073741824`` -> ``'1 GiB'``, ``1610612736`` -> ``'1.5 GiB'``: one decimal, none when it is 0 (an
     editor prints "512 MiB", not "512.0 MiB")."""
-    value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            shown = f"{value:.0f}" if unit == "B" else f"{value:.1f}".removesuffix(".0")
-            return f"{shown} {unit}"
+    value, units = float(nbytes), ["B", "KiB", "MiB", "GiB", "TiB"]
+    while abs(value) >= 1024 and len(units) > 1:
         value /= 1024
-    raise AssertionError("unreachable: TiB is the last unit")
+        units.pop(0)
+    shown = f"{value:.0f}" if units[0] == "B" else f"{value:.1f}".removesuffix(".0")
+    return f"{shown} {units[0]}"
 
 
 def parse_seconds(value, *, context: str | None = None) -> float:
