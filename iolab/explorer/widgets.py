@@ -148,11 +148,10 @@ class Explorer:
     # -- language --------------------------------------------------------------------
     def set_lang(self, lang: str) -> None:
         """Every control, chart and text in ``lang`` (what the Language chooser does)."""
-        from iolab.report import palette, plot
+        from iolab.report import plot
         i18n.check_lang(lang)
         self.lang = lang
         plot.setup(lang)
-        palette.reset()  # the systems' new names take the colours their old ones had, in the same order
         with self._hold():
             self.language.value = lang
             self._relabel()
@@ -197,8 +196,8 @@ class Explorer:
 
     def reload(self) -> None:
         """Read the runs under the data directories again and refresh every choice."""
-        from iolab.report import notebooks as report
-        notes, usable = [], []
+        from iolab.report import notebooks as report, palette
+        notes, usable, before = [], [], getattr(self.selection, "results", None)
         for source in self.source_list():
             if not Path(source).exists():
                 notes.append(("missing", {"source": source}))
@@ -218,6 +217,7 @@ class Explorer:
                 self.selection = report.select(runs=usable, with_results=True, lang=self.lang)  # named as the page
             except IolabError as exc:
                 notes.append((None, {"text": str(exc)}))
+        palette.carry(before, getattr(self.selection, "results", None))  # renamed (a language): colours kept
         with self._hold():
             manifests = self.selection.manifests if self.selection is not None else pd.DataFrame()
             for control, column in ((self.hosts, "host"), (self.labels, "label")):

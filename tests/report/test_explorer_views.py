@@ -157,3 +157,23 @@ def test_a_system_keeps_its_colour_when_the_language_changes():
     ja_labels, ja = legend()
     assert "HDD (emulated)" in en_labels and "HDD（エミュレート）" in ja_labels
     assert ja == en and len(set(en)) == 3
+
+
+def test_a_system_keeps_its_colour_whatever_order_the_charts_drew_it_in():
+    """The colour follows the run, not the order of the chart after the switch: SATA SSD was drawn first (by an
+    earlier chart in the kernel); in Japanese HDD（エミュレート） comes first in the legend but keeps HDD's colour."""
+    from iolab.report import palette
+    palette.reset()
+    palette.color("SATA SSD (emulated)")  # an earlier chart drew SATA SSD alone: the palette's first colour
+    e = widgets.Explorer([str(FIXTURES)])
+
+    def colours():
+        handles, labels = e.axes.get_legend_handles_labels()
+        return dict(zip(labels, (tuple(h.patches[0].get_facecolor()) for h in handles)))
+    en = colours()
+    e.language.value = "ja"
+    ja = colours()
+    assert list(en)[0] == "HDD (emulated)" and list(ja)[0] == "HDD（エミュレート）"  # first in the legend, not drawn first
+    assert len(set(en.values())) == 3
+    assert ja["HDD（エミュレート）"] == en["HDD (emulated)"]
+    assert ja["SATA SSD（エミュレート）"] == en["SATA SSD (emulated)"] and ja["NVMe"] == en["NVMe"]
