@@ -6,10 +6,12 @@ every bar has a visible length and a 100x ratio looks like two decades.
 :func:`fit` makes the value labels of a chart fit after they are placed:
 horizontal where they fit, else turned upright, then smaller, then the figure
 wider, until no two label boxes intersect and none is wider than its bar's room (measured with the renderer, as the
-image will be drawn), and the axis grows upwards so that no label is clipped.
+image will be drawn), and the axis grows upwards so that no label is clipped. :func:`turn_ticks` turns the
+category labels under the bars only where, level, they would run together.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 
@@ -85,19 +87,52 @@ def fit(ax, texts) -> None:
     size scaled down to fit (not below :data:`MIN_FONT`), then a wider figure.
     """
     texts = [t for t in texts if t.get_text()]
-    if not texts:
-        return
-    fig = ax.figure
-    if not hasattr(fig.canvas, "get_renderer"):  # a bare Figure (the explorer's widgets): measure with Agg
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        canvas = fig.canvas
-        try:
-            FigureCanvasAgg(fig)
+    if texts:
+        with _measurable(ax.figure):
             _fit(ax, texts)
-        finally:
-            fig.set_canvas(canvas)
+
+
+def turn_ticks(ax, *, gap_pt: float = 4.0) -> bool:
+    """Turn the x axis's category labels 30° when, level, two neighbours would come closer than ``gap_pt`` points
+    (their widths measured as drawn, against the distance between their ticks once the figure has its final
+    width); a lone label, or a few short ones on a wide axis, stay level under their bars. True when turned."""
+    shown = [(x, t) for x, t in zip(ax.get_xticks(), ax.get_xticklabels()) if t.get_text()]
+    if len(shown) < 2:
+        return False
+    labels, fig = [t for _, t in shown], ax.figure
+    with _measurable(fig):
+        renderer = fig.canvas.get_renderer()
+        for t in labels:  # measured level, whatever an earlier call decided
+            t.set_rotation(0)
+        widths = [t.get_window_extent(renderer).width for t in labels]
+    at = [ax.transData.transform((x, 0))[0] for x, _ in shown]
+    gap = gap_pt * fig.dpi / 72
+    crowded = any(b - a < (wa + wb) / 2 + gap for a, b, wa, wb in zip(at, at[1:], widths, widths[1:]))
+    set_turned(ax, crowded)
+    return crowded
+
+
+def set_turned(ax, turned: bool) -> None:
+    """The x axis's category labels turned 30° (right-aligned under their ticks) or level (centred)."""
+    for t in ax.get_xticklabels():
+        t.set_rotation(30 if turned else 0)
+        t.set_horizontalalignment("right" if turned else "center")
+
+
+@contextlib.contextmanager
+def _measurable(fig):
+    """``fig`` with a canvas that can measure text while the block runs: a bare Figure (the explorer's widgets)
+    gets Agg's, then its own back."""
+    if hasattr(fig.canvas, "get_renderer"):
+        yield
         return
-    _fit(ax, texts)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = fig.canvas
+    try:
+        FigureCanvasAgg(fig)
+        yield
+    finally:
+        fig.set_canvas(canvas)
 
 
 def _fit(ax, texts) -> None:

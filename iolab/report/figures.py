@@ -165,7 +165,7 @@ def summary_chart(summary: pd.DataFrame, *, unit: str, ylabel: str, lang: str, p
             plot.reference_line(ax, 1.0, _t("speedup_line", lang))
     if split:
         _one_legend(fig, legend_title)
-    fig.tight_layout()
+    plot.tight(fig)
     return fig
 
 

@@ -52,6 +52,6 @@ def chart(part: pd.DataFrame, recipe: str, lang: str = "en") -> Figure:
         plot.bars(found[metric], x="x", y="value", hue="bar", low="ci_low", high="ci_high", ax=ax, xlabel="",
                   ylabel=tables.caption_for(metric, tables.metric_unit(metric), lang),
                   legend_title=i18n.text("labels.direction", lang))
-    fig.tight_layout()
+    plot.tight(fig)
     text = caption(part, recipe, found, lang)
     return Figure(fig, alt=text, caption=text)

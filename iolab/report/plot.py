@@ -209,15 +209,14 @@ def bar_label(value, *, published: bool = False) -> str:
 
 
 def reference_line(ax, value: float, label: str) -> None:
-    """A dashed horizontal line at ``value`` (1x: no speed-up; 0%: no overhead), its label at the left, on the
-    side with room: above a line in the lower half of the axes (1x on a linear 0-90x scale sat on the x axis),
-    under it otherwise. Drawn after the data, whose limits decide."""
-    ax.axhline(value, color="#333333", linestyle="--", linewidth=1, zorder=1, gid="reference")
-    _, height = ax.transAxes.inverted().transform(ax.transData.transform((0, value)))  # 0 bottom, 1 top; any scale
-    above = height < 0.5
-    ax.annotate(label, (0.0, value), xycoords=("axes fraction", "data"), xytext=(2, 2 if above else -2),
-                textcoords="offset points", ha="left", va="bottom" if above else "top", fontsize="x-small",
-                color="#333333", gid="reference")
+    """A dashed horizontal line at ``value`` (1x: no speed-up; 0%: no overhead), named in the legend right of the
+    axes: the systems' legend when there is one, else a legend of its own. Written on the line, its label met a
+    short bar's value label (nytro's 3.3 under '1x: no speed-up'); inside the axes, a legend met the bars."""
+    line = ax.axhline(value, color="#333333", linestyle="--", linewidth=1, zorder=1, gid="reference", label=label)
+    before = ax.get_legend()  # bars()' legend of the systems, again with the line at its end; or the line's own
+    named = [(h, text) for h, text in zip(*ax.get_legend_handles_labels()) if h is not line] if before else []
+    ax.legend(*zip(*named, (line, label)), title=before.get_title().get_text() or None if before else None,
+              fontsize="small", title_fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
@@ -272,8 +271,7 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
                         fmt="none", ecolor="#333333", elinewidth=1, capsize=2.5)
     xs = list(dict.fromkeys(pos["x"]))
     ax.set_xticks(range(len(xs)))
-    ax.set_xticklabels([wrapped_tick(x) for x in xs], rotation=30 if crowded_ticks(xs) else 0,
-                       ha="right" if crowded_ticks(xs) else "center")
+    ax.set_xticklabels([wrapped_tick(x) for x in xs])
     y_axis(ax, log=use_log, label=ylabel, bars=pos["y"])
     _texts(ax, xlabel, None, title)
     if hue and len(hues) > 1:
@@ -282,7 +280,20 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     ax.grid(axis="x", visible=False)
     # after the legend and axis labels: measured as the image will be drawn
     barlabels.fit(ax, texts)
+    barlabels.turn_ticks(ax)  # at the figure's final width
     return ax
+
+
+def tight(fig) -> None:
+    """``fig.tight_layout()`` for a figure of bar or dot charts, then each axes' category labels turned where,
+    level, they would run together at the axes' final width (:func:`barlabels.turn_ticks`: the layout narrows
+    axes for their legends and labels; measured level, as a turned label would narrow them itself), and the
+    layout again for the turned labels' height."""
+    for ax in fig.axes:
+        barlabels.set_turned(ax, False)
+    fig.tight_layout()
+    if any([barlabels.turn_ticks(ax) for ax in fig.axes]):
+        fig.tight_layout()
 
 
 def text_width(text: str) -> int:
@@ -308,14 +319,6 @@ def wrapped_tick(label, width: int = 26) -> str:
         return text
     middle = min(spaces, key=lambda i: abs(text_width(text[:i]) - text_width(text) / 2))
     return text[:middle] + "\n" + text[middle + 1:]
-
-
-def crowded_ticks(labels) -> bool:
-    """Whether category labels are turned: of two or more, one wider than 12 Latin characters, or six or more
-    wider than 8 (sql-bench's alter-table beside big-tables ran together). A lone label has the whole axis
-    (「ランダムシーク」 was turned under a chart of one test, away from its bars)."""
-    widths = [text_width(s) for s in labels]
-    return len(widths) > 1 and (max(widths) > 12 or (len(widths) >= 6 and max(widths) > 8))
 
 
 def dot_positions(data: pd.DataFrame, *, x: str, y: str, width: float = 0.6) -> pd.DataFrame:
@@ -352,8 +355,7 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
     ax.scatter(pos["dot_pos"], pos["dot_y"], s=14, color=color, alpha=0.75, linewidths=0)
     xs = list(dict.fromkeys(data[x].astype(str)))
     ax.set_xticks(range(len(xs)))
-    long = crowded_ticks(xs)
-    ax.set_xticklabels([wrapped_tick(x) for x in xs], rotation=30 if long else 0, ha="right" if long else "center")
+    ax.set_xticklabels([wrapped_tick(x) for x in xs])
     use_log = log == "auto" and wants_log(pos["dot_y"]) or log is True
     y_axis(ax, log=use_log, label=ylabel)  # plain tick numbers (1,000) on either scale, as every chart
     if label and annotate:
@@ -366,6 +368,7 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
                             xytext=(3, 0), textcoords="offset points", va="center")
     _texts(ax, xlabel, None, title)
     ax.grid(axis="x", visible=False)
+    barlabels.turn_ticks(ax)
     return ax
 
 

@@ -169,7 +169,7 @@ def test_speedups_are_drawn_over_a_1x_line():
     (ax,) = fig.axes
     lines = [line for line in ax.get_lines() if line.get_gid() == "reference"]
     assert len(lines) == 1 and list(lines[0].get_ydata()) == [1.0, 1.0]
-    assert i18n.text("charts.speedup_line", "en") in [t.get_text() for t in ax.texts]
+    assert i18n.text("charts.speedup_line", "en") in [t.get_text() for t in ax.get_legend().get_texts()]
     assert len(ax.patches) == len(summary)
 
 

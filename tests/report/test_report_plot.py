@@ -229,13 +229,35 @@ def test_few_wide_bars_keep_horizontal_labels():
         plt.close(fig)
 
 
-@pytest.mark.parametrize("labels, turned", [
-    (["ランダムシーク"], False),  # one test: its label under its bars, level
-    (["ランダムシーク", "シーケンシャル"], True),
-    (["Random seeks", "Sequential read"], True),
+ARTICLE_SYSTEMS = ["SATA HDD (mem=512M)", "SSD Intel 330 (mem=512M)", "ioDrive (mem=512M)", "SATA HDD (16GB RAM)"]
+
+
+@pytest.mark.parametrize("tests, systems, width, turned", [
+    (["ランダムシーク"], 1, 8, False),  # one test: its label under its bars, level
+    (["Read (all positions)", "Write (all positions)"], 1, 10, False),  # two labels with room: were turned
+    (["Per-char write", "Block write", "Rewrite", "Per-char read", "Block read"], 4, 10, False),
+    (["ATIS", "alter-table", "big-tables", "connect", "create", "insert", "select", "wisconsin"], 4, 10, True),
+    (["Sequential read", "Sequential write", "512K random read/write", "4K random read/write",
+      "4K QD32 random read/write"], 1, 10, True),  # nytro: the last two would touch
 ])
-def test_only_labels_that_share_the_axis_are_turned(labels, turned):
-    assert plot.crowded_ticks(labels) is turned
+def test_category_labels_are_turned_only_where_level_they_would_run_together(tests, systems, width, turned):
+    """Measured at the figure's final width (plot.tight: after the layout made room for the legend), not guessed
+    from the labels' length: 'alter-table' beside 'big-tables' ran together; two labels with room were turned."""
+    plot.setup("en")
+    fig, ax = plt.subplots(figsize=(width, 4))
+    frame = pd.DataFrame([{"test": t, "system": name, "value": 100.0 + i}
+                          for i, t in enumerate(tests) for name in ARTICLE_SYSTEMS[:systems]])
+    plot.bars(frame, x="test", y="value", hue="system", ax=ax)  # the 2013 article's legend, right of the axes
+    plot.tight(fig)
+    try:
+        labels = [t for t in ax.get_xticklabels() if t.get_text()]
+        assert {t.get_rotation() for t in labels} == {30.0 if turned else 0.0}
+        if not turned:  # level: none touches the next (a turned label's box is not its outline)
+            fig.canvas.draw()
+            boxes = [t.get_window_extent() for t in labels]
+            assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+    finally:
+        plt.close(fig)
 
 
 def test_bars_on_a_bare_figure_fit_their_labels_and_keep_its_canvas():
@@ -362,18 +384,22 @@ def test_a_long_category_label_takes_two_lines(label, expected):
     assert plot.wrapped_tick(label) == expected
 
 
-@pytest.mark.parametrize("values, log, above", [
-    ([2.0, 90.0], False, True),   # 1x near the bottom of a linear 0-90x axis: the label above the line, not on the axis
-    ([0.01, 1.5], True, False),   # 1x near the top of a log axis: under the line, inside the axes
-    ([0.9, 0.95], False, False),  # every bar below 1x: the line at the top
+@pytest.mark.parametrize("values, log, systems", [
+    ([3.3, 13.0, 14.0, 40.0, 90.0], False, 1),  # nytro: a label on the line met the short first bar's '3.3'
+    ([0.01, 1.5, 0.9, 0.95, 0.5], True, 1),     # 1x near the top of a log axis
+    ([2.0, 90.0, 3.0, 4.0, 1.5], False, 2),     # two systems: the line in their legend
 ])
-def test_the_reference_lines_label_goes_where_there_is_room(values, log, above):
-    frame = pd.DataFrame({"test": ["a", "b"], "system": ["S", "S"], "value": values})
+def test_the_reference_line_is_named_in_a_legend_clear_of_the_bars_labels(values, log, systems):
+    frame = pd.DataFrame([{"test": t, "system": f"S{s}", "value": v * (s + 1)}
+                          for t, v in zip("abcde", values) for s in range(systems)])
     ax = plot.bars(frame, x="test", y="value", hue="system", log=log)
     plot.reference_line(ax, 1.0, "1x: no speed-up")
-    label = [t for t in ax.texts if t.get_text() == "1x: no speed-up"][0]
-    assert label.get_va() == ("bottom" if above else "top")
+    assert "1x: no speed-up" not in [t.get_text() for t in ax.texts]
+    legend = ax.get_legend()
+    named = [f"S{s}" for s in range(systems)] if systems > 1 else []  # one system: no legend of its own
+    assert [t.get_text() for t in legend.get_texts()] == named + ["1x: no speed-up"]
     ax.figure.canvas.draw()
-    box = label.get_window_extent().transformed(ax.transAxes.inverted())
-    assert 0.0 <= box.y0 and box.y1 <= 1.0, box  # inside the axes, clear of the tick labels
+    renderer = ax.figure.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    assert box.x0 >= ax.get_window_extent(renderer).x1  # right of the axes: clear of every bar and value label
     plt.close(ax.figure)

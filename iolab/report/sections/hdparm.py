@@ -125,7 +125,7 @@ def _hdparm_figure(results: pd.DataFrame, lang: str) -> Figure:
         plot.bars(part, x="system", y="mbps", hue="hue", low="low", high="high", ax=ax, log=False, xlabel="",
                   ylabel=_t("hdparm.col_mbps", lang), title=_timing(test, bool(part["direct"].any()), lang),
                   legend_title=_t("hdparm.tool", lang), hatched=["hdparm"])
-    fig.tight_layout()
+    plot.tight(fig)
     return Figure(fig, alt=_t("hdparm.alt", lang))
 
 
