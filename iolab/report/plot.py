@@ -214,9 +214,12 @@ def reference_line(ax, value: float, label: str) -> None:
     short bar's value label (nytro's 3.3 under '1x: no speed-up'); inside the axes, a legend met the bars."""
     line = ax.axhline(value, color="#333333", linestyle="--", linewidth=1, zorder=1, gid="reference", label=label)
     before = ax.get_legend()  # bars()' legend of the systems, again with the line at its end; or the line's own
-    named = [(h, text) for h, text in zip(*ax.get_legend_handles_labels()) if h is not line] if before else []
-    ax.legend(*zip(*named, (line, label)), title=before.get_title().get_text() or None if before else None,
-              fontsize="small", title_fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    named, title = [], None
+    if before is not None:
+        named = [(h, text) for h, text in zip(*ax.get_legend_handles_labels()) if h is not line]
+        title = before.get_title().get_text() or None
+    ax.legend(*zip(*named, (line, label)), title=title, fontsize="small", title_fontsize="small", frameon=False,
+              loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
@@ -298,7 +301,7 @@ def tight(fig) -> None:
 
 def text_width(text: str) -> int:
     """How many Latin characters wide ``text`` is: a full-width (Japanese) character counts two, so that
-    シーケンシャル読み込み is turned like a 20-letter label, not left to run into its neighbour."""
+    a long Japanese label (「-tバッファ付きディスク読み込み（交互に5回実行した平均）」) is broken like a Latin one."""
     import unicodedata
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in str(text))
 
