@@ -397,7 +397,7 @@ def article_table(data: pd.DataFrame, *, metric: str = "bw_mbps", system: str = 
     shown = summary.pivot_table(index="test", columns=["system", "direction"], values="shown", aggfunc="first")
     numbers = summary.pivot_table(index="test", columns=["system", "direction"], values="value", aggfunc="first")
     cols = pd.MultiIndex.from_product([systems, directions])
-    shown = shown.reindex(index=tests, columns=cols).fillna(DASH)
+    shown = shown.reindex(index=tests, columns=cols).astype(object).fillna(DASH)  # a column no row had is float
     numbers = numbers.reindex(index=tests, columns=cols)
     labels = pd.Index([i18n.label(t, lang, section="tests") for t in tests], name=i18n.text("labels.test", lang))
     shown.index = numbers.index = labels
