@@ -156,11 +156,16 @@ class Simultaneous:
 
     check = staticmethod(check)
 
+    def prepare(self, force_direct: bool) -> dict:
+        """The manifest's ``simultaneous`` (which targets run together, the total's name), then
+        :meth:`~iolab.engine.runner.FioEngine.prepare`."""
+        self.run.update(simultaneous={"targets": [t.name for t in self.targets], "total": total_name(self.targets)})
+        return super().prepare(force_direct)
+
     def job_files(self, force_direct: bool):
         """One job file per step for all targets, keyed ``(step id, total name)`` (what
         :meth:`~iolab.engine.runner.FioEngine.write_jobs` writes and checks)."""
         total = total_name(self.targets)
-        self.run.update(simultaneous={"targets": [t.name for t in self.targets], "total": total})
         for step in self.recipe.steps():
             yield ((step.id, total), f"jobs/{step.id}.fio",
                    job_text(self.recipe, step, self.targets, force_direct=force_direct), self.targets[0], step)
