@@ -359,6 +359,7 @@ class Explorer:
                   ax=ax, xlabel="", ylabel=caption, legend_title=hue_label,
                   log="auto" if scale is None else scale,
                   title=f"{self.recipe.value}{i18n.colon(lang)}{i18n.text(f'labels.{statistic}', lang)}")
+        plot.tight(figure)
         self.axes = ax
         table = tables.pivot(summary, lang=lang, caption=f"{self.recipe.value}{i18n.colon(lang)}{caption}")
         try:

@@ -238,7 +238,8 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     next to an NVMe drive). ``hatched`` hue values get hatched bars (e.g.
     systems not isolated from the page cache). The value labels follow the
     table's rounding (:func:`bar_label`; ``published``: as the article printed
-    them), or are the texts of column ``labels``. Returns the Axes.
+    them), or are the texts of column ``labels``. The category labels are level: the figure's
+    :func:`tight` turns them where they would run together. Returns the Axes.
     """
     import seaborn as sns
     _, plt = _mpl()
@@ -283,7 +284,6 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
     ax.grid(axis="x", visible=False)
     # after the legend and axis labels: measured as the image will be drawn
     barlabels.fit(ax, texts)
-    barlabels.turn_ticks(ax)  # at the figure's final width
     return ax
 
 
@@ -349,7 +349,8 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
     """Many systems at once: one dot per row and category, the best and worst ``annotate`` labelled.
 
     For comparisons of dozens of servers, where grouped bars and a legend no
-    longer work. Dots are spread across each category in rank order.
+    longer work. Dots are spread across each category in rank order; the category labels are level
+    until the figure's :func:`tight`.
     """
     _, plt = _mpl()
     pos = dot_positions(data, x=x, y=y)
@@ -371,7 +372,6 @@ def dots(data: pd.DataFrame, *, x: str, y: str, label: str | None = None, ax=Non
                             xytext=(3, 0), textcoords="offset points", va="center")
     _texts(ax, xlabel, None, title)
     ax.grid(axis="x", visible=False)
-    barlabels.turn_ticks(ax)
     return ax
 
 

@@ -211,6 +211,7 @@ def _bonnie_figure(results: pd.DataFrame, lang: str) -> Figure | None:
     for (_, spot), plus in zip(where.iterrows(), bars["plus"]):
         if plus:
             ax.text(spot["pos"], low, PLUS, rotation=90, ha="center", va="bottom", fontsize="small", gid="plus")
+    plot.tight(fig)
     return Figure(fig, alt=_t("bonnie.alt", lang))
 
 

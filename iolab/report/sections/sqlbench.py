@@ -110,6 +110,7 @@ def _sqlbench_figure(results: pd.DataFrame, lang: str, table: Table) -> Figure:
              in zip(results["test"], results["system"], results["elapsed_s"])]
     plot.bars(results.assign(shown=shown), x="test", y="elapsed_s", hue="system", ax=ax, xlabel="",
               ylabel=_t("sql.chart_y", lang), legend_title=i18n.text("labels.system", lang), labels="shown")
+    plot.tight(fig)
     return Figure(fig, alt=_t("sql.alt", lang))
 
 
