@@ -40,6 +40,11 @@ def layout():
 LAYOUT = layout()
 
 
+class StandInNotice(UserWarning):
+    """Shown in the warnings summary: these tests ran against a stand-in, not systemd. (Defined here, not in
+    the test file: pytest-xdist's controller imports a warning's class by its module to show it.)"""
+
+
 def layout_summary() -> str:
     if LAYOUT is None:
         return "no cgroup mounts"

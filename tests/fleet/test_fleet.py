@@ -72,10 +72,26 @@ def tcp_host(name, servers, target) -> dict:
     return {"name": name, "address": "127.0.0.1", "port": server.endpoint.port, "target": str(target)}
 
 
-def unix_host(name, servers, target, tmp_path) -> dict:
-    """A fio server on a private Unix socket (iolab server's default kind), confined to ``target``."""
+@pytest.fixture(scope="module")
+def socket_root():
+    """Where :func:`sockets` are made; removed after the module's tests, whose servers are stopped by then."""
+    path = Path(tempfile.mkdtemp(prefix="iolab-sock-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def sockets(socket_root):
+    """A directory with a short path for a test's server sockets: a Unix socket's path has 108 bytes, and
+    pytest-xdist's worker directory (popen-gw0) lengthens ``tmp_path``."""
+    return Path(tempfile.mkdtemp(dir=socket_root))
+
+
+def unix_host(name, servers, target, sockets) -> dict:
+    """A fio server on a private Unix socket (iolab server's default kind) under ``sockets``, confined to
+    ``target``."""
     target.mkdir(exist_ok=True)
-    sock = Path(privatedir.ensure(tmp_path / f"srv-{name}")) / "fio.sock"
+    sock = Path(privatedir.ensure(sockets / f"srv-{name}")) / "fio.sock"
     servers(socket=sock, writable=[target])
     return {"name": name, "socket": str(sock), "target": str(target)}
 
@@ -325,8 +341,8 @@ def test_sigterm_stops_the_fleet_run_and_keeps_the_record(servers, tmp_path):
 
 # =========================================================================== sequential, scaling, plots
 
-def test_sequential_runs_hosts_one_after_another(servers, tmp_path):
-    hosts = [tcp_host("tcp1", servers, tmp_path / "t"), unix_host("unix1", servers, tmp_path / "u", tmp_path)]
+def test_sequential_runs_hosts_one_after_another(servers, tmp_path, sockets):
+    hosts = [tcp_host("tcp1", servers, tmp_path / "t"), unix_host("unix1", servers, tmp_path / "u", sockets)]
     result = fleet.run(recipe_file(tmp_path, tests=1), inventory_file(tmp_path, hosts), sequential=True,
                        data_dir=tmp_path / "data", progress=False)
     assert result.manifest["status"] == "completed" and result.manifest["fleet"]["mode"] == "sequential"
@@ -397,15 +413,16 @@ def ssh_host(name, sshd, remote_socket, target, identity=None) -> dict:
                             "GlobalKnownHostsFile": "/dev/null"}}
 
 
-def private_server(servers, tmp_path, name, target):
-    """A confined fio server on a socket in a 0700 directory of its own, writing only ``target``."""
+def private_server(servers, sockets, name, target):
+    """A confined fio server on a socket in a 0700 directory of its own under ``sockets``, writing only
+    ``target``."""
     target.mkdir(exist_ok=True)
-    return servers(socket=Path(privatedir.ensure(tmp_path / f"srv-{name}")) / "fio.sock", writable=[target])
+    return servers(socket=Path(privatedir.ensure(sockets / f"srv-{name}")) / "fio.sock", writable=[target])
 
 
-def test_ssh_forwards_the_far_side_socket(servers, sshd, tmp_path):
-    server = private_server(servers, tmp_path, "far", tmp_path / "t1")
-    other = private_server(servers, tmp_path, "other", tmp_path / "t2")
+def test_ssh_forwards_the_far_side_socket(servers, sshd, tmp_path, sockets):
+    server = private_server(servers, sockets, "far", tmp_path / "t1")
+    other = private_server(servers, sockets, "other", tmp_path / "t2")
     stranger = tmp_path / "stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
     hosts = [ssh_host("tunnelled", sshd, server.endpoint.path, tmp_path / "t1"),
@@ -431,8 +448,8 @@ def test_ssh_forwards_the_far_side_socket(servers, sshd, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("runuser") is None, reason="runuser (util-linux) is not installed")
-def test_another_local_user_cannot_use_the_forwarded_socket(servers, sshd, tmp_path):
-    server = private_server(servers, tmp_path, "far", tmp_path / "t")
+def test_another_local_user_cannot_use_the_forwarded_socket(servers, sshd, tmp_path, sockets):
+    server = private_server(servers, sockets, "far", tmp_path / "t")
     host = fleet_inventory.parse_inventory(
         {"hosts": [ssh_host("far", sshd, server.endpoint.path, tmp_path / "t")]}, "inv").hosts[0]
     workdir = Path(privatedir.ensure(tmp_path / "near"))

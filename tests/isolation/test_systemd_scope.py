@@ -32,7 +32,7 @@ from iolab.core.errors import IolabError
 from iolab.isolation.sandbox import open_sandbox
 
 from cli_helpers import live_processes
-from kernel_fixtures import (LAYOUT, fio_json, has_v1, layout_summary, machine_clean,  # noqa: F401
+from kernel_fixtures import (LAYOUT, StandInNotice, fio_json, has_v1, layout_summary, machine_clean,  # noqa: F401
                              module_clean, needs_fio, needs_root, write_file)
 
 pytestmark = pytest.mark.usefixtures("module_clean", "machine_clean")
@@ -225,10 +225,6 @@ def main(argv):
 
 sys.exit(main(sys.argv[1:]))
 '''
-
-
-class StandInNotice(UserWarning):
-    """Shown in the warnings summary: these tests ran against a stand-in, not systemd."""
 
 
 @pytest.fixture

@@ -8,9 +8,12 @@ from iolab.report import plot
 
 
 @pytest.fixture(autouse=True)
-def close_figures():
-    """No figure of one test is left open for the next (matplotlib keeps them until closed)."""
-    yield
+def report_fonts_and_closed_figures():
+    """Every test draws with the fonts a report has (Japanese as the fallback: :func:`iolab.report.plot.setup`),
+    whichever tests ran before it in its process (pytest-xdist shares tests out among workers); no figure of
+    one test is left open for the next (matplotlib keeps them until closed)."""
+    with matplotlib.rc_context({"font.family": plot.font_families("en")}):
+        yield
     plt.close("all")
 
 
