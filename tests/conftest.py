@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from alone_tests import alone
 from cli_helpers import IN_LAB, iolab_cli, live_processes
 
 # A suite started with SIGINT ignored (`make test &` in a script: POSIX shells ignore SIGINT in
@@ -14,6 +15,12 @@ from cli_helpers import IN_LAB, iolab_cli, live_processes
 # default action, so give the suite (and through exec, its children) the default back.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_itemcollected(item):
+    """Marker ``alone`` on the tests that measure against time (tests/alone_tests.py)."""
+    if alone(item.path, item.config.rootpath):
+        item.add_marker("alone")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run the whole suite: unit and integration tests and the notebooks with nbval on
-# this machine, then the lab tier (tests/lab, marker `lab`) inside ONE lab VM
-# with a stock kernel (cgroup v2, md, dm): see iolab/lab/. The lab tests are
-# deselected on the host. IOLAB_LAB=skip skips the lab tier on purpose.
+# this machine (with arguments: only the tests they name, in one pytest), then the
+# lab tier (tests/lab, marker `lab`) inside ONE lab VM with a stock kernel (cgroup
+# v2, md, dm): see iolab/lab/. The lab tests are deselected on the host.
+# IOLAB_LAB=skip skips the lab tier on purpose.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export MPLBACKEND=Agg
@@ -21,12 +22,32 @@ elif [ -n "$lab_setup" ]; then
   echo "$lab_setup"
 fi
 
-# where the time went, so a suite creeping past its budget shows in the CI log
-.venv/bin/python -m pytest --durations=30 "$@"
-rc=$?
-if [ "$rc" -eq 5 ]; then
-  no_tests "pytest"
-  exit 1
+# One pytest; --durations says where the time went, so a suite creeping past its budget shows in the CI
+# log. Its exit status, with "no test collected" (5) as a failure.
+run_pytest() {
+  .venv/bin/python -m pytest --durations=30 "$@"
+  local rc=$?
+  if [ "$rc" -eq 5 ]; then
+    no_tests "pytest $*"
+    return 1
+  fi
+  return "$rc"
+}
+
+if [ "$#" -gt 0 ]; then
+  run_pytest "$@"  # the tests asked for, as asked
+  rc=$?
+else
+  # The tests that do not measure against time on up to two workers (pytest-xdist; a file's tests on one
+  # worker, so they share its fixtures), then those that do (marker `alone`: tests/alone_tests.py) one by one.
+  workers=$(nproc)
+  [ "$workers" -le 2 ] || workers=2
+  echo "iolab test: the tests beside each other ($workers workers), then the tests that measure against time, alone"
+  run_pytest -n "$workers" --dist loadfile -m "not alone"
+  rc=$?
+  run_pytest -m alone
+  alone=$?
+  [ "$rc" -ne 0 ] || rc=$alone
 fi
 [ "$rc" -eq 0 ] || exit "$rc"
 

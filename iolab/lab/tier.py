@@ -56,10 +56,11 @@ HOP_GRACE = 300.0  # seconds the host half may take after the VM is gone (it sto
 
 
 def guest_command(results: Path, extra: list[str]) -> str:
-    # no cache provider (read-only root), no nbval (its jupyter imports cost seconds under TCG);
+    # no cache provider (read-only root), no nbval (its jupyter imports cost seconds under TCG), no xdist (one
+    # worker: the lab's tests measure against time);
     # -rP shows what each test printed (the measured figures), --durations where the time went
     argv = [str(CHECKOUT / ".venv" / "bin" / "python"), "-m", "pytest", "-m", GUEST_MARKERS,
-            "-p", "no:cacheprovider", "-p", "no:nbval", f"--junitxml={results / 'junit.xml'}",
+            "-p", "no:cacheprovider", "-p", "no:nbval", "-p", "no:xdist", f"--junitxml={results / 'junit.xml'}",
             "--basetemp=/var/tmp/pytest", "-o", "addopts=-ra -rP --durations=8",
             *(extra or ["tests/lab", *STOCK_KERNEL_TESTS])]
     return "MPLBACKEND=Agg " + shlex.join(argv)
