@@ -1,7 +1,7 @@
 """Which host tests measure against time -- a throttle's rate, an emulated device's latency, the page cache
-or huge pages of the whole machine, a watchdog's or a kill's seconds -- and so run with nothing beside them:
-tools/test.sh runs the others on two pytest-xdist workers first, then these (marker ``alone``, set by
-tests/conftest.py)."""
+or huge pages of the whole machine, a watchdog's or a kill's seconds, jobs started together -- and so run
+with nothing beside them: tools/test.sh runs the others on two pytest-xdist workers first, then these
+(marker ``alone``, set by tests/conftest.py)."""
 from pathlib import Path
 
 #: directories (ending in /) and files, relative to the checkout; beside them in tests/classic and tests/devices
@@ -18,7 +18,8 @@ ALONE = ("tests/isolation/",
          "tests/devices/test_emulated_latency.py", "tests/devices/test_setup_plan.py",
          "tests/engine/test_ceiling_probe_option.py", "tests/engine/test_directio.py",
          "tests/engine/test_faults.py", "tests/engine/test_fioproc_limit.py", "tests/engine/test_reaper.py",
-         "tests/engine/test_reaper_trust.py", "tests/engine/test_simultaneous_run.py")
+         "tests/engine/test_reaper_trust.py", "tests/engine/test_simultaneous_run.py",
+         "tests/fleet/test_fleet.py")  # three fio servers start within one job's second
 
 
 def alone(path: Path, root: Path) -> bool:
