@@ -208,13 +208,13 @@ def test_start_and_stop_a_small_run_from_the_page(explorer_page):
     for label, value in (("Target", str(target)), ("Size", "16M"), ("Runtime (s)", "30"),
                          ("Tests", "SEQ1M-Q1T1"), ("Label", "stopped in the page")):
         page.evaluate(f"window.iolab.type({json.dumps(label)}, {json.dumps(value)})")
-    started = time.monotonic()
     page.evaluate("window.iolab.press('Start')")
     page.wait_for("window.iolab.allText().includes('Running SEQ1M-Q1T1')", 60, "fio running the first test")
+    running = time.monotonic()  # fio has started: left alone, the test would go on for most of its 30 s
     page.evaluate("window.iolab.press('Stop')")
     page.wait_for("window.iolab.allText().includes('Run stopped: what was measured is kept in')", 60,
                   "the run stopped")
-    assert time.monotonic() - started < 30 + 15, "Stop did not cut the 30 s test short"
+    assert time.monotonic() - running < 20, "Stop did not cut the 30 s test short"
     manifests = list((root / "data").glob("*/*/manifest.json"))
     assert len(manifests) == 1
     manifest = json.loads(manifests[0].read_text())
