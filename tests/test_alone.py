@@ -1,8 +1,11 @@
 """tools/test.sh runs the host tests on two pytest-xdist workers, except the ones that measure against time
 (marker ``alone``: tests/alone_tests.py), which run after them with nothing beside them."""
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from alone_tests import ALONE, alone
@@ -39,3 +42,30 @@ def test_minus_m_alone_selects_the_files_of_alone_and_no_other():
         return {line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line}
     assert collected("alone") == {"tests/engine/test_faults.py"}
     assert collected("not alone") == {"tests/engine/test_fioparse.py"}
+
+
+def test_ctrl_c_during_the_tests_beside_each_other_ends_the_suite():
+    """An interrupted first pytest (status 2) must not go on to the tests that run alone."""
+    proc = subprocess.Popen(["bash", "tools/test.sh"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True,
+                            env={**os.environ, "IOLAB_LAB": "skip", "PYTEST_ADDOPTS": "-p no:cacheprovider"})
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if "test session starts" in line:
+                time.sleep(2)  # into the first pytest's collection, before any test has set anything up
+                os.killpg(proc.pid, signal.SIGINT)
+                break
+        for line in proc.stdout:
+            lines.append(line)
+            if "test session starts" in line:  # the second pytest started: stop it too, then fail
+                os.killpg(proc.pid, signal.SIGINT)
+        rc = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    output = "".join(lines)
+    assert output.count("test session starts") == 1, output[-3000:]
+    assert rc == 2, output[-3000:]
