@@ -6,7 +6,8 @@ every bar has a visible length and a 100x ratio looks like two decades.
 :func:`fit` makes the value labels of a chart fit after they are placed:
 horizontal where they fit, else turned upright, then smaller, then the figure
 wider, until no two label boxes intersect and none is wider than its bar's room (measured with the renderer, as the
-image will be drawn), and the axis grows upwards so that no label is clipped. :func:`turn_ticks` turns the
+image will be drawn), and the axis grows upwards so that no label is clipped; :func:`refit` does it again once a
+layout has changed the axes' width. :func:`turn_ticks` turns the
 category labels under the bars only where, level, they would run together.
 """
 from __future__ import annotations
@@ -14,11 +15,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import weakref
 
 #: The smallest font size (points) value labels shrink to before the figure is widened.
 MIN_FONT = 5.0
 #: The widest a figure grows (inches) to fit its labels.
 MAX_WIDTH = 40.0
+
+#: Each axes' value labels as :func:`fit` found them (level, their first font size) and the y limits before
+#: any headroom: what :func:`refit` starts again from once a layout has changed the axes' width.
+_PLACED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def log_baseline(values) -> float:
@@ -88,8 +94,28 @@ def fit(ax, texts) -> None:
     """
     texts = [t for t in texts if t.get_text()]
     if texts:
+        _PLACED[ax] = (texts, float(texts[0].get_fontsize()), ax.get_ylim())
         with _measurable(ax.figure):
             _fit(ax, texts)
+
+
+def refit(ax) -> bool:
+    """:func:`fit` the value labels of ``ax`` again from the start (level, their first size, no headroom), at the
+    axes' width now: a layout (``tight_layout`` making room for a legend) narrows the axes the labels were fitted
+    to. True when ``ax`` has value labels."""
+    placed = _PLACED.get(ax)
+    if placed is None:
+        return False
+    texts, size, ylim = placed
+    ax.set_ylim(ylim)
+    for t in texts:
+        t.set_rotation(0)
+        t.set_fontsize(size)
+        t.set_horizontalalignment("center")
+        t.set_verticalalignment("bottom")
+    with _measurable(ax.figure):
+        _fit(ax, texts)
+    return True
 
 
 def turn_ticks(ax, *, gap_pt: float = 4.0) -> bool:

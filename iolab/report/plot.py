@@ -288,14 +288,16 @@ def bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=None,
 
 
 def tight(fig) -> None:
-    """``fig.tight_layout()`` for a figure of bar or dot charts, then each axes' category labels turned where,
-    level, they would run together at the axes' final width (:func:`barlabels.turn_ticks`: the layout narrows
-    axes for their legends and labels; measured level, as a turned label would narrow them itself), and the
-    layout again for the turned labels' height."""
+    """``fig.tight_layout()`` for a figure of bar or dot charts, then, at each axes' final width (the layout
+    narrows axes for their legends and labels), its category labels turned where, level, they would run
+    together (:func:`barlabels.turn_ticks`; measured level, as a turned label would narrow them itself) and its
+    bars' value labels fitted again (:func:`barlabels.refit`), and the layout again for what they changed."""
     for ax in fig.axes:
         barlabels.set_turned(ax, False)
     fig.tight_layout()
-    if any([barlabels.turn_ticks(ax) for ax in fig.axes]):
+    turned = [barlabels.turn_ticks(ax) for ax in fig.axes]
+    refitted = [barlabels.refit(ax) for ax in fig.axes]
+    if any(turned) or any(refitted):
         fig.tight_layout()
 
 

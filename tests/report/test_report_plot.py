@@ -218,6 +218,29 @@ def test_value_labels_of_many_narrow_bars_never_intersect(spread):
         plt.close(fig)
 
 
+@pytest.mark.parametrize("tests, systems, width", [(4, 3, 10), (6, 2, 10), (3, 4, 8)])
+def test_value_labels_fit_the_width_the_layout_leaves_beside_a_long_legend(tests, systems, width):
+    """Level labels that fit the axes as first drawn ran into each other once plot.tight narrowed the axes for a
+    legend of long system names: tight fits them again at the final width."""
+    import itertools
+    plot.setup("en")
+    names = [f"System {s} on a long description of its disks" for s in range(systems)]
+    frame = pd.DataFrame([{"test": f"T{t}", "system": name, "value": 1234.5 + 7 * t + s}
+                          for t in range(tests) for s, name in enumerate(names)])
+    fig, ax = plt.subplots(figsize=(width, 4))
+    plot.bars(frame, x="test", y="value", hue="system", ax=ax)
+    plot.tight(fig)
+    try:
+        boxes, frame_box = _label_boxes(ax)
+        assert len(boxes) == tests * systems
+        assert not [(a, b) for a, b in itertools.combinations(boxes, 2) if a.overlaps(b)]
+        centres = sorted((b.x0 + b.x1) / 2 for b in boxes)
+        assert max(b.width for b in boxes) <= min(b - a for a, b in zip(centres, centres[1:])) + 0.5
+        assert max(b.y1 for b in boxes) <= frame_box.y1 + 0.5
+    finally:
+        plt.close(fig)
+
+
 def test_few_wide_bars_keep_horizontal_labels():
     plot.setup("en")
     frame = pd.DataFrame({"test": ["SEQ", "RND"], "system": ["HDD", "HDD"], "value": [150.0, 1.2]})
