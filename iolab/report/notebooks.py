@@ -436,7 +436,7 @@ def export_markdown(notebook: str | os.PathLike, md_path: str | os.PathLike) -> 
             data = base64.b64decode(data) if not name.endswith(".svg") else data.encode()
         store.atomic_write(target, data)
         figures.append(_publish(target))
-    store.atomic_write(md_path, body)
+    store.atomic_write(md_path, re.sub(r"\n{3,}", "\n\n", body))  # one blank line between blocks, as by hand
     return _publish(md_path), figures
 
 

@@ -121,6 +121,7 @@ def test_markdown_has_pipe_tables_and_figure_files(rendered):
         assert alt.startswith(("crystaldiskmark:", "quick:"))
         assert (out / path).is_file() and (out / path).read_bytes()[:4] == b"\x89PNG"
     assert "```" not in md  # no code
+    assert "\n\n\n" not in md  # one blank line between blocks, not the four of nbconvert's cells
 
 
 def test_executed_notebook_keeps_parameters_and_no_errors(rendered):
