@@ -45,7 +45,8 @@ else
   echo "iolab test: the tests beside each other ($workers workers), then the tests that measure against time, alone"
   run_pytest -n "$workers" --dist loadfile -m "not alone"
   rc=$?
-  # Ctrl-C (pytest's 2) or a usage error (4) ends the suite here; failed tests (1) do not, so one log shows both.
+  # Only passed (0) or failed (1) tests go on, so one log shows both; Ctrl-C (2), an internal (3) or a usage
+  # error (4) ends the suite here.
   case "$rc" in 0|1) ;; *) exit "$rc" ;; esac
   run_pytest -m alone
   alone=$?
