@@ -22,8 +22,9 @@ MIN_FONT = 5.0
 #: The widest a figure grows (inches) to fit its labels.
 MAX_WIDTH = 40.0
 
-#: Each axes' value labels as :func:`fit` found them (level, their first font size) and the y limits before
-#: any headroom: what :func:`refit` starts again from once a layout has changed the axes' width.
+#: Each axes' value labels as :func:`fit` found them (weak references: a label refers to its axes, which would
+#: keep the entry and its figure alive), their first font size and the y limits before any headroom: what
+#: :func:`refit` starts again from once a layout has changed the axes' width.
 _PLACED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -94,7 +95,7 @@ def fit(ax, texts) -> None:
     """
     texts = [t for t in texts if t.get_text()]
     if texts:
-        _PLACED[ax] = (texts, float(texts[0].get_fontsize()), ax.get_ylim())
+        _PLACED[ax] = ([weakref.ref(t) for t in texts], float(texts[0].get_fontsize()), ax.get_ylim())
         with _measurable(ax.figure):
             _fit(ax, texts)
 
@@ -106,7 +107,10 @@ def refit(ax) -> bool:
     placed = _PLACED.get(ax)
     if placed is None:
         return False
-    texts, size, ylim = placed
+    refs, size, ylim = placed
+    texts = [t for t in (ref() for ref in refs) if t is not None]
+    if not texts:
+        return False
     ax.set_ylim(ylim)
     for t in texts:
         t.set_rotation(0)

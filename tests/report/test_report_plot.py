@@ -241,6 +241,23 @@ def test_value_labels_fit_the_width_the_layout_leaves_beside_a_long_legend(tests
         plt.close(fig)
 
 
+def test_a_closed_bar_chart_is_freed():
+    """What plot.tight needs to fit the value labels again must not keep a figure alive (the explorer draws a new
+    one at every change)."""
+    import gc
+    import weakref
+    plot.setup("en")
+    fig, ax = plt.subplots(figsize=(6, 3))
+    plot.bars(pd.DataFrame({"test": ["A", "B"], "system": ["x", "x"], "value": [1.0, 2.0]}),
+              x="test", y="value", hue="system", ax=ax)
+    plot.tight(fig)
+    freed = weakref.ref(fig)
+    plt.close(fig)
+    del fig, ax
+    gc.collect()
+    assert freed() is None
+
+
 def test_few_wide_bars_keep_horizontal_labels():
     plot.setup("en")
     frame = pd.DataFrame({"test": ["SEQ", "RND"], "system": ["HDD", "HDD"], "value": [150.0, 1.2]})
